@@ -1,0 +1,3 @@
+module github.com/switchboard-mcp/switchboard
+
+go 1.26.0
