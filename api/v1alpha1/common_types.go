@@ -1,0 +1,62 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ServerReference names an MCPServer in the same namespace.
+type ServerReference struct {
+	// name of the MCPServer in this namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+}
+
+// CacheScope says who may reuse a cached result.
+// +kubebuilder:validation:Enum=Public;Private
+type CacheScope string
+
+const (
+	// CacheScopePublic results hold no caller-specific data: any client or shared cache may reuse them.
+	CacheScopePublic CacheScope = "Public"
+	// CacheScopePrivate results may be reused only within the same authorization context.
+	CacheScopePrivate CacheScope = "Private"
+)
+
+// CacheHint is the caching hint the sidecar stamps on a result as `ttlMs` and `cacheScope`.
+type CacheHint struct {
+	// ttlSeconds is how long a client may treat the result as fresh (sent as ttlMs). 0 means
+	// immediately stale. Change notifications invalidate cached results sooner.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:default=0
+	TTLSeconds *int32 `json:"ttlSeconds,omitempty"`
+
+	// scope is Public when the result is the same for every caller and may be shared across
+	// authorization contexts, Private otherwise.
+	// +optional
+	// +kubebuilder:default=Private
+	Scope CacheScope `json:"scope,omitempty"`
+}
+
+// CatalogItemStatus is the observed state shared by MCPTool, MCPResource and MCPPrompt.
+type CatalogItemStatus struct {
+	// conditions: Accepted and Published.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// catalogRevision is the server's catalog revision that includes this object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	CatalogRevision string `json:"catalogRevision,omitempty"`
+}

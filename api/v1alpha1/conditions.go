@@ -1,0 +1,84 @@
+package v1alpha1
+
+// Condition types and reasons. Every reason says what happened and, where something is wrong,
+// points at what to fix; Events the controller emits use the same reason strings.
+
+// MCPServer condition types.
+const (
+	// ConditionReady summarises the server: it is True when the workload is Available and every
+	// ready replica serves the current catalog revision.
+	ConditionReady = "Ready"
+
+	// ConditionAvailable mirrors the Deployment's availability (at least the desired replicas
+	// minus maxUnavailable are ready).
+	ConditionAvailable = "Available"
+
+	// ConditionCatalogPropagated is True when every ready replica has applied the current catalog
+	// revision (status.catalogRevision).
+	ConditionCatalogPropagated = "CatalogPropagated"
+)
+
+// Condition types shared by MCPTool, MCPResource and MCPPrompt.
+const (
+	// ConditionAccepted is True when the referenced MCPServer exists and no other object of the
+	// same kind exposes the same name on it.
+	ConditionAccepted = "Accepted"
+
+	// ConditionPublished is True when the object is part of the server's current catalog
+	// revision; status.catalogRevision names that revision.
+	ConditionPublished = "Published"
+)
+
+// Reasons for MCPServer conditions.
+const (
+	// ReasonReady: the server is available and every ready replica serves the current catalog.
+	ReasonReady = "Ready"
+	// ReasonInvalidSpec: the spec cannot be turned into a workload; the message says which field to fix.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonReconcileFailed: applying a child object failed; the message carries the API error.
+	ReasonReconcileFailed = "ReconcileFailed"
+
+	// ReasonDeploymentAvailable: the Deployment reports Available=True.
+	ReasonDeploymentAvailable = "DeploymentAvailable"
+	// ReasonDeploymentUnavailable: fewer replicas are ready than the rollout strategy allows;
+	// check the pods' events and the MCP server container's logs.
+	ReasonDeploymentUnavailable = "DeploymentUnavailable"
+	// ReasonDeploymentProgressing: a rollout is in progress.
+	ReasonDeploymentProgressing = "DeploymentProgressing"
+	// ReasonScaledToZero: spec.replicas is 0, so nothing serves clients.
+	ReasonScaledToZero = "ScaledToZero"
+	// ReasonExternalWorkload: spec.mode is External; pods come from the user's own workload.
+	ReasonExternalWorkload = "ExternalWorkload"
+
+	// ReasonCatalogPropagated: every ready replica has applied the current catalog revision.
+	ReasonCatalogPropagated = "AllReplicasUpToDate"
+	// ReasonPropagationPending: some ready replicas still serve an older catalog revision.
+	ReasonPropagationPending = "PropagationPending"
+	// ReasonCatalogRejected: a sidecar refused the current catalog revision and keeps serving the
+	// last good one; the message carries the sidecar's reason.
+	ReasonCatalogRejected = "CatalogRejected"
+	// ReasonCatalogTooLarge: the compiled catalog exceeds the ConfigMap size limit; move large
+	// resource contents to ConfigMap- or Secret-backed MCPResources.
+	ReasonCatalogTooLarge = "CatalogTooLarge"
+	// ReasonNoReadyReplicas: no replica is ready, so no replica can serve the catalog.
+	ReasonNoReadyReplicas = "NoReadyReplicas"
+)
+
+// Reasons for MCPTool, MCPResource and MCPPrompt conditions.
+const (
+	// ReasonAccepted: the server exists and the name is unique on it.
+	ReasonAccepted = "Accepted"
+	// ReasonServerNotFound: spec.serverRef names no MCPServer in this namespace; create it or fix
+	// the reference. Resolved automatically when the server appears.
+	ReasonServerNotFound = "ServerNotFound"
+	// ReasonNameConflict: another object of the same kind exposes the same name on the server
+	// and wins (oldest creation, then object name); the message names the winner.
+	ReasonNameConflict = "NameConflict"
+
+	// ReasonPublished: the object is part of the server's current catalog revision.
+	ReasonPublished = "Published"
+	// ReasonNotAccepted: the object is not published because it is not accepted.
+	ReasonNotAccepted = "NotAccepted"
+	// ReasonSourceNotFound: the ConfigMap or Secret (or its key) behind an MCPResource is missing.
+	ReasonSourceNotFound = "SourceNotFound"
+)

@@ -1,0 +1,402 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Ports the injected sidecar uses inside the pod; the MCP server container must not use them.
+const (
+	// SidecarMCPPort serves MCP Streamable HTTP to clients (the Service targets it).
+	SidecarMCPPort = 8800
+	// SidecarAdminPort serves /healthz, /readyz, /metrics and the drain endpoint.
+	SidecarAdminPort = 8801
+)
+
+// WorkloadMode says who runs the MCP server's pods.
+// +kubebuilder:validation:Enum=Managed;External
+type WorkloadMode string
+
+const (
+	// WorkloadManaged: Switchboard runs a Deployment of spec.container with the sidecar.
+	WorkloadManaged WorkloadMode = "Managed"
+	// WorkloadExternal: the user's own workload runs the pods; pods labelled
+	// mcp.switchboard.dev/server=<name> get the sidecar from the injection webhook.
+	WorkloadExternal WorkloadMode = "External"
+)
+
+// ToolPolicy decides which tools the server exposes.
+// +kubebuilder:validation:Enum=All;Declared
+type ToolPolicy string
+
+const (
+	// ToolPolicyAll exposes every upstream tool, with MCPTools overriding, renaming or disabling them.
+	ToolPolicyAll ToolPolicy = "All"
+	// ToolPolicyDeclared exposes only the tools that have an MCPTool.
+	ToolPolicyDeclared ToolPolicy = "Declared"
+)
+
+// MCPServerSpec declares one MCP server workload and how its sidecar serves it.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Managed' || (has(self.container) && has(self.container.image))",message="spec.container.image is required when mode is Managed"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'External' || !has(self.container) || !has(self.container.image)",message="spec.container.image must be empty when mode is External: the pods come from your own workload"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'External' || !has(self.replicas)",message="spec.replicas must be empty when mode is External: scale your own workload instead"
+type MCPServerSpec struct {
+	// mode is Managed (Switchboard runs a Deployment of spec.container) or External (your own
+	// workload runs the pods and opts them into sidecar injection with the label
+	// mcp.switchboard.dev/server=<name>).
+	// +optional
+	// +kubebuilder:default=Managed
+	Mode WorkloadMode `json:"mode,omitempty"`
+
+	// container is the MCP server container. In External mode only port and path are used.
+	// +optional
+	Container *ServerContainer `json:"container,omitempty"`
+
+	// replicas is the number of pods (Managed mode). Defaults to 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// rollout tunes the Deployment's rolling update. Defaults: maxSurge 1, maxUnavailable 0, so
+	// a rollout never lowers capacity.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
+
+	// pod sets pod-level fields of the workload (Managed mode).
+	// +optional
+	Pod *PodOverrides `json:"pod,omitempty"`
+
+	// sidecar tunes the Switchboard sidecar that fronts the MCP server.
+	// +optional
+	Sidecar *SidecarSpec `json:"sidecar,omitempty"`
+
+	// toolPolicy is All (upstream tools plus MCPTool overrides) or Declared (only tools that have
+	// an MCPTool).
+	// +optional
+	// +kubebuilder:default=All
+	ToolPolicy ToolPolicy `json:"toolPolicy,omitempty"`
+
+	// caching sets the default cache hints per result kind. MCPResource.spec.caching overrides
+	// resourceRead for one resource.
+	// +optional
+	Caching *CachingSpec `json:"caching,omitempty"`
+}
+
+// ServerContainer is the MCP server container.
+// +kubebuilder:validation:XValidation:rule="self.port != 8800 && self.port != 8801",message="port 8800 and 8801 are reserved for the Switchboard sidecar; serve MCP on another port"
+type ServerContainer struct {
+	// image of the MCP server.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// imagePullPolicy of the MCP server image.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// command overrides the image's entrypoint.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=4096
+	Command []string `json:"command,omitempty"`
+
+	// args are the arguments to the entrypoint.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=4096
+	Args []string `json:"args,omitempty"`
+
+	// env sets environment variables in the MCP server container.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=128
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// envFrom fills environment variables from ConfigMaps and Secrets.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
+
+	// port the MCP server listens on, on localhost or all interfaces, inside the pod.
+	// +optional
+	// +kubebuilder:default=8080
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+
+	// path of the MCP endpoint on the server, e.g. /mcp.
+	// +optional
+	// +kubebuilder:default="/mcp"
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$`
+	Path string `json:"path,omitempty"`
+
+	// resources of the MCP server container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// Rollout tunes the Deployment's rolling update.
+// +kubebuilder:validation:XValidation:rule="!(has(self.maxSurge) && has(self.maxUnavailable) && (self.maxSurge == 0 || self.maxSurge == '0%') && (self.maxUnavailable == 0 || self.maxUnavailable == '0%'))",message="maxSurge and maxUnavailable cannot both be 0: the rollout could never progress"
+type Rollout struct {
+	// maxSurge is how many pods above replicas a rollout may create (number or percentage).
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="maxSurge must be a non-negative integer or a percentage such as 25%"
+	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
+
+	// maxUnavailable is how many pods below replicas a rollout may take away (number or percentage).
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="maxUnavailable must be a non-negative integer or a percentage such as 25%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// PodOverrides sets pod-level fields of the managed workload.
+// +kubebuilder:validation:XValidation:rule="!has(self.labels) || self.labels.all(k, !k.startsWith('app.kubernetes.io/') && !k.startsWith('mcp.switchboard.dev/'))",message="pod.labels must not set app.kubernetes.io/* or mcp.switchboard.dev/* keys: Switchboard selects its pods by them"
+type PodOverrides struct {
+	// serviceAccountName runs the pod as this ServiceAccount. Empty: Switchboard's per-server
+	// ServiceAccount, which may read exactly this server's catalog.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// nodeSelector constrains the pods to nodes with these labels.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// tolerations let the pods schedule onto tainted nodes.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// affinity holds the pods' scheduling constraints.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// imagePullSecrets are used to pull the MCP server and sidecar images.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// labels added to the pods.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations added to the pods.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// SidecarSpec tunes the Switchboard sidecar.
+type SidecarSpec struct {
+	// image overrides the sidecar image the manager was started with.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// maxListenStreams caps concurrent subscriptions/listen streams per replica; past it new
+	// listens get a -32603 error.
+	// +optional
+	// +kubebuilder:default=10000
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	MaxListenStreams *int32 `json:"maxListenStreams,omitempty"`
+
+	// keepaliveSeconds is the interval of SSE keepalive comments on listen streams.
+	// +optional
+	// +kubebuilder:default=15
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	KeepaliveSeconds *int32 `json:"keepaliveSeconds,omitempty"`
+
+	// drain times the graceful shutdown of a pod; the pod's terminationGracePeriodSeconds is
+	// derived from it.
+	// +optional
+	Drain *DrainSpec `json:"drain,omitempty"`
+
+	// allowedHosts are extra Host header values the sidecar accepts, e.g. the host name of an
+	// Ingress in front of the Service. The Service's own DNS names are always accepted.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(\*\.)?[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?$`
+	AllowedHosts []string `json:"allowedHosts,omitempty"`
+
+	// allowedOrigins are Origin header values the sidecar accepts from browsers, e.g.
+	// https://app.example.com. Requests without an Origin header are not affected.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:Pattern=`^https?://[A-Za-z0-9*]([-A-Za-z0-9.*]*[A-Za-z0-9])?(:[0-9]{1,5})?$`
+	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
+
+	// resources of the sidecar container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// DrainSpec times the graceful drain that runs when a pod is deleted: readiness fails at once,
+// then after propagationDelaySeconds every listen stream receives its `complete` result (spread
+// over jitterMilliseconds), then in-flight requests get up to budgetSeconds to finish.
+type DrainSpec struct {
+	// propagationDelaySeconds is the wait between failing readiness and ending listen streams, so
+	// endpoints drop the pod before clients reconnect.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=120
+	PropagationDelaySeconds *int32 `json:"propagationDelaySeconds,omitempty"`
+
+	// jitterMilliseconds spreads the `complete` results so clients do not all reconnect at once.
+	// +optional
+	// +kubebuilder:default=1000
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=60000
+	JitterMilliseconds *int32 `json:"jitterMilliseconds,omitempty"`
+
+	// budgetSeconds is how long in-flight requests may run after the listen streams ended.
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	BudgetSeconds *int32 `json:"budgetSeconds,omitempty"`
+}
+
+// CachingSpec holds the default cache hints per result kind.
+type CachingSpec struct {
+	// discover is the hint on server/discover results.
+	// +optional
+	Discover *CacheHint `json:"discover,omitempty"`
+	// tools is the hint on every page of tools/list.
+	// +optional
+	Tools *CacheHint `json:"tools,omitempty"`
+	// prompts is the hint on every page of prompts/list.
+	// +optional
+	Prompts *CacheHint `json:"prompts,omitempty"`
+	// resources is the hint on every page of resources/list.
+	// +optional
+	Resources *CacheHint `json:"resources,omitempty"`
+	// resourceTemplates is the hint on every page of resources/templates/list.
+	// +optional
+	ResourceTemplates *CacheHint `json:"resourceTemplates,omitempty"`
+	// resourceRead is the default hint on resources/read results; an MCPResource's own caching
+	// overrides it.
+	// +optional
+	ResourceRead *CacheHint `json:"resourceRead,omitempty"`
+}
+
+// MCPServerStatus is the observed state of an MCPServer.
+type MCPServerStatus struct {
+	// conditions: Ready, Available and CatalogPropagated.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// catalogRevision is the content hash of the current compiled catalog.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	CatalogRevision string `json:"catalogRevision,omitempty"`
+
+	// replicas is the number of pods of the workload.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// readyReplicas is the number of ready pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// updatedReplicas is the number of pods with the current pod template.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+
+	// catalogUpToDateReplicas is the number of ready pods whose sidecar has applied catalogRevision.
+	// +optional
+	CatalogUpToDateReplicas int32 `json:"catalogUpToDateReplicas,omitempty"`
+
+	// url is the in-cluster MCP endpoint, http://<name>.<namespace>.svc/mcp.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	URL string `json:"url,omitempty"`
+
+	// tools is the number of declared tools in the catalog (enabled and accepted).
+	// +optional
+	Tools int32 `json:"tools,omitempty"`
+
+	// resources is the number of declared resources and resource templates in the catalog.
+	// +optional
+	Resources int32 `json:"resources,omitempty"`
+
+	// prompts is the number of declared prompts in the catalog.
+	// +optional
+	Prompts int32 `json:"prompts,omitempty"`
+
+	// selector is the label selector of the pods, for the scale subresource.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Selector string `json:"selector,omitempty"`
+}
+
+// MCPServer runs one MCP server behind the Switchboard sidecar, which serves MCP Streamable
+// HTTP (2026-07-28), holds listen streams, applies the catalog of MCPTools, MCPResources and
+// MCPPrompts live, and drains gracefully.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=mcps,categories=mcp
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`,description="Ready replicas"
+// +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.tools`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.catalogRevision`,priority=1
+// +kubebuilder:printcolumn:name="Up-To-Date",type=integer,JSONPath=`.status.catalogUpToDateReplicas`,priority=1,description="Ready replicas serving the current catalog"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type MCPServer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec declares the server.
+	// +required
+	Spec MCPServerSpec `json:"spec"`
+
+	// status is the server's observed state.
+	// +optional
+	Status MCPServerStatus `json:"status,omitempty"`
+}
+
+// MCPServerList is a list of MCPServers.
+// +kubebuilder:object:root=true
+type MCPServerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MCPServer `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MCPServer{}, &MCPServerList{})
+}

@@ -1,0 +1,266 @@
+// Package testenv starts a real Kubernetes control plane for tests: etcd and kube-apiserver
+// through envtest, with the Switchboard CRDs installed, and, on request, kube-controller-manager,
+// kube-scheduler and kwok with one fake node, so Deployments get pods that become Ready.
+//
+// The binaries come from hack/k8s-test-bins.sh (built from Go modules); `make test` builds them
+// and sets KUBEBUILDER_ASSETS. Start one Env per test package, in TestMain.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+)
+
+// NodeName is the fake node kwok manages when Options.Controllers is set.
+const NodeName = "kwok-node-0"
+
+// Options selects what runs besides etcd and kube-apiserver.
+type Options struct {
+	// Controllers starts kube-controller-manager, kube-scheduler and kwok (with one fake node),
+	// so Deployments create ReplicaSets and pods that become Ready and roll.
+	Controllers bool
+}
+
+// Env is a running control plane.
+type Env struct {
+	Environment *envtest.Environment
+	Config      *rest.Config
+	Client      client.Client
+	Scheme      *runtime.Scheme
+	// Assets is the folder of the control-plane binaries (KUBEBUILDER_ASSETS).
+	Assets string
+	// KubeconfigPath is a kubeconfig file for the API server (for kubectl and subprocesses).
+	KubeconfigPath string
+
+	dir   string
+	procs []*process
+}
+
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+}
+
+// Scheme returns a scheme with the built-in kinds and the Switchboard kinds.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := mcpv1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// RepoRoot returns the folder holding go.mod, searching upwards from the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Start starts a control plane with the Switchboard CRDs installed.
+func Start(opts Options) (*Env, error) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, " +
+			"which builds the control plane with hack/k8s-test-bins.sh and sets it")
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "switchboard-testenv-")
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{
+		Assets: assets,
+		Scheme: Scheme(),
+		dir:    dir,
+		Environment: &envtest.Environment{
+			CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+			ErrorIfCRDPathMissing: true,
+			BinaryAssetsDirectory: assets,
+		},
+	}
+	cfg, err := e.Environment.Start()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
+	}
+	e.Config = cfg
+	if e.Client, err = client.New(cfg, client.Options{Scheme: e.Scheme}); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	e.KubeconfigPath = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(e.KubeconfigPath, e.Environment.KubeConfig, 0o600); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	if opts.Controllers {
+		if err := e.startControllers(); err != nil {
+			_ = e.Stop()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *Env) startControllers() error {
+	kc := "--kubeconfig=" + e.KubeconfigPath
+	saKey := filepath.Join(e.Environment.ControlPlane.APIServer.CertDir, "sa-signer.key")
+	if err := e.run("kube-controller-manager", kc, "--leader-elect=false", "--secure-port=0",
+		"--controllers=*", "--use-service-account-credentials=false",
+		"--service-account-private-key-file="+saKey,
+		"--kube-api-qps=1000", "--kube-api-burst=2000",
+		// Deployments roll fast in tests: no minimum wait between syncs.
+		"--concurrent-deployment-syncs=5", "--concurrent-replicaset-syncs=5"); err != nil {
+		return err
+	}
+	if err := e.run("kube-scheduler", kc, "--authentication-kubeconfig="+e.KubeconfigPath,
+		"--authorization-kubeconfig="+e.KubeconfigPath, "--leader-elect=false", "--secure-port=0"); err != nil {
+		return err
+	}
+	if err := e.run("kwok", kc, "--manage-all-nodes=true",
+		"--config="+filepath.Join(e.Assets, "kwok-stages.yaml"),
+		"--server-address=127.0.0.1:0", "--node-lease-duration-seconds=40"); err != nil {
+		return err
+	}
+	return e.createNode()
+}
+
+func (e *Env) createNode() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        NodeName,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+			Labels:      map[string]string{"type": "kwok", corev1.LabelHostname: NodeName},
+		},
+	}
+	if err := e.Client.Create(ctx, node); err != nil {
+		return fmt.Errorf("creating node %s: %w", NodeName, err)
+	}
+	node.Status.Capacity = capacity
+	node.Status.Allocatable = capacity
+	if err := e.Client.Status().Update(ctx, node); err != nil {
+		return fmt.Errorf("setting node %s capacity: %w", NodeName, err)
+	}
+	// kwok marks the node Ready within a fraction of a second.
+	for {
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err == nil {
+			for _, c := range node.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s did not become Ready: %s", NodeName, e.Logs("kwok"))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// run starts one control-plane binary from the assets folder, logging to a file.
+func (e *Env) run(name string, args ...string) error {
+	bin := filepath.Join(e.Assets, name)
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("%s is missing from %s: run hack/k8s-test-bins.sh: %w", name, e.Assets, err)
+	}
+	logPath := filepath.Join(e.dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); _ = f.Close(); close(p.done) }()
+	e.procs = append(e.procs, p)
+	return nil
+}
+
+// Logs returns the last lines a started control-plane binary logged, for failure messages.
+func (e *Env) Logs(name string) string {
+	for _, p := range e.procs {
+		if p.name != name {
+			continue
+		}
+		b, err := os.ReadFile(p.log)
+		if err != nil {
+			return err.Error()
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		return name + " log tail:\n" + strings.Join(lines, "\n")
+	}
+	return name + " was not started"
+}
+
+// Kubectl returns a command running the control plane's kubectl against this API server.
+func (e *Env) Kubectl(ctx context.Context, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, filepath.Join(e.Assets, "kubectl"),
+		append([]string{"--kubeconfig=" + e.KubeconfigPath}, args...)...)
+}
+
+// Stop stops the controllers first (the API server's graceful shutdown would otherwise wait on
+// their watches), then the API server and etcd, and removes the temporary files.
+func (e *Env) Stop() error {
+	for _, p := range e.procs {
+		_ = p.cmd.Process.Kill()
+	}
+	for _, p := range e.procs {
+		<-p.done
+	}
+	e.procs = nil
+	err := e.Environment.Stop()
+	_ = os.RemoveAll(e.dir)
+	return err
+}
