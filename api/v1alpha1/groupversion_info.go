@@ -5,8 +5,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -14,8 +15,19 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "mcp.switchboard.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the Switchboard kinds with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the Switchboard kinds to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&MCPServer{}, &MCPServerList{},
+		&MCPTool{}, &MCPToolList{},
+		&MCPResource{}, &MCPResourceList{},
+		&MCPPrompt{}, &MCPPromptList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -117,10 +117,6 @@ type MCPPromptList struct {
 	Items           []MCPPrompt `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&MCPPrompt{}, &MCPPromptList{})
-}
-
 // placeholderRE matches a {{name}} placeholder in a prompt message.
 var placeholderRE = regexp.MustCompile(`\{\{([^}]*)\}\}`)
 

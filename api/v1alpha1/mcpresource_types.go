@@ -143,7 +143,3 @@ type MCPResourceList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MCPResource `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&MCPResource{}, &MCPResourceList{})
-}

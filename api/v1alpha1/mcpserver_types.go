@@ -19,9 +19,9 @@ const (
 type WorkloadMode string
 
 const (
-	// WorkloadManaged: Switchboard runs a Deployment of spec.container with the sidecar.
+	// WorkloadManaged means Switchboard runs a Deployment of spec.container with the sidecar.
 	WorkloadManaged WorkloadMode = "Managed"
-	// WorkloadExternal: the user's own workload runs the pods; pods labelled
+	// WorkloadExternal means the user's own workload runs the pods; pods labelled
 	// mcp.switchboard.dev/server=<name> get the sidecar from the injection webhook.
 	WorkloadExternal WorkloadMode = "External"
 )
@@ -395,8 +395,4 @@ type MCPServerList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MCPServer `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&MCPServer{}, &MCPServerList{})
 }

@@ -117,7 +117,3 @@ type MCPToolList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MCPTool `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&MCPTool{}, &MCPToolList{})
-}
