@@ -69,7 +69,7 @@ func TestMCPServerValidation(t *testing.T) {
 	valid := func() *v1.MCPServer {
 		return &v1.MCPServer{
 			ObjectMeta: meta("weather"),
-			Spec:       v1.MCPServerSpec{Container: &v1.ServerContainer{Image: "ghcr.io/acme/weather-mcp:1.2.0"}},
+			Spec:       v1.MCPServerSpec{Container: &v1.ServerContainer{Image: "acme/weather-mcp:1.2.0"}},
 		}
 	}
 	hint := func(ttl int32, scope v1.CacheScope) *v1.CacheHint {
