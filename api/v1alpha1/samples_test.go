@@ -52,7 +52,7 @@ func TestReadmeRejectionExample(t *testing.T) {
 		t.Fatalf("kubectl apply of docs/examples/bad-resource.yaml succeeded:\n%s", out)
 	}
 	t.Logf("kubectl said:\n%s", out)
-	const want = `The MCPResource "api-token" is invalid: spec: Invalid value: "object": a Secret-backed resource must use caching.scope Private: its content must never be shared across callers`
+	const want = `The MCPResource "api-token" is invalid: spec: Invalid value: a Secret-backed resource must use caching.scope Private: its content must never be shared across callers`
 	if !strings.Contains(string(out), want) {
 		t.Errorf("kubectl output lacks the README's message %q:\n%s", want, out)
 	}
