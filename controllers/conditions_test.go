@@ -174,6 +174,20 @@ func TestWorkloadReasons(t *testing.T) {
 		return nil
 	})
 
+	// A Deployment of the server's name that someone else made, with another (immutable)
+	// selector: applying ours fails, and the status says so.
+	squat := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "squatted", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "other"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example/other:1"}}}},
+		},
+	}
+	mustCreate(t, squat, newServer(ns, "squatted", 1))
+	serverCondition(t, client.ObjectKeyFromObject(squat), mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonReconcileFailed)
+	eventRecorded(t, &mcpv1alpha1.MCPServer{ObjectMeta: squat.ObjectMeta}, mcpv1alpha1.ReasonReconcileFailed)
+
 	// A name that starts with a digit is a valid object name but not a valid Service name.
 	invalid := newServer(ns, "9lives", 1)
 	mustCreate(t, invalid)

@@ -420,11 +420,7 @@ func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconci
 		}
 	}
 	if reconcileErr != nil {
-		reason := mcpv1alpha1.ReasonReconcileFailed
-		if errors.Is(reconcileErr, reconcile.TerminalError(nil)) {
-			reason = mcpv1alpha1.ReasonInvalidSpec
-		}
-		set(metav1.Condition{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: reconcileErr.Error()})
+		set(failureCondition(reconcileErr))
 	} else {
 		st.ObservedGeneration = gen
 	}

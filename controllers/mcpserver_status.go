@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
@@ -138,6 +140,16 @@ func readyCondition(available, propagated metav1.Condition) metav1.Condition {
 	}
 	return condition(mcpv1alpha1.ConditionReady, true, mcpv1alpha1.ReasonReady,
 		"available, and every ready replica serves the current catalog")
+}
+
+// failureCondition is Ready when a phase failed: InvalidSpec for terminal errors (invalid input
+// that retrying cannot fix), ReconcileFailed with the API error otherwise.
+func failureCondition(err error) metav1.Condition {
+	reason := mcpv1alpha1.ReasonReconcileFailed
+	if errors.Is(err, reconcile.TerminalError(nil)) {
+		reason = mcpv1alpha1.ReasonInvalidSpec
+	}
+	return condition(mcpv1alpha1.ConditionReady, false, reason, err.Error())
 }
 
 // warningReasons are the reasons a user has to act on; their events are Warnings.
