@@ -42,6 +42,10 @@ type Options struct {
 	SidecarImage string
 }
 
+// Leader election (cmd/manager) uses a Lease and records core Events.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // Setup registers the field indexes and every Switchboard controller with the manager, and
 // returns the MCPServer reconciler (tests call it directly).
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerReconciler, error) {

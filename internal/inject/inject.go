@@ -58,6 +58,12 @@ const (
 	DrainPath   = "/drain"
 	HealthzPath = "/healthz"
 	ReadyzPath  = "/readyz"
+	// TokenVolume is the sidecar's own projected ServiceAccount token. Managed pods turn off
+	// automounting, so only the sidecar, not the MCP server, holds API credentials.
+	TokenVolume = "switchboard-sidecar-token"
+	tokenPath   = "/var/run/secrets/kubernetes.io/serviceaccount"
+	// tokenExpirationSeconds matches the kubelet's default for automounted tokens.
+	tokenExpirationSeconds = 3607
 	// sidecarUID is the distroless "nonroot" user the sidecar image runs as.
 	sidecarUID = 65532
 	// version bumps when the shape of the injected container changes.
@@ -259,6 +265,7 @@ func Container(cfg Config) corev1.Container {
 			{Name: "mcp", ContainerPort: mcpv1alpha1.SidecarMCPPort, Protocol: corev1.ProtocolTCP},
 			{Name: "admin", ContainerPort: mcpv1alpha1.SidecarAdminPort, Protocol: corev1.ProtocolTCP},
 		},
+		VolumeMounts:             []corev1.VolumeMount{{Name: TokenVolume, MountPath: tokenPath, ReadOnly: true}},
 		Resources:                res,
 		RestartPolicy:            ptr.To(corev1.ContainerRestartPolicyAlways),
 		StartupProbe:             probe(HealthzPath, sidecarStartupPeriod, sidecarStartupFailures),
@@ -268,6 +275,23 @@ func Container(cfg Config) corev1.Container {
 		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
+}
+
+// tokenVolume is what the kubelet would automount: a bound token, the cluster CA and the namespace.
+func tokenVolume() corev1.Volume {
+	return corev1.Volume{Name: TokenVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: ptr.To[int32](0o644),
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](tokenExpirationSeconds)}},
+			{ConfigMap: &corev1.ConfigMapProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
+			}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
+				Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
+			}}}},
+		},
+	}}}
 }
 
 // Hash names the sidecar settings: it changes exactly when the injected container would.
@@ -328,6 +352,9 @@ func Into(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason 
 	sidecar := Container(cfg)
 	spec.InitContainers = slices.DeleteFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == ContainerName })
 	spec.InitContainers = append([]corev1.Container{sidecar}, spec.InitContainers...)
+
+	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == TokenVolume })
+	spec.Volumes = append(spec.Volumes, tokenVolume())
 
 	server := 0
 	for i, c := range spec.Containers {
