@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -279,7 +278,7 @@ func (r *MCPServerReconciler) pruneReports(ctx context.Context, s *scope, status
 	if len(gone) == 0 {
 		return nil
 	}
-	ctrl.LoggerFrom(ctx).Info("Pruning catalog reports of deleted pods", "configMap", klog.KObj(status), "pods", slices.Sorted(maps.Keys(gone)))
+	ctrl.LoggerFrom(ctx).Info("Pruning catalog reports of deleted pods", "configMap", client.ObjectKeyFromObject(status), "pods", slices.Sorted(maps.Keys(gone)))
 	patch, _ := json.Marshal(map[string]any{"data": gone})
 	return r.Patch(ctx, status, client.RawPatch(types.MergePatchType, patch))
 }
