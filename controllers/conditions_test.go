@@ -81,7 +81,11 @@ func TestItemConditions(t *testing.T) {
 }
 
 func findCondition(obj client.Object, typ string) metav1.Condition {
-	for _, c := range itemStatus(obj).Conditions {
+	return findConditionIn(itemStatus(obj).Conditions, typ)
+}
+
+func findConditionIn(conds []metav1.Condition, typ string) metav1.Condition {
+	for _, c := range conds {
 		if c.Type == typ {
 			return c
 		}
@@ -137,7 +141,8 @@ func TestCatalogTooLarge(t *testing.T) {
 }
 
 // TestWorkloadReasons: External mode (no Deployment), scaling to zero (and the PDB coming and
-// going with the replica count), and a name that cannot become a Service.
+// going with the replica count), unschedulable pods, a Deployment name taken by someone else,
+// and a name that cannot become a Service.
 func TestWorkloadReasons(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -169,10 +174,29 @@ func TestWorkloadReasons(t *testing.T) {
 	eventRecorded(t, scaled, mcpv1alpha1.ReasonScaledToZero)
 	eventually(t, "the PDB removed at 0 replicas", func() error {
 		if err := k8s.Get(ctx, key, &policyv1.PodDisruptionBudget{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("PDB still there: %v", err)
+			return fmt.Errorf("PDB still there: %w", err)
 		}
 		return nil
 	})
+
+	// Pods that cannot be scheduled: the rollout is in progress, not available.
+	stuck := newServer(ns, "stuck", 1)
+	stuck.Spec.Pod = &mcpv1alpha1.PodOverrides{NodeSelector: map[string]string{"zone": "nowhere"}}
+	mustCreate(t, stuck)
+	eventually(t, "stuck: Available=False DeploymentProgressing with the Deployment observed", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(stuck), stuck); err != nil {
+			return err
+		}
+		if err := conditionIs(stuck.Status.Conditions, mcpv1alpha1.ConditionAvailable, metav1.ConditionFalse, mcpv1alpha1.ReasonDeploymentProgressing); err != nil {
+			return err
+		}
+		if msg := findConditionIn(stuck.Status.Conditions, mcpv1alpha1.ConditionAvailable).Message; !strings.HasPrefix(msg, "0 of 1 replicas ready") {
+			return fmt.Errorf("the Deployment is not observed yet: %s", msg)
+		}
+		return nil
+	})
+	serverCondition(t, client.ObjectKeyFromObject(stuck), mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonDeploymentProgressing)
+	serverCondition(t, client.ObjectKeyFromObject(stuck), mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionFalse, mcpv1alpha1.ReasonNoReadyReplicas)
 
 	// A Deployment of the server's name that someone else made, with another (immutable)
 	// selector: applying ours fails, and the status says so.

@@ -236,7 +236,7 @@ func TestServerReconcilesIntoChildren(t *testing.T) {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("still there: %v", err)
+			return fmt.Errorf("still there: %w", err)
 		})
 	}
 	// With the server gone, its tool is no longer accepted.

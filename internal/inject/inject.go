@@ -305,13 +305,13 @@ func Hash(cfg Config) string {
 type SkipReason string
 
 const (
-	// SkipOptedOut: the pod has the annotation mcp.switchboard.dev/inject=false.
+	// SkipOptedOut means the pod has the annotation mcp.switchboard.dev/inject=false.
 	SkipOptedOut SkipReason = "OptedOut"
-	// SkipNoContainers: the pod has no container to put behind the sidecar.
+	// SkipNoContainers means the pod has no container to put behind the sidecar.
 	SkipNoContainers SkipReason = "NoContainers"
-	// SkipHostNetwork: the sidecar's fixed ports would collide on the node's network.
+	// SkipHostNetwork means the sidecar's fixed ports would collide on the node's network.
 	SkipHostNetwork SkipReason = "HostNetwork"
-	// SkipPortConflict: a container already uses port 8800 or 8801.
+	// SkipPortConflict means a container already uses port 8800 or 8801.
 	SkipPortConflict SkipReason = "PortConflict"
 )
 
