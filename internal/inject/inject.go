@@ -133,6 +133,7 @@ func ConfigFor(s *mcpv1alpha1.MCPServer, names Names, defaultImage string) Confi
 		DrainBudgetSeconds: DefaultDrainBudgetSeconds,
 		ServerContainer:    ServerContainerName,
 	}
+	// The server's imagePullPolicy is for the server's image; the sidecar's follows its tag.
 	if c := s.Spec.Container; c != nil {
 		if c.Port != 0 {
 			cfg.UpstreamPort = c.Port
@@ -140,7 +141,6 @@ func ConfigFor(s *mcpv1alpha1.MCPServer, names Names, defaultImage string) Confi
 		if c.Path != "" {
 			cfg.UpstreamPath = c.Path
 		}
-		cfg.ImagePullPolicy = c.ImagePullPolicy
 	}
 	svc, ns := names.Service, names.Namespace
 	for _, h := range []string{svc, svc + "." + ns, svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"} {
