@@ -36,6 +36,7 @@ generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods for the API types.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/, and copy the CRDs into the Helm chart.
 	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=switchboard-manager paths="./controllers/..." output:rbac:artifacts:config=config/rbac
 	rm -rf charts/switchboard/crds && mkdir -p charts/switchboard/crds
 	cp config/crd/bases/*.yaml charts/switchboard/crds/
 

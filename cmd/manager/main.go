@@ -13,6 +13,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/controllers"
 	"github.com/switchboard-mcp/switchboard/internal/version"
 )
 
@@ -21,10 +22,13 @@ func main() {
 		metricsAddr    string
 		probeAddr      string
 		leaderElection bool
+		sidecarImage   string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.BoolVar(&leaderElection, "leader-elect", false, "Elect a leader so that only one manager replica reconciles.")
+	flag.StringVar(&sidecarImage, "sidecar-image", "ghcr.io/switchboard-mcp/switchboard-sidecar:"+version.Version,
+		"Sidecar image for servers that do not set spec.sidecar.image.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -47,9 +51,17 @@ func main() {
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElection,
 		LeaderElectionID:       "switchboard-manager.mcp.switchboard.dev",
+		// Hand leadership over at once on shutdown instead of waiting a full lease.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         controllers.CacheOptions(),
 	})
 	if err != nil {
 		log.Error(err, "Creating the manager")
+		os.Exit(1)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if _, err := controllers.Setup(ctx, mgr, controllers.Options{SidecarImage: sidecarImage}); err != nil {
+		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -62,7 +74,7 @@ func main() {
 	}
 
 	log.Info("Starting the manager", "version", version.Version)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Running the manager")
 		os.Exit(1)
 	}

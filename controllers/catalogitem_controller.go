@@ -1,0 +1,184 @@
+package controllers
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+)
+
+// CatalogItemReconciler reconciles the MCPTools, MCPResources or MCPPrompts (one kind per
+// instance) whose MCPServer does not exist. While the server exists, its reconciler owns their
+// status, because acceptance and publication are decided across all objects of the server.
+type CatalogItemReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	// NewObject returns an empty object of the reconciled kind.
+	NewObject func() client.Object
+}
+
+// Reconcile marks an object whose server is missing: Accepted=False ServerNotFound. When the
+// server appears, its reconciler accepts the object.
+func (r *CatalogItemReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := r.NewObject()
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil
+	}
+	server := &mcpv1alpha1.MCPServer{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: serverRefOf(obj)}, server)
+	if err == nil && server.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	accepted := metav1.Condition{Type: mcpv1alpha1.ConditionAccepted, Status: metav1.ConditionFalse,
+		Reason: mcpv1alpha1.ReasonServerNotFound,
+		Message: "spec.serverRef names MCPServer " + serverRefOf(obj) + ", which does not exist in this namespace; " +
+			"create it or fix the reference"}
+	published, _ := publishedCondition(verdict{Reason: mcpv1alpha1.ReasonServerNotFound}, "", false, "", "")
+	return ctrl.Result{}, setItemStatus(ctx, r.Client, r.Recorder, obj, accepted, published, "")
+}
+
+// SetupWithManager watches the kind and the MCPServers its objects reference.
+func (r *CatalogItemReconciler) SetupWithManager(mgr ctrl.Manager, name string) error {
+	fromServer := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		its, err := listItems(ctx, mgr.GetClient(), o.GetNamespace(), o.GetName())
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing the objects of an MCPServer")
+			return nil
+		}
+		var reqs []reconcile.Request
+		kind := kindOf(r.NewObject())
+		for _, it := range its.objects() {
+			if kindOf(it) == kind {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(it)})
+			}
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(r.NewObject()).
+		Watches(&mcpv1alpha1.MCPServer{}, fromServer).
+		Named(name).
+		Complete(r)
+}
+
+// listItems lists the tools, resources and prompts that reference a server, through the field
+// index on spec.serverRef.name.
+func listItems(ctx context.Context, c client.Reader, namespace, server string) (items, error) {
+	var out items
+	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingFields{serverRefIndex: server}}
+	var tools mcpv1alpha1.MCPToolList
+	if err := c.List(ctx, &tools, opts...); err != nil {
+		return out, err
+	}
+	var resources mcpv1alpha1.MCPResourceList
+	if err := c.List(ctx, &resources, opts...); err != nil {
+		return out, err
+	}
+	var prompts mcpv1alpha1.MCPPromptList
+	if err := c.List(ctx, &prompts, opts...); err != nil {
+		return out, err
+	}
+	out.Tools, out.Resources, out.Prompts = tools.Items, resources.Items, prompts.Items
+	return out, nil
+}
+
+// objects returns pointers to every object, for code that treats the kinds alike.
+func (it items) objects() []client.Object {
+	var out []client.Object
+	for i := range it.Tools {
+		out = append(out, &it.Tools[i])
+	}
+	for i := range it.Resources {
+		out = append(out, &it.Resources[i])
+	}
+	for i := range it.Prompts {
+		out = append(out, &it.Prompts[i])
+	}
+	return out
+}
+
+// serverRefOf returns spec.serverRef.name of a tool, resource or prompt.
+func serverRefOf(o client.Object) string {
+	switch t := o.(type) {
+	case *mcpv1alpha1.MCPTool:
+		return t.Spec.ServerRef.Name
+	case *mcpv1alpha1.MCPResource:
+		return t.Spec.ServerRef.Name
+	case *mcpv1alpha1.MCPPrompt:
+		return t.Spec.ServerRef.Name
+	}
+	return ""
+}
+
+func itemStatus(o client.Object) *mcpv1alpha1.CatalogItemStatus {
+	switch t := o.(type) {
+	case *mcpv1alpha1.MCPTool:
+		return &t.Status
+	case *mcpv1alpha1.MCPResource:
+		return &t.Status
+	case *mcpv1alpha1.MCPPrompt:
+		return &t.Status
+	}
+	return nil
+}
+
+// setItemStatus writes Accepted, Published and catalogRevision, patching only when something
+// changed, and records an Event for each condition whose reason changed.
+func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorder, obj client.Object, accepted, published metav1.Condition, revision string) error {
+	before := obj.DeepCopyObject().(client.Object)
+	st := itemStatus(obj)
+	gen := obj.GetGeneration()
+	accepted.ObservedGeneration, published.ObservedGeneration = gen, gen
+	meta.SetStatusCondition(&st.Conditions, accepted)
+	meta.SetStatusCondition(&st.Conditions, published)
+	st.ObservedGeneration = gen
+	st.CatalogRevision = revision
+	beforeStatus := itemStatus(before)
+	emitConditionEvents(rec, obj, beforeStatus.Conditions, st.Conditions)
+	if equality.Semantic.DeepEqual(beforeStatus, st) {
+		return nil
+	}
+	return client.IgnoreNotFound(c.Status().Patch(ctx, obj, client.MergeFrom(before)))
+}
+
+// enqueueServerOf enqueues the server an object references, before and after an update, so a
+// changed serverRef reconciles both servers.
+func enqueueServerOf(ref func(client.Object) string) handler.EventHandler {
+	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+		if name := ref(o); name != "" {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.ObjectOld)
+			add(q, e.ObjectNew)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+	}
+}

@@ -1,0 +1,237 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+)
+
+// TestItemConditions reaches every reason of MCPTool, MCPResource and MCPPrompt against the
+// real API server: ServerNotFound (fixed when the server appears), NameConflict naming the
+// winner (and the loser taking over when the winner goes), InvalidSpec for undeclared prompt
+// placeholders, SourceNotFound (fixed when the source appears), NotAccepted and Published.
+func TestItemConditions(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+
+	// A tool whose server does not exist yet.
+	early := newTool(ns, "early", "maps", "route")
+	mustCreate(t, early)
+	itemCondition(t, early, mcpv1alpha1.ConditionAccepted, metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotFound)
+	itemCondition(t, early, mcpv1alpha1.ConditionPublished, metav1.ConditionFalse, mcpv1alpha1.ReasonNotAccepted)
+	eventRecorded(t, early, mcpv1alpha1.ReasonServerNotFound)
+
+	// The server appears; the tool is accepted. A later tool with the same name loses.
+	mustCreate(t, newServer(ns, "maps", 1))
+	itemCondition(t, early, mcpv1alpha1.ConditionAccepted, metav1.ConditionTrue, mcpv1alpha1.ReasonAccepted)
+	itemCondition(t, early, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
+	// Creation timestamps have one-second resolution: make the loser clearly younger.
+	time.Sleep(1100 * time.Millisecond)
+	late := newTool(ns, "a-late", "maps", "route")
+	mustCreate(t, late)
+	itemCondition(t, late, mcpv1alpha1.ConditionAccepted, metav1.ConditionFalse, mcpv1alpha1.ReasonNameConflict)
+	itemCondition(t, late, mcpv1alpha1.ConditionPublished, metav1.ConditionFalse, mcpv1alpha1.ReasonNotAccepted)
+	if msg := findCondition(late, mcpv1alpha1.ConditionAccepted).Message; !strings.Contains(msg, `"early"`) {
+		t.Fatalf("the NameConflict message must name the winner: %s", msg)
+	}
+	eventRecorded(t, late, mcpv1alpha1.ReasonNameConflict)
+
+	// The winner goes; the loser takes over.
+	if err := k8s.Delete(ctx, early); err != nil {
+		t.Fatal(err)
+	}
+	itemCondition(t, late, mcpv1alpha1.ConditionAccepted, metav1.ConditionTrue, mcpv1alpha1.ReasonAccepted)
+	itemCondition(t, late, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
+
+	// A prompt with a placeholder its arguments do not declare.
+	bad := newPrompt(ns, "directions", "maps", []string{"from"}, "Route from {{from}} to {{to}}.")
+	mustCreate(t, bad)
+	itemCondition(t, bad, mcpv1alpha1.ConditionAccepted, metav1.ConditionFalse, mcpv1alpha1.ReasonInvalidSpec)
+	if msg := findCondition(bad, mcpv1alpha1.ConditionAccepted).Message; !strings.Contains(msg, "to") {
+		t.Fatalf("the message must name the undeclared placeholder: %s", msg)
+	}
+	eventRecorded(t, bad, mcpv1alpha1.ReasonInvalidSpec)
+	edit(t, bad, func() { bad.Spec.Arguments = append(bad.Spec.Arguments, mcpv1alpha1.PromptArgument{Name: "to"}) })
+	itemCondition(t, bad, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
+
+	// A Secret-backed resource whose Secret is missing: in the catalog, but SourceNotFound.
+	res := newResource(ns, "token", "maps", "secret://token", mcpv1alpha1.ResourceSource{
+		SecretKeyRef: &mcpv1alpha1.KeyReference{Name: "maps-token", Key: "value"}})
+	mustCreate(t, res)
+	itemCondition(t, res, mcpv1alpha1.ConditionPublished, metav1.ConditionFalse, mcpv1alpha1.ReasonSourceNotFound)
+	itemCondition(t, res, mcpv1alpha1.ConditionAccepted, metav1.ConditionTrue, mcpv1alpha1.ReasonAccepted)
+	eventRecorded(t, res, mcpv1alpha1.ReasonSourceNotFound)
+	// The Secret appears; the next recheck (or any change to the server's objects) publishes it.
+	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "maps-token", Namespace: ns}, StringData: map[string]string{"value": "x"}})
+	edit(t, res, func() { res.Spec.Description = "API token" })
+	itemCondition(t, res, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
+}
+
+func findCondition(obj client.Object, typ string) metav1.Condition {
+	return findConditionIn(itemStatus(obj).Conditions, typ)
+}
+
+func findConditionIn(conds []metav1.Condition, typ string) metav1.Condition {
+	for _, c := range conds {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// TestCatalogTooLarge: past the ConfigMap size limit the controller keeps the previous catalog
+// and says why; removing the bulk recovers.
+func TestCatalogTooLarge(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	server := newServer(ns, "big", 1)
+	mustCreate(t, server)
+	key := client.ObjectKeyFromObject(server)
+	serverCondition(t, key, mcpv1alpha1.ConditionAvailable, metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable)
+	_, before := getCatalog(t, ns, "big")
+
+	text := strings.Repeat("x", mcpv1alpha1.MaxInlineResourceBytes-1024)
+	var bulk []client.Object
+	for i := range 17 {
+		bulk = append(bulk, newResource(ns, fmt.Sprintf("chunk-%02d", i), "big", fmt.Sprintf("docs://chunk/%d", i),
+			mcpv1alpha1.ResourceSource{Inline: &mcpv1alpha1.InlineSource{Text: text}}))
+	}
+	mustCreate(t, bulk...)
+	serverCondition(t, key, mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogTooLarge)
+	serverCondition(t, key, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogTooLarge)
+	eventRecorded(t, server, mcpv1alpha1.ReasonCatalogTooLarge)
+	itemCondition(t, bulk[16], mcpv1alpha1.ConditionPublished, metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogTooLarge)
+	// The stored catalog is the last one that fit (the cache may have seen some chunks before
+	// others), status names it, and reconciling again keeps it.
+	c, kept := getCatalog(t, ns, "big")
+	if len(c.Resources) >= 17 || kept == before && len(c.Resources) != 0 {
+		t.Fatalf("the stored catalog holds %d resources", len(c.Resources))
+	}
+	if _, err := servers.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	if _, rev := getCatalog(t, ns, "big"); rev != kept {
+		t.Fatalf("the previous catalog must stay: %s -> %s", kept, rev)
+	}
+	if err := k8s.Get(ctx, key, server); err != nil || server.Status.CatalogRevision != kept {
+		t.Fatalf("status.catalogRevision must name the catalog that is served, %s: %s (%v)", kept, server.Status.CatalogRevision, err)
+	}
+
+	for _, o := range bulk[:4] {
+		if err := k8s.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	itemCondition(t, bulk[16], mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
+	serverCondition(t, key, mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending)
+}
+
+// TestWorkloadReasons: External mode (no Deployment), scaling to zero (and the PDB coming and
+// going with the replica count), unschedulable pods, a Deployment name taken by someone else,
+// and a name that cannot become a Service.
+func TestWorkloadReasons(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+
+	ext := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Name: "ext", Namespace: ns},
+		Spec: mcpv1alpha1.MCPServerSpec{Mode: mcpv1alpha1.WorkloadExternal, Container: &mcpv1alpha1.ServerContainer{Port: 7000}}}
+	mustCreate(t, ext)
+	serverCondition(t, client.ObjectKeyFromObject(ext), mcpv1alpha1.ConditionAvailable, metav1.ConditionFalse, mcpv1alpha1.ReasonExternalWorkload)
+	serverCondition(t, client.ObjectKeyFromObject(ext), mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionFalse, mcpv1alpha1.ReasonNoReadyReplicas)
+	for _, obj := range []client.Object{&corev1.Service{}, &corev1.ConfigMap{}} {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ext"}, obj); err != nil && fmt.Sprintf("%T", obj) == "*v1.Service" {
+			t.Fatalf("External mode still gets its Service: %v", err)
+		}
+	}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ext"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("External mode must not get a Deployment: %v", err)
+	}
+
+	scaled := newServer(ns, "scaled", 2)
+	mustCreate(t, scaled)
+	key := client.ObjectKeyFromObject(scaled)
+	serverCondition(t, key, mcpv1alpha1.ConditionAvailable, metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable)
+	eventually(t, "a PDB with 2 replicas", func() error {
+		return k8s.Get(ctx, key, &policyv1.PodDisruptionBudget{})
+	})
+	edit(t, scaled, func() { scaled.Spec.Replicas = ptr.To[int32](0) })
+	serverCondition(t, key, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonScaledToZero)
+	serverCondition(t, key, mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionFalse, mcpv1alpha1.ReasonNoReadyReplicas)
+	eventRecorded(t, scaled, mcpv1alpha1.ReasonScaledToZero)
+	eventually(t, "the PDB removed at 0 replicas", func() error {
+		if err := k8s.Get(ctx, key, &policyv1.PodDisruptionBudget{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("PDB still there: %w", err)
+		}
+		return nil
+	})
+
+	// Pods that cannot be scheduled: the rollout is in progress, not available.
+	stuck := newServer(ns, "stuck", 1)
+	stuck.Spec.Pod = &mcpv1alpha1.PodOverrides{NodeSelector: map[string]string{"zone": "nowhere"}}
+	mustCreate(t, stuck)
+	eventually(t, "stuck: Available=False DeploymentProgressing with the Deployment observed", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(stuck), stuck); err != nil {
+			return err
+		}
+		if err := conditionIs(stuck.Status.Conditions, mcpv1alpha1.ConditionAvailable, metav1.ConditionFalse, mcpv1alpha1.ReasonDeploymentProgressing); err != nil {
+			return err
+		}
+		if msg := findConditionIn(stuck.Status.Conditions, mcpv1alpha1.ConditionAvailable).Message; !strings.HasPrefix(msg, "0 of 1 replicas ready") {
+			return fmt.Errorf("the Deployment is not observed yet: %s", msg)
+		}
+		return nil
+	})
+	serverCondition(t, client.ObjectKeyFromObject(stuck), mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonDeploymentProgressing)
+	serverCondition(t, client.ObjectKeyFromObject(stuck), mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionFalse, mcpv1alpha1.ReasonNoReadyReplicas)
+
+	// A Deployment of the server's name that someone else made, with another (immutable)
+	// selector: applying ours fails, and the status says so.
+	squat := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "squatted", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "other"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example/other:1"}}}},
+		},
+	}
+	mustCreate(t, squat, newServer(ns, "squatted", 1))
+	serverCondition(t, client.ObjectKeyFromObject(squat), mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonReconcileFailed)
+	eventRecorded(t, &mcpv1alpha1.MCPServer{ObjectMeta: squat.ObjectMeta}, mcpv1alpha1.ReasonReconcileFailed)
+
+	// A name that starts with a digit is a valid object name but not a valid Service name.
+	invalid := newServer(ns, "9lives", 1)
+	mustCreate(t, invalid)
+	serverCondition(t, client.ObjectKeyFromObject(invalid), mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonInvalidSpec)
+	eventRecorded(t, invalid, mcpv1alpha1.ReasonInvalidSpec)
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "9lives"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("an invalid server must not get children: %v", err)
+	}
+}
+
+// edit changes an object's spec with a merge patch, so it does not race the controller's status
+// writes.
+func edit(t *testing.T, obj client.Object, mutate func()) {
+	t.Helper()
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	mutate()
+	if err := k8s.Patch(context.Background(), obj, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,505 @@
+// Package controllers reconciles MCPServers and their MCPTools, MCPResources and MCPPrompts
+// into the objects that run them: the compiled catalog, the Deployment with the native sidecar,
+// the Service, the sidecar's RBAC, and a PodDisruptionBudget.
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
+)
+
+// sourceRecheckInterval is how often a server with a missing resource source looks again: the
+// controller does not watch arbitrary ConfigMaps and Secrets (the sidecar does, by name).
+const sourceRecheckInterval = 30 * time.Second
+
+// MCPServerReconciler reconciles an MCPServer.
+type MCPServerReconciler struct {
+	client.Client
+	// APIReader reads what the cache does not hold: resource sources (ConfigMaps and Secrets
+	// of users) and pods before their report is pruned.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	// SidecarImage is the default sidecar image (--sidecar-image).
+	SidecarImage string
+}
+
+// scope is what the phases of one reconcile share: the server, and what each phase computed or
+// observed for the next and for the status.
+type scope struct {
+	server *mcpv1alpha1.MCPServer
+	before *mcpv1alpha1.MCPServer
+	names  objectNames
+	cfg    inject.Config
+
+	items      items
+	resolution resolution
+	catalog    *catalog.Catalog
+	encoded    []byte
+	// revision is the catalog revision stored in the catalog ConfigMap after this reconcile.
+	revision        string
+	tooLarge        bool
+	tooLargeMessage string
+	// missingSources: MCPResource name -> what is missing.
+	missingSources map[string]string
+
+	observed    bool
+	workload    workload
+	propagation propagation
+	pods        []corev1.Pod
+}
+
+type phase func(context.Context, *scope) (ctrl.Result, error)
+
+// +kubebuilder:rbac:groups=mcp.switchboard.dev,resources=mcpservers;mcptools;mcpresources;mcpprompts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=mcp.switchboard.dev,resources=mcpservers/status;mcptools/status;mcpresources/status;mcpprompts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;serviceaccounts;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// The manager reads Secrets only by name, to check resource sources; it needs get/list/watch on
+// them anyway, because RBAC lets it grant the sidecar only what it holds itself.
+
+// Reconcile turns one MCPServer into its children and tells the truth in its status.
+func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	server := &mcpv1alpha1.MCPServer{}
+	if err := r.Get(ctx, req.NamespacedName, server); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{server: server, before: server.DeepCopy(), names: namesFor(server)}
+	s.cfg = inject.ConfigFor(server, s.names.inject(), r.SidecarImage)
+	defer func() {
+		retErr = errors.Join(retErr, r.patchStatus(ctx, s, retErr))
+	}()
+	if !server.DeletionTimestamp.IsZero() {
+		// Owner references garbage-collect the children; nothing to do.
+		return ctrl.Result{}, nil
+	}
+	for _, p := range []phase{r.validate, r.compileCatalog, r.applyCatalog, r.applyAccess, r.applyWorkload, r.observe, r.publishItems} {
+		res, err := p(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if res.RequeueAfter > 0 && (result.RequeueAfter == 0 || res.RequeueAfter < result.RequeueAfter) {
+			result.RequeueAfter = res.RequeueAfter
+		}
+	}
+	return result, nil
+}
+
+// validate rejects what the API schema cannot: the server's name becomes a Service name, which
+// must be a DNS-1035 label.
+func (r *MCPServerReconciler) validate(_ context.Context, s *scope) (ctrl.Result, error) {
+	if errs := validation.IsDNS1035Label(s.server.Name); len(errs) > 0 {
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf(
+			"metadata.name %q cannot name the server's Service: %v; recreate the MCPServer under a shorter name that starts with a letter",
+			s.server.Name, errs))
+	}
+	return ctrl.Result{}, nil
+}
+
+// compileCatalog lists the server's tools, resources and prompts, decides which are accepted
+// and compiles and encodes the catalog.
+func (r *MCPServerReconciler) compileCatalog(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var err error
+	if s.items, err = listItems(ctx, r.Client, s.server.Namespace, s.server.Name); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.resolution = resolve(s.items)
+	s.catalog = catalogFor(s.server, s.resolution.accepted)
+	if s.encoded, err = catalog.Encode(s.catalog); err != nil {
+		return ctrl.Result{}, fmt.Errorf("encoding the catalog: %w", err)
+	}
+	if err := catalog.Validate(s.catalog); err != nil {
+		// The API schema should make this impossible; the sidecar would reject it.
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("the compiled catalog is invalid: %w", err))
+	}
+	s.revision = catalog.Revision(s.encoded)
+	if len(s.encoded) > catalog.MaxBytes {
+		s.tooLarge = true
+		s.tooLargeMessage = fmt.Sprintf("the compiled catalog is %d bytes, more than the %d a ConfigMap can hold; "+
+			"sidecars keep serving the previous revision; move large resource contents to ConfigMap- or Secret-backed MCPResources",
+			len(s.encoded), catalog.MaxBytes)
+		s.revision = ""
+		prev := &corev1.ConfigMap{}
+		if err := r.Get(ctx, client.ObjectKey{Namespace: s.names.Namespace, Name: s.names.CatalogConfigMap}, prev); err == nil {
+			s.revision = prev.Annotations[catalog.RevisionAnnotation]
+		} else if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// applyCatalog stores the catalog (unless it is too large: then the previous one stays) and
+// makes sure the status ConfigMap for the sidecars' reports exists.
+func (r *MCPServerReconciler) applyCatalog(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !s.tooLarge {
+		if err := r.apply(ctx, catalogConfigMapFor(s.server, s.names, s.encoded)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, r.apply(ctx, statusConfigMapFor(s.server, s.names))
+}
+
+// applyAccess applies the sidecar's ServiceAccount, Role and RoleBinding, and the Service.
+func (r *MCPServerReconciler) applyAccess(ctx context.Context, s *scope) (ctrl.Result, error) {
+	for _, obj := range []client.Object{
+		serviceAccountFor(s.server, s.names),
+		roleFor(s.server, s.names, s.catalog),
+		roleBindingFor(s.server, s.names),
+		serviceFor(s.server, s.names),
+	} {
+		if err := r.apply(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// applyWorkload applies the Deployment and the PodDisruptionBudget, or removes them when the
+// server does not want them (External mode, one replica).
+func (r *MCPServerReconciler) applyWorkload(ctx context.Context, s *scope) (ctrl.Result, error) {
+	external := s.server.Spec.Mode == mcpv1alpha1.WorkloadExternal
+	if external {
+		if err := r.deleteOwned(ctx, s, &appsv1.Deployment{}, s.names.Deployment); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else if err := r.apply(ctx, deploymentFor(s.server, s.names, s.cfg)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if wantsPDB(s.server) {
+		return ctrl.Result{}, r.apply(ctx, pdbFor(s.server, s.names))
+	}
+	return ctrl.Result{}, r.deleteOwned(ctx, s, &policyv1.PodDisruptionBudget{}, s.names.PodDisruptionBudget)
+}
+
+// observe reads the Deployment, the pods and the sidecars' reports, and prunes the reports of
+// pods that no longer exist.
+func (r *MCPServerReconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error) {
+	w := workload{External: s.server.Spec.Mode == mcpv1alpha1.WorkloadExternal, Replicas: 1}
+	if s.server.Spec.Replicas != nil {
+		w.Replicas = *s.server.Spec.Replicas
+	}
+	if !w.External {
+		d := &appsv1.Deployment{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: s.names.Namespace, Name: s.names.Deployment}, d)
+		switch {
+		case err == nil:
+			w.Deployment = d
+		case !apierrors.IsNotFound(err):
+			return ctrl.Result{}, err
+		}
+	}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(s.names.Namespace), client.MatchingLabels{LabelServer: s.server.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.pods = pods.Items
+	p := propagation{Revision: s.revision, TooLarge: s.tooLarge, TooLargeMessage: s.tooLargeMessage}
+	for i := range pods.Items {
+		if podReady(&pods.Items[i]) {
+			p.ReadyPods = append(p.ReadyPods, pods.Items[i].Name)
+		}
+	}
+	slices.Sort(p.ReadyPods)
+	w.ReadyPods = int32(len(p.ReadyPods))
+
+	status := &corev1.ConfigMap{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: s.names.Namespace, Name: s.names.StatusConfigMap}, status); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+	}
+	p.Reports = status.Data
+	if err := r.pruneReports(ctx, s, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.workload, s.propagation, s.observed = w, p, true
+	return ctrl.Result{}, nil
+}
+
+// pruneReports removes the reports of pods that no longer exist. The cache may not have seen a
+// brand-new pod yet, so a pod is gone only when the API server says so.
+func (r *MCPServerReconciler) pruneReports(ctx context.Context, s *scope, status *corev1.ConfigMap) error {
+	if len(status.Data) == 0 {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, p := range s.pods {
+		known[p.Name] = true
+	}
+	gone := map[string]any{}
+	for _, name := range slices.Sorted(maps.Keys(status.Data)) {
+		if known[name] {
+			continue
+		}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.names.Namespace, Name: name}, &metav1.PartialObjectMetadata{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}})
+		switch {
+		case apierrors.IsNotFound(err):
+			gone[name] = nil
+		case err != nil:
+			return err
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Pruning catalog reports of deleted pods", "configMap", client.ObjectKeyFromObject(status), "pods", slices.Sorted(maps.Keys(gone)))
+	patch, _ := json.Marshal(map[string]any{"data": gone})
+	return r.Patch(ctx, status, client.RawPatch(types.MergePatchType, patch))
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// publishItems checks the sources of ConfigMap- and Secret-backed resources and writes the
+// Accepted and Published conditions of every tool, resource and prompt of the server.
+func (r *MCPServerReconciler) publishItems(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var result ctrl.Result
+	s.missingSources = map[string]string{}
+	for _, res := range s.resolution.accepted.Resources {
+		if msg, err := r.checkSource(ctx, &res); err != nil {
+			return ctrl.Result{}, err
+		} else if msg != "" {
+			s.missingSources[res.Name] = msg
+			result.RequeueAfter = sourceRecheckInterval
+		}
+	}
+	var errs []error
+	for _, obj := range s.items.objects() {
+		v, ok := s.resolution.verdicts[kindOf(obj)][obj.GetName()]
+		if !ok {
+			continue // being deleted
+		}
+		accepted := metav1.Condition{Type: mcpv1alpha1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: v.Reason, Message: v.Message}
+		if v.Accepted {
+			accepted.Status = metav1.ConditionTrue
+		}
+		missing := ""
+		if _, isResource := obj.(*mcpv1alpha1.MCPResource); isResource {
+			missing = s.missingSources[obj.GetName()]
+		}
+		published, revision := publishedCondition(v, missing, s.tooLarge, s.revision, s.tooLargeMessage)
+		errs = append(errs, setItemStatus(ctx, r.Client, r.Recorder, obj, accepted, published, revision))
+	}
+	return result, errors.Join(errs...)
+}
+
+// publishedCondition decides Published for one accepted-or-not object.
+func publishedCondition(v verdict, missingSource string, tooLarge bool, revision, tooLargeMessage string) (metav1.Condition, string) {
+	c := metav1.Condition{Type: mcpv1alpha1.ConditionPublished, Status: metav1.ConditionFalse}
+	switch {
+	case !v.Accepted:
+		c.Reason, c.Message = mcpv1alpha1.ReasonNotAccepted, "not part of the catalog: "+v.Reason
+	case tooLarge:
+		c.Reason, c.Message = mcpv1alpha1.ReasonCatalogTooLarge, tooLargeMessage
+	case missingSource != "":
+		// The resource is in the catalog, but reading it fails until the source exists.
+		c.Reason, c.Message = mcpv1alpha1.ReasonSourceNotFound, missingSource
+		return c, revision
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, mcpv1alpha1.ReasonPublished, "part of catalog revision "+revision
+		return c, revision
+	}
+	return c, ""
+}
+
+// checkSource says what is missing behind a ConfigMap- or Secret-backed resource, or "".
+func (r *MCPServerReconciler) checkSource(ctx context.Context, res *mcpv1alpha1.MCPResource) (string, error) {
+	src := res.Spec.Source
+	var ref *mcpv1alpha1.KeyReference
+	var obj client.Object
+	switch {
+	case src.ConfigMapKeyRef != nil:
+		ref, obj = src.ConfigMapKeyRef, &corev1.ConfigMap{}
+	case src.SecretKeyRef != nil:
+		ref, obj = src.SecretKeyRef, &corev1.Secret{}
+	default:
+		return "", nil
+	}
+	kind := fmt.Sprintf("%T", obj)[len("*v1."):]
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: res.Namespace, Name: ref.Name}, obj)
+	if apierrors.IsNotFound(err) {
+		return fmt.Sprintf("%s %q does not exist; create it, and reads of this resource succeed without a restart", kind, ref.Name), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var has bool
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		_, has = o.Data[ref.Key]
+		if !has {
+			_, has = o.BinaryData[ref.Key]
+		}
+	case *corev1.Secret:
+		_, has = o.Data[ref.Key]
+	}
+	if !has {
+		return fmt.Sprintf("%s %q has no key %q", kind, ref.Name, ref.Key), nil
+	}
+	return "", nil
+}
+
+// patchStatus decides the conditions from what the phases observed, emits an Event for every
+// condition that changed, and patches the status once, only when it changed.
+func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) error {
+	server := s.server
+	st := &server.Status
+	gen := server.Generation
+	set := func(c metav1.Condition) {
+		c.ObservedGeneration = gen
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	if s.catalog != nil {
+		st.CatalogRevision = s.revision
+		st.Tools, st.Resources, st.Prompts = 0, int32(len(s.catalog.Resources)), int32(len(s.catalog.Prompts))
+		for _, t := range s.catalog.Tools {
+			if !t.Disabled {
+				st.Tools++
+			}
+		}
+	}
+	st.URL = urlFor(server, s.names)
+	st.Selector = labels.SelectorFromSet(selectorFor(server)).String()
+	if s.observed {
+		available := availableCondition(s.workload)
+		propagated, upToDate := propagationCondition(s.propagation)
+		set(available)
+		set(propagated)
+		set(readyCondition(available, propagated))
+		st.CatalogUpToDateReplicas = upToDate
+		if d := s.workload.Deployment; d != nil {
+			st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = d.Status.Replicas, d.Status.ReadyReplicas, d.Status.UpdatedReplicas
+		} else {
+			st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = int32(len(s.pods)), s.workload.ReadyPods, 0
+		}
+	}
+	if reconcileErr != nil {
+		set(failureCondition(reconcileErr))
+	} else {
+		st.ObservedGeneration = gen
+	}
+	emitConditionEvents(r.Recorder, server, s.before.Status.Conditions, st.Conditions)
+	if equality.Semantic.DeepEqual(s.before.Status, server.Status) {
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Patching MCPServer status", "revision", st.CatalogRevision)
+	return client.IgnoreNotFound(r.Status().Patch(ctx, server, client.MergeFrom(s.before)))
+}
+
+// emitConditionEvents records one Event per condition whose status or reason changed, with the
+// event reason equal to the condition reason. Ready repeats the reason of the condition it
+// summarises, so its event is left out when that condition's event says the same.
+func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, after []metav1.Condition) {
+	if rec == nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, c := range after {
+		old := meta.FindStatusCondition(before, c.Type)
+		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
+			continue
+		}
+		if seen[c.Reason] {
+			continue
+		}
+		seen[c.Reason] = true
+		rec.Eventf(obj, nil, eventType(c.Reason), c.Reason, "Reconcile", "%s=%s: %s", c.Type, c.Status, c.Message)
+	}
+}
+
+// apply server-side-applies a typed object with the controller's field owner. Fields the object
+// leaves empty are not sent, so defaults the API server fills in never cause a diff.
+func (r *MCPServerReconciler) apply(ctx context.Context, obj client.Object) error {
+	return applyObject(ctx, r.Client, r.Scheme, obj)
+}
+
+// deleteOwned deletes a child this server owns, if it exists.
+func (r *MCPServerReconciler) deleteOwned(ctx context.Context, s *scope, obj client.Object, name string) error {
+	err := r.Get(ctx, client.ObjectKey{Namespace: s.names.Namespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(obj, s.server) {
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleting unwanted child", "kind", fmt.Sprintf("%T", obj), "name", name)
+	return client.IgnoreNotFound(r.Delete(ctx, obj, client.Preconditions{UID: ptrTo(obj.GetUID())}))
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// SetupWithManager watches the server, its children, its pods, and the tools, resources and
+// prompts that reference it.
+func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toServer := enqueueServerOf(serverRefOf)
+	fromPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if name := o.GetLabels()[LabelServer]; name != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+		}
+		return nil
+	})
+	items := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&mcpv1alpha1.MCPServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.Pod{}, fromPod).
+		Watches(&mcpv1alpha1.MCPTool{}, toServer, items).
+		Watches(&mcpv1alpha1.MCPResource{}, toServer, items).
+		Watches(&mcpv1alpha1.MCPPrompt{}, toServer, items).
+		Named("mcpserver").
+		Complete(r)
+}

@@ -1,0 +1,167 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+)
+
+// Pure functions that decide the MCPServer's conditions from what the phases observed.
+
+// workload is what the controller observed of the pods' owner.
+type workload struct {
+	External bool
+	// Replicas is spec.replicas (Managed).
+	Replicas int32
+	// Deployment is nil when it does not exist (yet).
+	Deployment *appsv1.Deployment
+	// ReadyPods counts pods that are Ready and not terminating.
+	ReadyPods int32
+}
+
+func condition(typ string, ok bool, reason, message string) metav1.Condition {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message}
+}
+
+// availableCondition mirrors the Deployment's availability, or the External pods' readiness.
+func availableCondition(w workload) metav1.Condition {
+	const typ = mcpv1alpha1.ConditionAvailable
+	switch {
+	case w.External:
+		return condition(typ, w.ReadyPods > 0, mcpv1alpha1.ReasonExternalWorkload,
+			fmt.Sprintf("pods come from your own workload (labelled %s); %d ready", LabelServer, w.ReadyPods))
+	case w.Replicas == 0:
+		return condition(typ, false, mcpv1alpha1.ReasonScaledToZero, "spec.replicas is 0; scale up to serve clients")
+	case w.Deployment == nil:
+		return condition(typ, false, mcpv1alpha1.ReasonDeploymentProgressing, "waiting for the Deployment to be created")
+	}
+	d := w.Deployment
+	if d.Status.ObservedGeneration < d.Generation {
+		return condition(typ, false, mcpv1alpha1.ReasonDeploymentProgressing, "waiting for the Deployment controller to observe the new spec")
+	}
+	avail := deploymentCondition(d, appsv1.DeploymentAvailable)
+	if avail != nil && avail.Status == corev1.ConditionTrue {
+		return condition(typ, true, mcpv1alpha1.ReasonDeploymentAvailable,
+			fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, w.Replicas))
+	}
+	msg := fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, w.Replicas)
+	if avail != nil && avail.Message != "" {
+		msg += ": " + avail.Message
+	}
+	if p := deploymentCondition(d, appsv1.DeploymentProgressing); p != nil && p.Status == corev1.ConditionTrue {
+		return condition(typ, false, mcpv1alpha1.ReasonDeploymentProgressing, msg)
+	}
+	return condition(typ, false, mcpv1alpha1.ReasonDeploymentUnavailable,
+		msg+"; check the pods' events and the MCP server container's logs")
+}
+
+func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	for i := range d.Status.Conditions {
+		if d.Status.Conditions[i].Type == t {
+			return &d.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// propagation is what the controller observed of the catalog's way to the sidecars.
+type propagation struct {
+	// Revision is the current catalog revision (status.catalogRevision).
+	Revision string
+	// TooLarge is set when the compiled catalog could not be stored; Revision is then the
+	// previous one and TooLargeMessage says why.
+	TooLarge        bool
+	TooLargeMessage string
+	// ReadyPods are the names of the pods that are Ready and not terminating.
+	ReadyPods []string
+	// Reports are the status ConfigMap's data: pod name -> catalog.Report JSON.
+	Reports map[string]string
+}
+
+// propagationCondition decides CatalogPropagated and counts the up-to-date ready replicas.
+func propagationCondition(p propagation) (metav1.Condition, int32) {
+	const typ = mcpv1alpha1.ConditionCatalogPropagated
+	var upToDate int32
+	var rejected []string
+	for _, pod := range p.ReadyPods {
+		raw, ok := p.Reports[pod]
+		if !ok {
+			continue
+		}
+		r, err := catalog.ParseReport(raw)
+		if err != nil {
+			continue
+		}
+		if r.Revision == p.Revision {
+			upToDate++
+		}
+		if r.RejectedRevision == p.Revision && p.Revision != "" {
+			rejected = append(rejected, fmt.Sprintf("pod %s: %s", pod, r.Reason))
+		}
+	}
+	switch {
+	case p.TooLarge:
+		return condition(typ, false, mcpv1alpha1.ReasonCatalogTooLarge, p.TooLargeMessage), upToDate
+	case len(p.ReadyPods) == 0:
+		return condition(typ, false, mcpv1alpha1.ReasonNoReadyReplicas, "no replica is ready to serve the catalog"), 0
+	case len(rejected) > 0:
+		slices.Sort(rejected)
+		return condition(typ, false, mcpv1alpha1.ReasonCatalogRejected, fmt.Sprintf(
+			"sidecars rejected catalog revision %s and keep serving their last good one; fix the objects named here: %s",
+			p.Revision, strings.Join(rejected, "; "))), upToDate
+	case int(upToDate) == len(p.ReadyPods):
+		return condition(typ, true, mcpv1alpha1.ReasonCatalogPropagated,
+			fmt.Sprintf("all %d ready replicas serve catalog revision %s", upToDate, p.Revision)), upToDate
+	}
+	return condition(typ, false, mcpv1alpha1.ReasonPropagationPending,
+		fmt.Sprintf("%d of %d ready replicas serve catalog revision %s", upToDate, len(p.ReadyPods), p.Revision)), upToDate
+}
+
+// readyCondition summarises Available and CatalogPropagated: the first one that is not True
+// gives its reason and message.
+func readyCondition(available, propagated metav1.Condition) metav1.Condition {
+	for _, c := range []metav1.Condition{available, propagated} {
+		if c.Status != metav1.ConditionTrue {
+			return metav1.Condition{Type: mcpv1alpha1.ConditionReady, Status: c.Status, Reason: c.Reason, Message: c.Message}
+		}
+	}
+	return condition(mcpv1alpha1.ConditionReady, true, mcpv1alpha1.ReasonReady,
+		"available, and every ready replica serves the current catalog")
+}
+
+// failureCondition is Ready when a phase failed: InvalidSpec for terminal errors (invalid input
+// that retrying cannot fix), ReconcileFailed with the API error otherwise.
+func failureCondition(err error) metav1.Condition {
+	reason := mcpv1alpha1.ReasonReconcileFailed
+	if errors.Is(err, reconcile.TerminalError(nil)) {
+		reason = mcpv1alpha1.ReasonInvalidSpec
+	}
+	return condition(mcpv1alpha1.ConditionReady, false, reason, err.Error())
+}
+
+// warningReasons are the reasons a user has to act on; their events are Warnings.
+var warningReasons = []string{
+	mcpv1alpha1.ReasonInvalidSpec, mcpv1alpha1.ReasonReconcileFailed, mcpv1alpha1.ReasonDeploymentUnavailable,
+	mcpv1alpha1.ReasonCatalogRejected, mcpv1alpha1.ReasonCatalogTooLarge, mcpv1alpha1.ReasonNameConflict,
+	mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.ReasonSourceNotFound,
+}
+
+func eventType(reason string) string {
+	if slices.Contains(warningReasons, reason) {
+		return corev1.EventTypeWarning
+	}
+	return corev1.EventTypeNormal
+}

@@ -1,0 +1,149 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+)
+
+func deployment(gen, observed int64, ready int32, conds ...appsv1.DeploymentCondition) *appsv1.Deployment {
+	d := &appsv1.Deployment{}
+	d.Generation = gen
+	d.Status.ObservedGeneration = observed
+	d.Status.ReadyReplicas = ready
+	d.Status.Conditions = conds
+	return d
+}
+
+func dcond(t appsv1.DeploymentConditionType, s corev1.ConditionStatus, reason string) appsv1.DeploymentCondition {
+	return appsv1.DeploymentCondition{Type: t, Status: s, Reason: reason}
+}
+
+func TestAvailableCondition(t *testing.T) {
+	for name, tc := range map[string]struct {
+		w          workload
+		wantStatus metav1.ConditionStatus
+		wantReason string
+	}{
+		"external with ready pods": {workload{External: true, ReadyPods: 1}, metav1.ConditionTrue, mcpv1alpha1.ReasonExternalWorkload},
+		"external without pods":    {workload{External: true}, metav1.ConditionFalse, mcpv1alpha1.ReasonExternalWorkload},
+		"scaled to zero":           {workload{Replicas: 0, Deployment: deployment(1, 1, 0)}, metav1.ConditionFalse, mcpv1alpha1.ReasonScaledToZero},
+		"no deployment yet":        {workload{Replicas: 1}, metav1.ConditionFalse, mcpv1alpha1.ReasonDeploymentProgressing},
+		"not observed yet":         {workload{Replicas: 1, Deployment: deployment(2, 1, 1, dcond(appsv1.DeploymentAvailable, corev1.ConditionTrue, ""))}, metav1.ConditionFalse, mcpv1alpha1.ReasonDeploymentProgressing},
+		"available": {workload{Replicas: 2, Deployment: deployment(1, 1, 2, dcond(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable"))},
+			metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable},
+		"progressing": {workload{Replicas: 2, Deployment: deployment(1, 1, 0,
+			dcond(appsv1.DeploymentAvailable, corev1.ConditionFalse, "MinimumReplicasUnavailable"),
+			dcond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "ReplicaSetUpdated"))},
+			metav1.ConditionFalse, mcpv1alpha1.ReasonDeploymentProgressing},
+		"deadline exceeded": {workload{Replicas: 2, Deployment: deployment(1, 1, 0,
+			dcond(appsv1.DeploymentAvailable, corev1.ConditionFalse, "MinimumReplicasUnavailable"),
+			dcond(appsv1.DeploymentProgressing, corev1.ConditionFalse, "ProgressDeadlineExceeded"))},
+			metav1.ConditionFalse, mcpv1alpha1.ReasonDeploymentUnavailable},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := availableCondition(tc.w)
+			if c.Type != mcpv1alpha1.ConditionAvailable || c.Status != tc.wantStatus || c.Reason != tc.wantReason || c.Message == "" {
+				t.Fatalf("got %+v, want %s/%s", c, tc.wantStatus, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestPropagationCondition(t *testing.T) {
+	ok := func(rev string) string { return catalog.Report{Revision: rev}.String() }
+	for name, tc := range map[string]struct {
+		p            propagation
+		wantStatus   metav1.ConditionStatus
+		wantReason   string
+		wantUpToDate int32
+	}{
+		"all up to date": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": ok("r2"), "b": ok("r2")}},
+			metav1.ConditionTrue, mcpv1alpha1.ReasonCatalogPropagated, 2},
+		"one behind": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": ok("r2"), "b": ok("r1")}},
+			metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending, 1},
+		"not reported": {propagation{Revision: "r2", ReadyPods: []string{"a"}},
+			metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending, 0},
+		"garbage report": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": "{"}},
+			metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending, 0},
+		"reports of unready pods do not count": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": ok("r2"), "gone": ok("r1")}},
+			metav1.ConditionTrue, mcpv1alpha1.ReasonCatalogPropagated, 1},
+		"rejected": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": ok("r2"),
+			"b": catalog.Report{Revision: "r1", RejectedRevision: "r2", Reason: "bad"}.String()}},
+			metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogRejected, 1},
+		"an older rejection does not count": {propagation{Revision: "r3", ReadyPods: []string{"a"}, Reports: map[string]string{
+			"a": catalog.Report{Revision: "r3", RejectedRevision: "r2", Reason: "bad"}.String()}},
+			metav1.ConditionTrue, mcpv1alpha1.ReasonCatalogPropagated, 1},
+		"no ready replicas": {propagation{Revision: "r2"}, metav1.ConditionFalse, mcpv1alpha1.ReasonNoReadyReplicas, 0},
+		"too large":         {propagation{Revision: "r1", TooLarge: true, TooLargeMessage: "too big", ReadyPods: []string{"a"}, Reports: map[string]string{"a": ok("r1")}}, metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogTooLarge, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, n := propagationCondition(tc.p)
+			if c.Status != tc.wantStatus || c.Reason != tc.wantReason || n != tc.wantUpToDate {
+				t.Fatalf("got %s/%s (%s), %d up to date; want %s/%s, %d", c.Status, c.Reason, c.Message, n, tc.wantStatus, tc.wantReason, tc.wantUpToDate)
+			}
+		})
+	}
+}
+
+func TestReadyCondition(t *testing.T) {
+	avail := condition(mcpv1alpha1.ConditionAvailable, true, mcpv1alpha1.ReasonDeploymentAvailable, "")
+	unavail := condition(mcpv1alpha1.ConditionAvailable, false, mcpv1alpha1.ReasonDeploymentUnavailable, "pods crash")
+	prop := condition(mcpv1alpha1.ConditionCatalogPropagated, true, mcpv1alpha1.ReasonCatalogPropagated, "")
+	pending := condition(mcpv1alpha1.ConditionCatalogPropagated, false, mcpv1alpha1.ReasonPropagationPending, "1 of 2")
+	for name, tc := range map[string]struct {
+		a, p       metav1.Condition
+		wantReason string
+	}{
+		"ready":                  {avail, prop, mcpv1alpha1.ReasonReady},
+		"unavailable wins":       {unavail, pending, mcpv1alpha1.ReasonDeploymentUnavailable},
+		"propagation summarised": {avail, pending, mcpv1alpha1.ReasonPropagationPending},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := readyCondition(tc.a, tc.p)
+			if c.Type != mcpv1alpha1.ConditionReady || c.Reason != tc.wantReason || (c.Status == metav1.ConditionTrue) != (tc.wantReason == mcpv1alpha1.ReasonReady) {
+				t.Fatalf("got %+v", c)
+			}
+		})
+	}
+}
+
+func TestFailureCondition(t *testing.T) {
+	if c := failureCondition(reconcile.TerminalError(errors.New("bad name"))); c.Reason != mcpv1alpha1.ReasonInvalidSpec || c.Status != metav1.ConditionFalse {
+		t.Fatalf("terminal: %+v", c)
+	}
+	if c := failureCondition(errors.New("conflict")); c.Reason != mcpv1alpha1.ReasonReconcileFailed || c.Message != "conflict" {
+		t.Fatalf("transient: %+v", c)
+	}
+}
+
+func TestPublishedCondition(t *testing.T) {
+	accepted := verdict{Accepted: true, Reason: mcpv1alpha1.ReasonAccepted}
+	for name, tc := range map[string]struct {
+		v             verdict
+		missing       string
+		tooLarge      bool
+		wantReason    string
+		wantRevision  string
+		wantPublished bool
+	}{
+		"published":      {accepted, "", false, mcpv1alpha1.ReasonPublished, "r1", true},
+		"not accepted":   {verdict{Reason: mcpv1alpha1.ReasonNameConflict}, "", false, mcpv1alpha1.ReasonNotAccepted, "", false},
+		"source missing": {accepted, "Secret x does not exist", false, mcpv1alpha1.ReasonSourceNotFound, "r1", false},
+		"too large":      {accepted, "", true, mcpv1alpha1.ReasonCatalogTooLarge, "", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, rev := publishedCondition(tc.v, tc.missing, tc.tooLarge, "r1", "too large")
+			if c.Reason != tc.wantReason || rev != tc.wantRevision || (c.Status == metav1.ConditionTrue) != tc.wantPublished {
+				t.Fatalf("got %+v, revision %q", c, rev)
+			}
+		})
+	}
+}

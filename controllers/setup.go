@@ -1,0 +1,119 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+)
+
+// CacheOptions keeps the manager's cache small: of the built-in kinds it holds only the
+// objects Switchboard manages (label app.kubernetes.io/managed-by=switchboard), and never
+// Secrets. Pods of External servers get the label from the injection webhook.
+func CacheOptions() cache.Options {
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   ours,
+		&corev1.ConfigMap{}:             ours,
+		&corev1.Service{}:               ours,
+		&corev1.ServiceAccount{}:        ours,
+		&appsv1.Deployment{}:            ours,
+		&rbacv1.Role{}:                  ours,
+		&rbacv1.RoleBinding{}:           ours,
+		&policyv1.PodDisruptionBudget{}: ours,
+	}}
+}
+
+// Options configures the controllers.
+type Options struct {
+	// SidecarImage is the default sidecar image.
+	SidecarImage string
+}
+
+// Leader election (cmd/manager) uses a Lease and records core Events.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Setup registers the field indexes and every Switchboard controller with the manager, and
+// returns the MCPServer reconciler (tests call it directly).
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerReconciler, error) {
+	for _, obj := range []client.Object{&mcpv1alpha1.MCPTool{}, &mcpv1alpha1.MCPResource{}, &mcpv1alpha1.MCPPrompt{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, serverRefIndex, func(o client.Object) []string {
+			return []string{serverRefOf(o)}
+		}); err != nil {
+			return nil, fmt.Errorf("indexing %T by %s: %w", obj, serverRefIndex, err)
+		}
+	}
+	servers := &MCPServerReconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Scheme:       mgr.GetScheme(),
+		Recorder:     mgr.GetEventRecorder("switchboard"),
+		SidecarImage: opts.SidecarImage,
+	}
+	if err := servers.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	for name, newObj := range map[string]func() client.Object{
+		"mcptool":     func() client.Object { return &mcpv1alpha1.MCPTool{} },
+		"mcpresource": func() client.Object { return &mcpv1alpha1.MCPResource{} },
+		"mcpprompt":   func() client.Object { return &mcpv1alpha1.MCPPrompt{} },
+	} {
+		r := &CatalogItemReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("switchboard"), NewObject: newObj}
+		if err := r.SetupWithManager(mgr, name); err != nil {
+			return nil, err
+		}
+	}
+	return servers, nil
+}
+
+// applyObject server-side-applies a typed object with the controller's field owner, forcing
+// ownership of the fields it sets. It sends neither status nor the zero creationTimestamp that
+// typed objects carry.
+func applyObject(ctx context.Context, c client.Client, scheme *runtime.Scheme, obj client.Object) error {
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return err
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	delete(m, "status")
+	dropNullTimestamps(m)
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	ctrl.LoggerFrom(ctx).V(1).Info("Applying child", "kind", gvk.Kind, "name", obj.GetName())
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+}
+
+func dropNullTimestamps(m map[string]any) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case nil:
+			if k == "creationTimestamp" {
+				delete(m, k)
+			}
+		case map[string]any:
+			dropNullTimestamps(t)
+		case []any:
+			for _, e := range t {
+				if em, ok := e.(map[string]any); ok {
+					dropNullTimestamps(em)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/testenv"
+)
+
+const testSidecarImage = "example/switchboard-sidecar:test"
+
+var (
+	env *testenv.Env
+	// k8s reads and writes straight to the API server, never through the manager's cache.
+	k8s client.Client
+	// servers is the running manager's MCPServer reconciler, for calling Reconcile directly.
+	servers *MCPServerReconciler
+	nsSeq   atomic.Int32
+)
+
+// TestMain starts one control plane (with kube-controller-manager, kube-scheduler and kwok, so
+// Deployments get Ready pods and garbage collection runs) and one manager for the package.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	// Quiet unless SWITCHBOARD_TEST_LOG=debug.
+	if os.Getenv("SWITCHBOARD_TEST_LOG") == "debug" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	}
+	var err error
+	if env, err = testenv.Start(testenv.Options{Controllers: true}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	k8s = env.Client
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  CacheOptions(),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if servers, err = Setup(ctx, mgr, Options{SidecarImage: testSidecarImage}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		fmt.Fprintln(os.Stderr, "the manager's cache did not sync")
+		return 1
+	}
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+	}
+	return code
+}
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("t%d-%s", nsSeq.Add(1), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
+	if len(name) > 60 {
+		name = name[:60]
+	}
+	name = strings.TrimRight(name, "-")
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// hangGuard bounds how long a test waits for the control plane: generous, only to catch hangs.
+const hangGuard = 90 * time.Second
+
+// eventually polls check until it returns nil, failing the test with the last error after
+// hangGuard.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still failing after %s: %v", what, hangGuard, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func mustCreate(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := k8s.Create(context.Background(), o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// conditionIs checks one condition of a list.
+func conditionIs(conds []metav1.Condition, typ string, status metav1.ConditionStatus, reason string) error {
+	for _, c := range conds {
+		if c.Type == typ {
+			if c.Status != status || c.Reason != reason {
+				return fmt.Errorf("%s is %s/%s (%s), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no %s condition in %+v", typ, conds)
+}
+
+func serverCondition(t *testing.T, key client.ObjectKey, typ string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("MCPServer %s %s=%s/%s", key, typ, status, reason), func() error {
+		s := &mcpv1alpha1.MCPServer{}
+		if err := k8s.Get(context.Background(), key, s); err != nil {
+			return err
+		}
+		return conditionIs(s.Status.Conditions, typ, status, reason)
+	})
+}
+
+func itemCondition(t *testing.T, obj client.Object, typ string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%T %s %s=%s/%s", obj, obj.GetName(), typ, status, reason), func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		return conditionIs(itemStatus(obj).Conditions, typ, status, reason)
+	})
+}
+
+// eventRecorded waits for an Event about obj with the given reason.
+func eventRecorded(t *testing.T, obj client.Object, reason string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("event %s on %s", reason, obj.GetName()), func() error {
+		var list eventsv1.EventList
+		if err := k8s.List(context.Background(), &list, client.InNamespace(obj.GetNamespace())); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Reason == reason && e.Regarding.Name == obj.GetName() {
+				return nil
+			}
+		}
+		return fmt.Errorf("no event with reason %s among %d events", reason, len(list.Items))
+	})
+}

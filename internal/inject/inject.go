@@ -1,0 +1,391 @@
+// Package inject adds the Switchboard sidecar to a pod. It is a pure function over typed
+// Kubernetes objects, used by the MCPServer controller for its Deployment's pod template and by
+// the injection webhook for pods of External servers.
+//
+// The sidecar is a native sidecar (an init container with restartPolicy Always): it starts
+// before the MCP server container and stops after it. Injection is idempotent: the sidecar is
+// upserted by name, and the settings it was built from are recorded in one annotation.
+package inject
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+)
+
+// Sidecar command-line flags: the controller writes them, the sidecar parses them.
+const (
+	FlagUpstream         = "upstream"
+	FlagListen           = "listen"
+	FlagAdminListen      = "admin-listen"
+	FlagAllowedHosts     = "allowed-hosts"
+	FlagAllowedOrigins   = "allowed-origins"
+	FlagMaxListenStreams = "max-listen-streams"
+	FlagKeepalive        = "keepalive"
+	FlagCatalogConfigMap = "catalog-configmap"
+	FlagReportConfigMap  = "report-configmap"
+	FlagPodName          = "pod-name"
+	FlagDrainDelay       = "drain-delay"
+	FlagDrainJitter      = "drain-jitter"
+	FlagDrainBudget      = "drain-budget"
+)
+
+// Names and paths inside the pod.
+const (
+	// ContainerName is the sidecar's init container name.
+	ContainerName = "switchboard-sidecar"
+	// InjectedAnnotation records the version and settings hash of the injected sidecar.
+	InjectedAnnotation = "mcp.switchboard.dev/injected"
+	// InjectAnnotation set to "false" on a pod opts it out of injection.
+	InjectAnnotation = "mcp.switchboard.dev/inject"
+	// PodNameEnv is the downward-API variable holding the pod name.
+	PodNameEnv = "POD_NAME"
+	// DrainPath on the admin port starts the drain and answers when it is done. It is idempotent,
+	// so both containers' preStop hooks call it.
+	DrainPath   = "/drain"
+	HealthzPath = "/healthz"
+	ReadyzPath  = "/readyz"
+	// TokenVolume is the sidecar's own projected ServiceAccount token. Managed pods turn off
+	// automounting, so only the sidecar, not the MCP server, holds API credentials.
+	TokenVolume = "switchboard-sidecar-token"
+	tokenPath   = "/var/run/secrets/kubernetes.io/serviceaccount"
+	// tokenExpirationSeconds matches the kubelet's default for automounted tokens.
+	tokenExpirationSeconds = 3607
+	// sidecarUID is the distroless "nonroot" user the sidecar image runs as.
+	sidecarUID = 65532
+	// version bumps when the shape of the injected container changes.
+	version = "v1"
+)
+
+// Defaults of the drain and stream settings, equal to the API's defaults.
+const (
+	DefaultDrainDelaySeconds   = 5
+	DefaultDrainJitterMillis   = 1000
+	DefaultDrainBudgetSeconds  = 30
+	DefaultMaxListenStreams    = 10000
+	DefaultKeepaliveSeconds    = 15
+	terminationMarginSeconds   = 5
+	defaultUpstreamPort        = 8080
+	defaultUpstreamPath        = "/mcp"
+	sidecarStartupPeriod       = 1
+	sidecarStartupFailures     = 60
+	sidecarReadinessPeriod     = 2
+	sidecarReadinessFailures   = 2
+	sidecarDefaultCPURequest   = "10m"
+	sidecarDefaultMemRequest   = "32Mi"
+	sidecarDefaultMemoryLimits = "256Mi"
+)
+
+// Config is everything the sidecar container is built from. It never holds the catalog
+// revision: catalog changes reach the sidecar live and must not change the pod template.
+type Config struct {
+	Image            string
+	ImagePullPolicy  corev1.PullPolicy
+	UpstreamPort     int32
+	UpstreamPath     string
+	AllowedHosts     []string
+	AllowedOrigins   []string
+	MaxListenStreams int32
+	KeepaliveSeconds int32
+	// CatalogConfigMap and ReportConfigMap are "<namespace>/<name>".
+	CatalogConfigMap   string
+	ReportConfigMap    string
+	DrainDelaySeconds  int32
+	DrainJitterMillis  int32
+	DrainBudgetSeconds int32
+	Resources          *corev1.ResourceRequirements
+	// ServerContainer names the MCP server container that gets the draining preStop hook;
+	// empty means the first container.
+	ServerContainer string
+}
+
+// Names of the per-server objects the sidecar needs to know.
+type Names struct {
+	Namespace, Service, CatalogConfigMap, ReportConfigMap string
+}
+
+// ConfigFor derives the sidecar settings of an MCPServer. defaultImage is the manager's
+// --sidecar-image, used unless spec.sidecar.image overrides it.
+func ConfigFor(s *mcpv1alpha1.MCPServer, names Names, defaultImage string) Config {
+	cfg := Config{
+		Image:              defaultImage,
+		UpstreamPort:       defaultUpstreamPort,
+		UpstreamPath:       defaultUpstreamPath,
+		MaxListenStreams:   DefaultMaxListenStreams,
+		KeepaliveSeconds:   DefaultKeepaliveSeconds,
+		CatalogConfigMap:   names.Namespace + "/" + names.CatalogConfigMap,
+		ReportConfigMap:    names.Namespace + "/" + names.ReportConfigMap,
+		DrainDelaySeconds:  DefaultDrainDelaySeconds,
+		DrainJitterMillis:  DefaultDrainJitterMillis,
+		DrainBudgetSeconds: DefaultDrainBudgetSeconds,
+		ServerContainer:    ServerContainerName,
+	}
+	// The server's imagePullPolicy is for the server's image; the sidecar's follows its tag.
+	if c := s.Spec.Container; c != nil {
+		if c.Port != 0 {
+			cfg.UpstreamPort = c.Port
+		}
+		if c.Path != "" {
+			cfg.UpstreamPath = c.Path
+		}
+	}
+	svc, ns := names.Service, names.Namespace
+	for _, h := range []string{svc, svc + "." + ns, svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"} {
+		cfg.AllowedHosts = append(cfg.AllowedHosts, h, h+":80")
+	}
+	if sc := s.Spec.Sidecar; sc != nil {
+		if sc.Image != "" {
+			cfg.Image = sc.Image
+		}
+		cfg.MaxListenStreams = ptr.Deref(sc.MaxListenStreams, cfg.MaxListenStreams)
+		cfg.KeepaliveSeconds = ptr.Deref(sc.KeepaliveSeconds, cfg.KeepaliveSeconds)
+		for _, h := range sc.AllowedHosts {
+			if !slices.Contains(cfg.AllowedHosts, h) {
+				cfg.AllowedHosts = append(cfg.AllowedHosts, h)
+			}
+		}
+		cfg.AllowedOrigins = slices.Clone(sc.AllowedOrigins)
+		if d := sc.Drain; d != nil {
+			cfg.DrainDelaySeconds = ptr.Deref(d.PropagationDelaySeconds, cfg.DrainDelaySeconds)
+			cfg.DrainJitterMillis = ptr.Deref(d.JitterMilliseconds, cfg.DrainJitterMillis)
+			cfg.DrainBudgetSeconds = ptr.Deref(d.BudgetSeconds, cfg.DrainBudgetSeconds)
+		}
+		cfg.Resources = sc.Resources
+	}
+	return cfg
+}
+
+// ServerContainerName is the name of the MCP server container in managed Deployments.
+const ServerContainerName = "server"
+
+// TerminationGracePeriodSeconds is the time a pod needs to drain:
+//
+//	propagation delay (endpoints drop the pod before streams end)
+//	+ jitter, rounded up (listen streams get `complete` spread over it)
+//	+ budget (in-flight requests finish)
+//	+ 5 s margin (hooks returning, the sidecar's own exit).
+//
+// With the defaults: 5 + 1 + 30 + 5 = 41 s.
+func TerminationGracePeriodSeconds(cfg Config) int64 {
+	jitter := (int64(cfg.DrainJitterMillis) + 999) / 1000
+	return int64(cfg.DrainDelaySeconds) + jitter + int64(cfg.DrainBudgetSeconds) + terminationMarginSeconds
+}
+
+// Args returns the sidecar's command line.
+func Args(cfg Config) []string {
+	flag := func(name, value string) string { return "--" + name + "=" + value }
+	args := []string{
+		flag(FlagUpstream, fmt.Sprintf("http://127.0.0.1:%d%s", cfg.UpstreamPort, cfg.UpstreamPath)),
+		flag(FlagListen, fmt.Sprintf(":%d", mcpv1alpha1.SidecarMCPPort)),
+		flag(FlagAdminListen, fmt.Sprintf(":%d", mcpv1alpha1.SidecarAdminPort)),
+		flag(FlagAllowedHosts, strings.Join(cfg.AllowedHosts, ",")),
+	}
+	if len(cfg.AllowedOrigins) > 0 {
+		args = append(args, flag(FlagAllowedOrigins, strings.Join(cfg.AllowedOrigins, ",")))
+	}
+	return append(args,
+		flag(FlagMaxListenStreams, strconv.Itoa(int(cfg.MaxListenStreams))),
+		flag(FlagKeepalive, seconds(int64(cfg.KeepaliveSeconds)*1000)),
+		flag(FlagCatalogConfigMap, cfg.CatalogConfigMap),
+		flag(FlagReportConfigMap, cfg.ReportConfigMap),
+		flag(FlagPodName, "$("+PodNameEnv+")"),
+		flag(FlagDrainDelay, seconds(int64(cfg.DrainDelaySeconds)*1000)),
+		flag(FlagDrainJitter, seconds(int64(cfg.DrainJitterMillis))),
+		flag(FlagDrainBudget, seconds(int64(cfg.DrainBudgetSeconds)*1000)),
+	)
+}
+
+// seconds formats milliseconds as a Go duration: 15s, 1.5s, 0s.
+func seconds(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
+
+func drainHook() *corev1.LifecycleHandler {
+	return &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+		Path: DrainPath, Port: intstr.FromInt32(mcpv1alpha1.SidecarAdminPort), Scheme: corev1.URISchemeHTTP,
+	}}
+}
+
+func probe(path string, period, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromString("admin"), Scheme: corev1.URISchemeHTTP,
+		}},
+		PeriodSeconds: period, FailureThreshold: failures, TimeoutSeconds: 1, SuccessThreshold: 1,
+	}
+}
+
+// RestrictedContainerSecurity is the restricted Pod Security profile for one container.
+func RestrictedContainerSecurity(readOnlyRoot bool) *corev1.SecurityContext {
+	sc := &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if readOnlyRoot {
+		sc.ReadOnlyRootFilesystem = ptr.To(true)
+	}
+	return sc
+}
+
+// Container builds the sidecar container.
+func Container(cfg Config) corev1.Container {
+	res := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse(sidecarDefaultCPURequest),
+			corev1.ResourceMemory: resource.MustParse(sidecarDefaultMemRequest),
+		},
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(sidecarDefaultMemoryLimits)},
+	}
+	if cfg.Resources != nil {
+		res = *cfg.Resources.DeepCopy()
+	}
+	sc := RestrictedContainerSecurity(true)
+	sc.RunAsUser = ptr.To[int64](sidecarUID)
+	return corev1.Container{
+		Name:            ContainerName,
+		Image:           cfg.Image,
+		ImagePullPolicy: cfg.ImagePullPolicy,
+		Args:            Args(cfg),
+		Env: []corev1.EnvVar{{Name: PodNameEnv, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}},
+		Ports: []corev1.ContainerPort{
+			{Name: "mcp", ContainerPort: mcpv1alpha1.SidecarMCPPort, Protocol: corev1.ProtocolTCP},
+			{Name: "admin", ContainerPort: mcpv1alpha1.SidecarAdminPort, Protocol: corev1.ProtocolTCP},
+		},
+		VolumeMounts:             []corev1.VolumeMount{{Name: TokenVolume, MountPath: tokenPath, ReadOnly: true}},
+		Resources:                res,
+		RestartPolicy:            ptr.To(corev1.ContainerRestartPolicyAlways),
+		StartupProbe:             probe(HealthzPath, sidecarStartupPeriod, sidecarStartupFailures),
+		ReadinessProbe:           probe(ReadyzPath, sidecarReadinessPeriod, sidecarReadinessFailures),
+		Lifecycle:                &corev1.Lifecycle{PreStop: drainHook()},
+		SecurityContext:          sc,
+		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+// tokenVolume is what the kubelet would automount: a bound token, the cluster CA and the namespace.
+func tokenVolume() corev1.Volume {
+	return corev1.Volume{Name: TokenVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: ptr.To[int32](0o644),
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](tokenExpirationSeconds)}},
+			{ConfigMap: &corev1.ConfigMapProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
+			}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
+				Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
+			}}}},
+		},
+	}}}
+}
+
+// Hash names the sidecar settings: it changes exactly when the injected container would.
+func Hash(cfg Config) string {
+	b, _ := json.Marshal(cfg)
+	sum := sha256.Sum256(b)
+	return version + "-" + hex.EncodeToString(sum[:8])
+}
+
+// SkipReason explains why a pod was not injected. Empty means it was injected.
+type SkipReason string
+
+const (
+	// SkipOptedOut means the pod has the annotation mcp.switchboard.dev/inject=false.
+	SkipOptedOut SkipReason = "OptedOut"
+	// SkipNoContainers means the pod has no container to put behind the sidecar.
+	SkipNoContainers SkipReason = "NoContainers"
+	// SkipHostNetwork means the sidecar's fixed ports would collide on the node's network.
+	SkipHostNetwork SkipReason = "HostNetwork"
+	// SkipPortConflict means a container already uses port 8800 or 8801.
+	SkipPortConflict SkipReason = "PortConflict"
+)
+
+// Decide says whether a pod can take the sidecar.
+func Decide(meta *metav1.ObjectMeta, spec *corev1.PodSpec) SkipReason {
+	if meta.Annotations[InjectAnnotation] == "false" {
+		return SkipOptedOut
+	}
+	if len(spec.Containers) == 0 {
+		return SkipNoContainers
+	}
+	if spec.HostNetwork {
+		return SkipHostNetwork
+	}
+	for _, c := range slices.Concat(spec.Containers, spec.InitContainers) {
+		if c.Name == ContainerName {
+			continue
+		}
+		for _, p := range c.Ports {
+			if p.ContainerPort == mcpv1alpha1.SidecarMCPPort || p.ContainerPort == mcpv1alpha1.SidecarAdminPort {
+				return SkipPortConflict
+			}
+		}
+	}
+	return ""
+}
+
+// Into injects the sidecar into a pod's metadata and spec in place, and returns why it did not
+// when it skips. Applying it twice gives the same result as applying it once:
+//   - the sidecar init container is upserted by name, first among the init containers;
+//   - the server container's preStop hook is set to the drain hook unless the user set another;
+//   - terminationGracePeriodSeconds is raised to the drain time, never lowered;
+//   - InjectedAnnotation records Hash(cfg).
+func Into(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason {
+	if reason := Decide(meta, spec); reason != "" {
+		return reason
+	}
+	sidecar := Container(cfg)
+	spec.InitContainers = slices.DeleteFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == ContainerName })
+	spec.InitContainers = append([]corev1.Container{sidecar}, spec.InitContainers...)
+
+	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == TokenVolume })
+	spec.Volumes = append(spec.Volumes, tokenVolume())
+
+	server := 0
+	for i, c := range spec.Containers {
+		if c.Name == cfg.ServerContainer {
+			server = i
+		}
+	}
+	c := &spec.Containers[server]
+	if c.Lifecycle == nil {
+		c.Lifecycle = &corev1.Lifecycle{}
+	}
+	if c.Lifecycle.PreStop == nil {
+		c.Lifecycle.PreStop = drainHook()
+	}
+
+	grace := TerminationGracePeriodSeconds(cfg)
+	if spec.TerminationGracePeriodSeconds == nil || *spec.TerminationGracePeriodSeconds < grace {
+		spec.TerminationGracePeriodSeconds = ptr.To(grace)
+	}
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[InjectedAnnotation] = Hash(cfg)
+	return ""
+}
+
+// Pod returns an injected copy of pod, and the skip reason when it was left unchanged.
+func Pod(pod *corev1.Pod, cfg Config) (*corev1.Pod, SkipReason) {
+	out := pod.DeepCopy()
+	if reason := Into(&out.ObjectMeta, &out.Spec, cfg); reason != "" {
+		return pod.DeepCopy(), reason
+	}
+	return out, ""
+}
