@@ -27,7 +27,7 @@ func main() {
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.BoolVar(&leaderElection, "leader-elect", false, "Elect a leader so that only one manager replica reconciles.")
-	flag.StringVar(&sidecarImage, "sidecar-image", "ghcr.io/switchboard-mcp/switchboard-sidecar:"+version.Version,
+	flag.StringVar(&sidecarImage, "sidecar-image", "switchboard-sidecar:"+version.Version,
 		"Sidecar image for servers that do not set spec.sidecar.image.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)

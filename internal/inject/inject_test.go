@@ -34,7 +34,7 @@ func testServer() *mcpv1alpha1.MCPServer {
 
 func testConfig() Config {
 	return ConfigFor(testServer(), Names{Namespace: "tools", Service: "weather",
-		CatalogConfigMap: "weather-catalog", ReportConfigMap: "weather-catalog-status"}, "ghcr.io/switchboard-mcp/sidecar:v0.1.0")
+		CatalogConfigMap: "weather-catalog", ReportConfigMap: "weather-catalog-status"}, "switchboard-sidecar:v0.1.0")
 }
 
 func TestArgs(t *testing.T) {
@@ -161,7 +161,7 @@ func TestReinjectWithNewSettingsReplacesTheSidecar(t *testing.T) {
 	p := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: "x"}}}}
 	first, _ := Pod(p, testConfig())
 	cfg := testConfig()
-	cfg.Image = "ghcr.io/switchboard-mcp/sidecar:v0.2.0"
+	cfg.Image = "switchboard-sidecar:v0.2.0"
 	second, _ := Pod(first, cfg)
 	if len(second.Spec.InitContainers) != 1 || second.Spec.InitContainers[0].Image != cfg.Image {
 		t.Fatalf("want one sidecar with the new image: %+v", second.Spec.InitContainers)
