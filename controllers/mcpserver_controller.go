@@ -99,7 +99,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{server: server, before: server.DeepCopy(), names: namesFor(server)}
-	s.cfg = inject.ConfigFor(server, s.names.inject(), r.SidecarImage)
+	s.cfg = SidecarConfig(server, r.SidecarImage)
 	defer func() {
 		retErr = errors.Join(retErr, r.patchStatus(ctx, s, retErr))
 	}()
