@@ -412,6 +412,14 @@ func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconci
 		set(propagated)
 		set(readyCondition(available, propagated))
 		st.CatalogUpToDateReplicas = upToDate
+		if s.workload.External {
+			sidecars, stale := sidecarsCondition(s.cfg, s.pods)
+			set(sidecars)
+			st.StaleSidecarReplicas = stale
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionSidecarsUpToDate)
+			st.StaleSidecarReplicas = 0
+		}
 		if d := s.workload.Deployment; d != nil {
 			st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = d.Status.Replicas, d.Status.ReadyReplicas, d.Status.UpdatedReplicas
 		} else {

@@ -64,7 +64,7 @@ func main() {
 
 	webhookTLS.Mode = webhook.CertMode(certMode)
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		WebhookServer: crwebhook.NewServer(crwebhook.Options{Port: webhookPort, CertDir: webhookTLS.CertDir}),
+		WebhookServer:          crwebhook.NewServer(crwebhook.Options{Port: webhookPort, CertDir: webhookTLS.CertDir}),
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,

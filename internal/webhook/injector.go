@@ -42,10 +42,6 @@ import (
 // Path is where the manager's webhook server serves the pod injector.
 const Path = "/inject-v1-pod"
 
-// ContainerAnnotation names the MCP server container of a pod, when it is not the one that
-// declares spec.container.port (default 8080).
-const ContainerAnnotation = "mcp.switchboard.dev/container"
-
 // Reasons a pod is not injected, besides the ones of inject.Decide (OptedOut, NoContainers,
 // HostNetwork, PortConflict).
 const (
@@ -61,11 +57,6 @@ const (
 	SkipManagedByController inject.SkipReason = "ManagedByController"
 	// SkipServerDeleting: the MCPServer is being deleted.
 	SkipServerDeleting inject.SkipReason = "ServerDeleting"
-	// SkipContainerNotFound: the annotation mcp.switchboard.dev/container names no container.
-	SkipContainerNotFound inject.SkipReason = "ContainerNotFound"
-	// SkipPortNotFound: no container declares spec.container.port (default 8080), so the webhook
-	// cannot tell which container is the MCP server.
-	SkipPortNotFound inject.SkipReason = "PortNotFound"
 )
 
 // ReasonInjected is the reason label of injected pods in switchboard_injections_total.
@@ -145,32 +136,9 @@ func (i *Injector) Decide(ctx context.Context, pod *corev1.Pod, namespace string
 		d.Reason, d.Message = reason, skipMessage(reason)
 		return d, nil
 	}
-	container, reason, msg := serverContainer(pod, d.Config.UpstreamPort)
+	container, reason, msg := inject.FindServerContainer(&pod.ObjectMeta, &pod.Spec, d.Config.UpstreamPort)
 	d.Config.ServerContainer, d.Reason, d.Message = container, reason, msg
 	return d, nil
-}
-
-// serverContainer finds the MCP server container: the one the annotation names, or else the one
-// that declares the upstream port.
-func serverContainer(pod *corev1.Pod, port int32) (string, inject.SkipReason, string) {
-	if name, ok := pod.Annotations[ContainerAnnotation]; ok {
-		for _, c := range pod.Spec.Containers {
-			if c.Name == name {
-				return name, "", ""
-			}
-		}
-		return "", SkipContainerNotFound, fmt.Sprintf("annotation %s names container %q, which the pod does not have", ContainerAnnotation, name)
-	}
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.ContainerPort == port && (p.Protocol == "" || p.Protocol == corev1.ProtocolTCP) {
-				return c.Name, "", ""
-			}
-		}
-	}
-	return "", SkipPortNotFound, fmt.Sprintf(
-		"no container declares containerPort %d (the MCPServer's spec.container.port); declare it on the MCP server container, "+
-			"or name that container with the annotation %s", port, ContainerAnnotation)
 }
 
 func skipMessage(r inject.SkipReason) string {

@@ -240,7 +240,7 @@ func TestSkipsAreCountedAndExplained(t *testing.T) {
 	}{
 		{"plain.yaml", resultInjected, ReasonInjected, ""},
 		{"missing-server.yaml", resultSkipped, string(SkipServerNotFound), ""},
-		{"port-not-found.yaml", resultSkipped, string(SkipPortNotFound), ""},
+		{"port-not-found.yaml", resultSkipped, string(inject.SkipPortNotFound), ""},
 		{"opted-out.yaml", resultSkipped, string(inject.SkipOptedOut), ""},
 		{"managed.yaml", resultSkipped, string(SkipManagedByController), ""},
 	} {
