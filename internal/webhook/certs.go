@@ -17,18 +17,18 @@ import (
 type CertMode string
 
 const (
-	// CertSelfSigned: the manager creates a CA and a serving certificate in a Secret, rotates
+	// CertSelfSigned means the manager creates a CA and a serving certificate in a Secret, rotates
 	// them before they expire, and writes the CA into the webhook configuration's caBundle
 	// (github.com/open-policy-agent/cert-controller). The Secret is mounted at the cert dir.
 	CertSelfSigned CertMode = "self-signed"
-	// CertManager: cert-manager issues the certificate into the mounted Secret and its CA
+	// CertManager means cert-manager issues the certificate into the mounted Secret and its CA
 	// injector fills the caBundle (config/certmanager).
 	CertManager CertMode = "cert-manager"
-	// CertNone: the webhook is not served; External servers get no injection.
+	// CertNone means the webhook is not served; External servers get no injection.
 	CertNone CertMode = "none"
 )
 
-// Names of the objects the webhook needs; defaults match config/webhook.
+// TLSOptions name the objects the webhook needs; defaults match config/webhook.
 type TLSOptions struct {
 	Mode CertMode
 	// Namespace is the manager's namespace, holding the Service and the Secret.
