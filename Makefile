@@ -36,7 +36,8 @@ generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods for the API types.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/, and copy the CRDs into the Helm chart.
 	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=switchboard-manager paths="./controllers/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=switchboard-manager paths="./controllers/..." paths="./internal/webhook/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) webhook paths="./internal/webhook/..." output:webhook:artifacts:config=config/webhook
 	rm -rf charts/switchboard/crds && mkdir -p charts/switchboard/crds
 	cp config/crd/bases/*.yaml charts/switchboard/crds/
 

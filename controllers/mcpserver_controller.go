@@ -99,7 +99,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{server: server, before: server.DeepCopy(), names: namesFor(server)}
-	s.cfg = inject.ConfigFor(server, s.names.inject(), r.SidecarImage)
+	s.cfg = SidecarConfig(server, r.SidecarImage)
 	defer func() {
 		retErr = errors.Join(retErr, r.patchStatus(ctx, s, retErr))
 	}()
@@ -412,6 +412,14 @@ func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconci
 		set(propagated)
 		set(readyCondition(available, propagated))
 		st.CatalogUpToDateReplicas = upToDate
+		if s.workload.External {
+			sidecars, stale := sidecarsCondition(s.cfg, s.pods)
+			set(sidecars)
+			st.StaleSidecarReplicas = stale
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionSidecarsUpToDate)
+			st.StaleSidecarReplicas = 0
+		}
 		if d := s.workload.Deployment; d != nil {
 			st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = d.Status.Replicas, d.Status.ReadyReplicas, d.Status.UpdatedReplicas
 		} else {

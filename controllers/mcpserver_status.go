@@ -156,7 +156,7 @@ func failureCondition(err error) metav1.Condition {
 var warningReasons = []string{
 	mcpv1alpha1.ReasonInvalidSpec, mcpv1alpha1.ReasonReconcileFailed, mcpv1alpha1.ReasonDeploymentUnavailable,
 	mcpv1alpha1.ReasonCatalogRejected, mcpv1alpha1.ReasonCatalogTooLarge, mcpv1alpha1.ReasonNameConflict,
-	mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.ReasonSourceNotFound,
+	mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.ReasonSourceNotFound, mcpv1alpha1.ReasonStaleSidecars,
 }
 
 func eventType(reason string) string {

@@ -64,7 +64,19 @@ func labelsFor(s *mcpv1alpha1.MCPServer) map[string]string {
 }
 
 // selectorFor is the stable subset of labelsFor that selects the pods; it never changes, since
-// a Deployment's selector is immutable.
+// a Deployment's selector is immutable. Pods of External servers come from the user's workload,
+// whose own selector usually includes app.kubernetes.io/instance (a Helm release name): they
+// are selected by the opt-in label alone, which the webhook never rewrites.
 func selectorFor(s *mcpv1alpha1.MCPServer) map[string]string {
+	if s.Spec.Mode == mcpv1alpha1.WorkloadExternal {
+		return map[string]string{LabelServer: s.Name}
+	}
 	return map[string]string{LabelInstance: s.Name, LabelServer: s.Name}
+}
+
+// SidecarConfig is the sidecar the pods of a server get: the controller injects it into the
+// Deployment's pod template (Managed), the injection webhook into the pods of the user's own
+// workload (External). defaultImage is the manager's --sidecar-image.
+func SidecarConfig(s *mcpv1alpha1.MCPServer, defaultImage string) inject.Config {
+	return inject.ConfigFor(s, namesFor(s).inject(), defaultImage)
 }

@@ -21,11 +21,16 @@ import (
 
 // CacheOptions keeps the manager's cache small: of the built-in kinds it holds only the
 // objects Switchboard manages (label app.kubernetes.io/managed-by=switchboard), and never
-// Secrets. Pods of External servers get the label from the injection webhook.
+// Secrets. Pods are selected by the label mcp.switchboard.dev/server instead: pods of External
+// servers come from the user's own workload, whose managed-by label (often "Helm") is theirs.
 func CacheOptions() cache.Options {
 	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})}
+	serverPods, err := labels.Parse(LabelServer)
+	if err != nil {
+		panic(err)
+	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                   ours,
+		&corev1.Pod{}:                   {Label: serverPods},
 		&corev1.ConfigMap{}:             ours,
 		&corev1.Service{}:               ours,
 		&corev1.ServiceAccount{}:        ours,

@@ -16,6 +16,11 @@ const (
 	// ConditionCatalogPropagated is True when every ready replica has applied the current catalog
 	// revision (status.catalogRevision).
 	ConditionCatalogPropagated = "CatalogPropagated"
+
+	// ConditionSidecarsUpToDate (External mode only) is True when every pod of the user's
+	// workload runs the sidecar the MCPServer's current settings give. Switchboard never restarts
+	// user workloads: when it is False, the message says which workloads to roll.
+	ConditionSidecarsUpToDate = "SidecarsUpToDate"
 )
 
 // Condition types shared by MCPTool, MCPResource and MCPPrompt.
@@ -62,6 +67,12 @@ const (
 	ReasonCatalogTooLarge = "CatalogTooLarge"
 	// ReasonNoReadyReplicas: no replica is ready, so no replica can serve the catalog.
 	ReasonNoReadyReplicas = "NoReadyReplicas"
+
+	// ReasonSidecarsUpToDate: every pod runs the sidecar of the current settings.
+	ReasonSidecarsUpToDate = "SidecarsUpToDate"
+	// ReasonStaleSidecars: some pods run a sidecar injected with older settings, or none; roll
+	// the workloads the message names (kubectl rollout restart) to re-inject them.
+	ReasonStaleSidecars = "StaleSidecars"
 )
 
 // Reasons for MCPTool, MCPResource and MCPPrompt conditions.

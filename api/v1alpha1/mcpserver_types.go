@@ -306,7 +306,7 @@ type CachingSpec struct {
 
 // MCPServerStatus is the observed state of an MCPServer.
 type MCPServerStatus struct {
-	// conditions: Ready, Available and CatalogPropagated.
+	// conditions: Ready, Available, CatalogPropagated and, in External mode, SidecarsUpToDate.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -337,6 +337,12 @@ type MCPServerStatus struct {
 	// catalogUpToDateReplicas is the number of ready pods whose sidecar has applied catalogRevision.
 	// +optional
 	CatalogUpToDateReplicas int32 `json:"catalogUpToDateReplicas,omitempty"`
+
+	// staleSidecarReplicas (External mode) is the number of pods whose sidecar was injected
+	// with older sidecar settings than the current ones, or not injected at all. Roll their
+	// workload to re-inject them; the SidecarsUpToDate condition names them.
+	// +optional
+	StaleSidecarReplicas int32 `json:"staleSidecarReplicas,omitempty"`
 
 	// url is the in-cluster MCP endpoint, http://<name>.<namespace>.svc/mcp.
 	// +optional

@@ -11,10 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/controllers"
 	"github.com/switchboard-mcp/switchboard/internal/version"
+	"github.com/switchboard-mcp/switchboard/internal/webhook"
 )
 
 func main() {
@@ -23,12 +25,27 @@ func main() {
 		probeAddr      string
 		leaderElection bool
 		sidecarImage   string
+		webhookPort    int
+		webhookTLS     = webhook.TLSOptions{}
+		certMode       string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.BoolVar(&leaderElection, "leader-elect", false, "Elect a leader so that only one manager replica reconciles.")
 	flag.StringVar(&sidecarImage, "sidecar-image", "switchboard-sidecar:"+version.Version,
 		"Sidecar image for servers that do not set spec.sidecar.image.")
+	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port of the injection webhook server.")
+	flag.StringVar(&certMode, "webhook-cert-mode", string(webhook.CertSelfSigned),
+		"Where the webhook's serving certificate comes from: self-signed (the manager issues, rotates and injects it), "+
+			"cert-manager (mounted from a cert-manager Certificate; caBundle injected by cert-manager), or none (no injection webhook).")
+	flag.StringVar(&webhookTLS.CertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
+		"Folder of the webhook's tls.crt and tls.key (the mounted Secret).")
+	flag.StringVar(&webhookTLS.Namespace, "namespace", os.Getenv("POD_NAMESPACE"),
+		"The manager's own namespace: never injected; holds the webhook Service and Secret. Defaults to $POD_NAMESPACE.")
+	flag.StringVar(&webhookTLS.Service, "webhook-service-name", "switchboard-webhook", "Service in front of the webhook server (self-signed mode).")
+	flag.StringVar(&webhookTLS.Secret, "webhook-secret-name", "switchboard-webhook-cert", "Secret holding the webhook's CA and certificate (self-signed mode).")
+	flag.StringVar(&webhookTLS.Configuration, "webhook-configuration-name", "switchboard-injector",
+		"MutatingWebhookConfiguration whose caBundle the manager keeps current (self-signed mode).")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -45,7 +62,9 @@ func main() {
 		os.Exit(1)
 	}
 
+	webhookTLS.Mode = webhook.CertMode(certMode)
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		WebhookServer:          crwebhook.NewServer(crwebhook.Options{Port: webhookPort, CertDir: webhookTLS.CertDir}),
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
@@ -62,6 +81,15 @@ func main() {
 	ctx := ctrl.SetupSignalHandler()
 	if _, err := controllers.Setup(ctx, mgr, controllers.Options{SidecarImage: sidecarImage}); err != nil {
 		log.Error(err, "Setting up the controllers")
+		os.Exit(1)
+	}
+	webhookReady, err := webhook.ServeWhenReady(mgr, webhookTLS, webhook.Options{SidecarImage: sidecarImage, OperatorNamespace: webhookTLS.Namespace})
+	if err != nil {
+		log.Error(err, "Setting up the injection webhook")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("webhook", webhookReady); err != nil {
+		log.Error(err, "Adding the webhook readiness check")
 		os.Exit(1)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

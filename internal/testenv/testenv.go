@@ -36,6 +36,10 @@ type Options struct {
 	// Controllers starts kube-controller-manager, kube-scheduler and kwok (with one fake node),
 	// so Deployments create ReplicaSets and pods that become Ready and roll.
 	Controllers bool
+	// WebhookPaths are folders or files of webhook configurations that envtest installs,
+	// pointing at a local webhook server with its own serving certificate (see
+	// Env.Environment.WebhookInstallOptions for the host, port and certificate folder).
+	WebhookPaths []string
 }
 
 // Env is a running control plane.
@@ -113,6 +117,7 @@ func Start(opts Options) (*Env, error) {
 			CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 			ErrorIfCRDPathMissing: true,
 			BinaryAssetsDirectory: assets,
+			WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: opts.WebhookPaths},
 		},
 	}
 	cfg, err := e.Environment.Start()
