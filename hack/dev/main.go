@@ -342,4 +342,3 @@ func (p *proc) tail() string {
 	}
 	return p.name + " log tail:\n" + strings.Join(lines, "\n")
 }
-

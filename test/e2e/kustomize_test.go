@@ -40,7 +40,9 @@ func TestKustomizeDefaultInstalls(t *testing.T) {
 		"kind: ClusterRole", "kind: ClusterRoleBinding", "kind: ServiceAccount",
 		"kind: Deployment", "runAsNonRoot: true", "readOnlyRootFilesystem: true",
 		"allowPrivilegeEscalation: false", "type: RuntimeDefault", "- ALL",
-		"--sidecar-image=switchboard-sidecar:dev",
+		"--sidecar-image=switchboard-sidecar:dev", "--webhook-cert-mode=self-signed",
+		"kind: MutatingWebhookConfiguration", "name: switchboard-injector", "failurePolicy: Fail",
+		"secretName: switchboard-webhook-cert",
 	} {
 		if !strings.Contains(string(rendered), want) {
 			t.Errorf("config/default lacks %q", want)
@@ -64,6 +66,8 @@ func TestKustomizeDefaultInstalls(t *testing.T) {
 	for _, want := range []string{
 		"deployment.apps/switchboard-manager serverside-applied (server dry run)",
 		"clusterrole.rbac.authorization.k8s.io/switchboard-manager serverside-applied (server dry run)",
+		"mutatingwebhookconfiguration.admissionregistration.k8s.io/switchboard-injector serverside-applied (server dry run)",
+		"service/switchboard-webhook serverside-applied (server dry run)",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("apply output lacks %q:\n%s", want, out)
