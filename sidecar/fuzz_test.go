@@ -94,7 +94,7 @@ func FuzzRequest(f *testing.F) {
 func FuzzSSEReader(f *testing.F) {
 	f.Add([]byte("event: message\ndata: {\"a\":1}\n\n"), 64)
 	f.Add([]byte(": keepalive\n\ndata: x\r\ndata: y\r\n\r\n"), 16)
-	f.Add([]byte("data:" + strings.Repeat("z", 100) + "\n\n"), 32)
+	f.Add([]byte("data:"+strings.Repeat("z", 100)+"\n\n"), 32)
 	f.Add([]byte("data\n\nevent:\nid: 3\nretry: 5\ndata: q\n"), 8)
 	f.Fuzz(func(t *testing.T, in []byte, max int) {
 		if max <= 0 || max > 1<<16 {

@@ -204,7 +204,9 @@ func isResponse(msg []byte) bool {
 	return isResp
 }
 
-func isEventStream(h http.Header) bool { return mediaTypeIs(h.Get("Content-Type"), "text/event-stream") }
+func isEventStream(h http.Header) bool {
+	return mediaTypeIs(h.Get("Content-Type"), "text/event-stream")
+}
 
 func isJSON(h http.Header) bool { return mediaTypeIs(h.Get("Content-Type"), "application/json") }
 
