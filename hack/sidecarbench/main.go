@@ -166,6 +166,48 @@ func procStat(pid int) (rss int64, cpu time.Duration) {
 	return
 }
 
+// cpuMeter tells how much CPU other processes used during a measurement,
+// so a busy machine shows in the figures.
+type cpuMeter struct {
+	b          *bench
+	sys0, own0 time.Duration
+	t0         time.Time
+}
+
+func systemBusy() time.Duration {
+	st := string(must(os.ReadFile("/proc/stat")))
+	f := strings.Fields(strings.SplitN(st, "\n", 2)[0])[1:]
+	var busy int64
+	for i, v := range f {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		busy += n
+	}
+	return time.Duration(busy) * (time.Second / 100)
+}
+
+func (b *bench) ownCPU() time.Duration {
+	_, total := procStat(os.Getpid())
+	for _, c := range b.procs {
+		_, cpu := procStat(c.Process.Pid)
+		total += cpu
+	}
+	return total
+}
+
+func (b *bench) meter() *cpuMeter {
+	return &cpuMeter{b: b, sys0: systemBusy(), own0: b.ownCPU(), t0: time.Now()}
+}
+
+// foreignPct is other processes' CPU as a percentage of one core.
+func (m *cpuMeter) foreignPct() float64 {
+	sys := systemBusy() - m.sys0
+	own := m.b.ownCPU() - m.own0
+	return max(0, float64(sys-own)) / float64(time.Since(m.t0)) * 100
+}
+
 // target is one server under test for the stream measurements.
 type target struct {
 	name    string
@@ -310,8 +352,8 @@ func (b *bench) idleAndFanout(ns []int, fanoutN, rounds int, skipIdle, skipFanou
 	if !skipIdle {
 		fmt.Println("## Memory per idle stream (RSS of the serving process, after a 2 s settle)")
 		fmt.Println()
-		fmt.Println("| server | N | open all N | RSS / stream | goroutines note |")
-		fmt.Println("|---|---|---|---|---|")
+		fmt.Println("| server | N | open all N | RSS / stream |")
+		fmt.Println("|---|---|---|---|")
 		for _, n := range ns {
 			for _, name := range names {
 				t := b.startTarget(name)
@@ -321,7 +363,7 @@ func (b *bench) idleAndFanout(ns []int, fanoutN, rounds int, skipIdle, skipFanou
 				time.Sleep(2 * time.Second)
 				rss, _ := procStat(t.cmd.Process.Pid)
 				per := float64(rss-base) / float64(len(conns)) / 1000
-				fmt.Printf("| %s | %d | %v | %.1f KB | |\n", name, len(conns), took.Round(time.Millisecond), per)
+				fmt.Printf("| %s | %d | %v | %.1f KB |\n", name, len(conns), took.Round(time.Millisecond), per)
 				b.record("idle", map[string]any{"server": name, "n": len(conns), "open_ms": took.Milliseconds(), "rss_per_stream_kb": per})
 				closeAll(conns)
 				b.stopAll()
@@ -331,13 +373,14 @@ func (b *bench) idleAndFanout(ns []int, fanoutN, rounds int, skipIdle, skipFanou
 	}
 	if !skipFanout {
 		fmt.Printf("## Fan-out of one notification to %d streams (median of %d rounds; time until the last stream has it)\n\n", fanoutN, rounds)
-		fmt.Println("| server | N | median | min | max | ratio to hijack baseline |")
-		fmt.Println("|---|---|---|---|---|---|")
+		fmt.Println("| server | N | median | min | max | ratio to hijack baseline | foreign CPU |")
+		fmt.Println("|---|---|---|---|---|---|---|")
 		var bare time.Duration
 		for _, name := range []string{"hijack", "plain", "sidecar"} {
 			t := b.startTarget(name)
 			conns, _ := open(t, fanoutN)
 			var ds []time.Duration
+			m := b.meter()
 			for range rounds {
 				d, got := fanoutRound(t, conns)
 				if got != len(conns) {
@@ -351,8 +394,9 @@ func (b *bench) idleAndFanout(ns []int, fanoutN, rounds int, skipIdle, skipFanou
 			if name == "hijack" {
 				bare = med
 			}
-			fmt.Printf("| %s | %d | %v | %v | %v | %.2f |\n", name, len(conns), med.Round(100*time.Microsecond), ds[0].Round(100*time.Microsecond), ds[len(ds)-1].Round(100*time.Microsecond), float64(med)/float64(bare))
-			b.record("fanout", map[string]any{"server": name, "n": len(conns), "median_ms": med.Seconds() * 1000, "min_ms": ds[0].Seconds() * 1000, "max_ms": ds[len(ds)-1].Seconds() * 1000})
+			fp := m.foreignPct()
+			fmt.Printf("| %s | %d | %v | %v | %v | %.2f | %.0f %% |\n", name, len(conns), med.Round(100*time.Microsecond), ds[0].Round(100*time.Microsecond), ds[len(ds)-1].Round(100*time.Microsecond), float64(med)/float64(bare), fp)
+			b.record("fanout", map[string]any{"server": name, "n": len(conns), "median_ms": med.Seconds() * 1000, "min_ms": ds[0].Seconds() * 1000, "max_ms": ds[len(ds)-1].Seconds() * 1000, "foreign_cpu_pct": fp})
 			closeAll(conns)
 			b.stopAll()
 		}
@@ -385,8 +429,8 @@ func (b *bench) forwarding(c1, c8 int) {
 	_ = upCmd
 	fmt.Println("## tools/call forwarding (300 B request, ~500 B JSON result)")
 	fmt.Println()
-	fmt.Println("| path | c | p50 | p99 | req/s | Δp50 vs direct | Δp99 vs direct | throughput vs direct | proxy CPU / request |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| path | c | p50 | p99 | req/s | Δp50 vs direct | Δp99 vs direct | throughput vs direct | proxy CPU / request | foreign CPU |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, cc := range []struct{ c, n int }{{1, c1}, {8, c8}} {
 		var direct loadResult
 		for _, p := range paths {
@@ -394,7 +438,9 @@ func (b *bench) forwarding(c1, c8 int) {
 			if p.cmd != nil {
 				_, cpu0 = procStat(p.cmd.Process.Pid)
 			}
+			m := b.meter()
 			r := load(p.url, cc.c, cc.n)
+			fp := m.foreignPct()
 			cpuPer := "–"
 			if p.cmd != nil {
 				_, cpu1 := procStat(p.cmd.Process.Pid)
@@ -403,9 +449,9 @@ func (b *bench) forwarding(c1, c8 int) {
 			if p.name == "direct" {
 				direct = r
 			}
-			fmt.Printf("| %s | %d | %s | %s | %.0f | %s | %s | %.2f | %s |\n", p.name, cc.c, us(r.p50), us(r.p99), r.rps,
-				dus(r.p50-direct.p50), dus(r.p99-direct.p99), r.rps/direct.rps, cpuPer)
-			b.record("forward", map[string]any{"path": p.name, "c": cc.c, "n": r.n, "errors": r.errors,
+			fmt.Printf("| %s | %d | %s | %s | %.0f | %s | %s | %.2f | %s | %.0f %% |\n", p.name, cc.c, us(r.p50), us(r.p99), r.rps,
+				dus(r.p50-direct.p50), dus(r.p99-direct.p99), r.rps/direct.rps, cpuPer, fp)
+			b.record("forward", map[string]any{"path": p.name, "c": cc.c, "n": r.n, "errors": r.errors, "foreign_cpu_pct": fp,
 				"p50_us": r.p50.Microseconds(), "p99_us": r.p99.Microseconds(), "rps": r.rps, "cpu_per_req": cpuPer})
 			if r.errors > 0 {
 				log.Printf("%s c=%d: %d errors", p.name, cc.c, r.errors)

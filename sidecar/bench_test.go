@@ -1,0 +1,72 @@
+package sidecar
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// BenchmarkForward measures one tools/call through the full handler
+// (validation, forwarding over loopback, stamping) against an in-process
+// upstream. Timing goals live in hack/sidecarbench; this is for profiles.
+func BenchmarkForward(b *testing.B) {
+	pad := strings.Repeat("x", 380)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"`+pad+`"}]}}`)
+	}))
+	defer up.Close()
+	s, err := NewServer(Options{Upstream: up.URL + "/mcp"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	front := httptest.NewServer(s)
+	defer front.Close()
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + fuzzMeta + `,"name":"echo","arguments":{"text":"` + strings.Repeat("y", 120) + `"}}}`)
+	client := front.Client()
+	b.ReportAllocs()
+	for b.Loop() {
+		req, _ := http.NewRequest(http.MethodPost, front.URL+"/mcp", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "echo")
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatal(resp.Status)
+		}
+	}
+}
+
+// BenchmarkValidate is the parse + validate + stamp work alone.
+func BenchmarkValidate(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + fuzzMeta + `,"name":"echo","arguments":{"text":"` + strings.Repeat("y", 120) + `"}}}`)
+	resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 380) + `"}]}}`)
+	h := http.Header{}
+	h.Set("MCP-Protocol-Version", "2026-07-28")
+	h.Set("Mcp-Method", "tools/call")
+	h.Set("Mcp-Name", "echo")
+	p := versionPolicy{supported: []string{ProtocolVersion}}
+	s := &Server{opts: Options{Hints: DefaultHints}}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, e := parseRequest(body)
+		if e != nil {
+			b.Fatal(e)
+		}
+		if e := validate(h, r, p); e != nil {
+			b.Fatal(e)
+		}
+		_ = s.stamp(r, resp)
+	}
+}
