@@ -124,7 +124,8 @@ func FuzzSSEReader(f *testing.F) {
 			}
 			return r
 		}, in)
-		if len(payload) == 0 || len(payload) > max-8 {
+		// Every line of the frame must fit the reader's bound.
+		if len(payload) == 0 || len("data: ")+len(payload)+1 > max || len("event: message")+1 > max {
 			return
 		}
 		var b bytes.Buffer

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -546,5 +547,39 @@ func TestDrain(t *testing.T) {
 	r.Body.Close()
 	if st["state"] != "drained" {
 		t.Errorf("GET /drain = %v", st)
+	}
+}
+
+func TestSIGTERMDrains(t *testing.T) {
+	e := newEnv(t, "--drain-delay", "100ms", "--drain-jitter", "50ms", "--drain-budget", "2s")
+	streams := []*sse{
+		listen(t, e.mcp, 1, `{"toolsListChanged":true}`),
+		listen(t, e.mcp, "two", `{"promptsListChanged":true}`),
+		listen(t, e.mcp, 3, `{"resourceSubscriptions":["test://watched-resource"]}`),
+	}
+	for _, s := range streams {
+		s.next(t)
+	}
+	if err := e.sc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range streams {
+		// Skip any resources/updated that raced the signal.
+		var m map[string]any
+		for m = s.next(t); m["method"] != nil; m = s.next(t) {
+		}
+		if res, _ := m["result"].(map[string]any); res["resultType"] != "complete" || subID(m) != m["id"] {
+			t.Fatalf("final frame = %v", m)
+		}
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- e.sc.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("sidecar exit: %v", err)
+		}
+	case <-time.After(hang):
+		t.Fatal("sidecar did not exit after SIGTERM")
 	}
 }

@@ -59,8 +59,9 @@ func main() {
 	c8 := flag.Int("c8-requests", 20000, "requests measured at concurrency 8")
 	skip := flag.String("skip", "", "comma-separated parts to skip: idle,fanout,forward")
 	out := flag.String("json", "", "also append JSON records to this file")
+	repeats := flag.Int("repeats", 3, "forwarding repeats (medians reported)")
 	flag.Parse()
-	b := &bench{sidecar: *sidecar, self: must(os.Executable())}
+	b := &bench{sidecar: *sidecar, self: must(os.Executable()), repeats: max(1, *repeats)}
 	if *out != "" {
 		f, err := os.OpenFile(*out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -81,6 +82,7 @@ func main() {
 
 type bench struct {
 	sidecar, self string
+	repeats       int
 	procs         []*exec.Cmd
 	jsonOut       io.Writer
 }
@@ -432,37 +434,63 @@ func (b *bench) forwarding(c1, c8 int) {
 	fmt.Println("| path | c | p50 | p99 | req/s | Δp50 vs direct | Δp99 vs direct | throughput vs direct | proxy CPU / request | foreign CPU |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, cc := range []struct{ c, n int }{{1, c1}, {8, c8}} {
-		var direct loadResult
-		for _, p := range paths {
-			var cpu0 time.Duration
-			if p.cmd != nil {
-				_, cpu0 = procStat(p.cmd.Process.Pid)
+		// Paths run interleaved, repeats times; each figure is the median
+		// over the repeats (deltas are taken within the same repeat).
+		type sample struct {
+			r      loadResult
+			cpuPer float64
+			fp     float64
+		}
+		samples := make([][]sample, len(paths))
+		for range b.repeats {
+			for i, p := range paths {
+				var cpu0 time.Duration
+				if p.cmd != nil {
+					_, cpu0 = procStat(p.cmd.Process.Pid)
+				}
+				m := b.meter()
+				r := load(p.url, cc.c, cc.n)
+				sm := sample{r: r, fp: m.foreignPct()}
+				if p.cmd != nil {
+					_, cpu1 := procStat(p.cmd.Process.Pid)
+					sm.cpuPer = float64((cpu1 - cpu0).Microseconds()) / float64(r.n+r.warm+r.errors)
+				}
+				if r.errors > 0 {
+					log.Printf("%s c=%d: %d errors", p.name, cc.c, r.errors)
+				}
+				samples[i] = append(samples[i], sm)
 			}
-			m := b.meter()
-			r := load(p.url, cc.c, cc.n)
-			fp := m.foreignPct()
+		}
+		med := func(f func(i, rep int) float64, i int) float64 {
+			var v []float64
+			for rep := range samples[i] {
+				v = append(v, f(i, rep))
+			}
+			slices.Sort(v)
+			return v[len(v)/2]
+		}
+		for i, p := range paths {
+			p50 := med(func(i, k int) float64 { return float64(samples[i][k].r.p50.Microseconds()) }, i)
+			p99 := med(func(i, k int) float64 { return float64(samples[i][k].r.p99.Microseconds()) }, i)
+			rps := med(func(i, k int) float64 { return samples[i][k].r.rps }, i)
+			d50 := med(func(i, k int) float64 { return float64((samples[i][k].r.p50 - samples[0][k].r.p50).Microseconds()) }, i)
+			d99 := med(func(i, k int) float64 { return float64((samples[i][k].r.p99 - samples[0][k].r.p99).Microseconds()) }, i)
+			ratio := med(func(i, k int) float64 { return samples[i][k].r.rps / samples[0][k].r.rps }, i)
+			fp := med(func(i, k int) float64 { return samples[i][k].fp }, i)
 			cpuPer := "–"
+			cpu := 0.0
 			if p.cmd != nil {
-				_, cpu1 := procStat(p.cmd.Process.Pid)
-				cpuPer = fmt.Sprintf("%.0f µs", float64((cpu1-cpu0).Microseconds())/float64(r.n+r.warm))
+				cpu = med(func(i, k int) float64 { return samples[i][k].cpuPer }, i)
+				cpuPer = fmt.Sprintf("%.0f µs", cpu)
 			}
-			if p.name == "direct" {
-				direct = r
-			}
-			fmt.Printf("| %s | %d | %s | %s | %.0f | %s | %s | %.2f | %s | %.0f %% |\n", p.name, cc.c, us(r.p50), us(r.p99), r.rps,
-				dus(r.p50-direct.p50), dus(r.p99-direct.p99), r.rps/direct.rps, cpuPer, fp)
-			b.record("forward", map[string]any{"path": p.name, "c": cc.c, "n": r.n, "errors": r.errors, "foreign_cpu_pct": fp,
-				"p50_us": r.p50.Microseconds(), "p99_us": r.p99.Microseconds(), "rps": r.rps, "cpu_per_req": cpuPer})
-			if r.errors > 0 {
-				log.Printf("%s c=%d: %d errors", p.name, cc.c, r.errors)
-			}
+			fmt.Printf("| %s | %d | %.0f µs | %.0f µs | %.0f | %+.0f µs | %+.0f µs | %.2f | %s | %.0f %% |\n",
+				p.name, cc.c, p50, p99, rps, d50, d99, ratio, cpuPer, fp)
+			b.record("forward", map[string]any{"path": p.name, "c": cc.c, "n": cc.n, "repeats": b.repeats, "foreign_cpu_pct": fp,
+				"p50_us": p50, "p99_us": p99, "rps": rps, "dp50_us": d50, "dp99_us": d99, "throughput_ratio": ratio, "cpu_per_req_us": cpu})
 		}
 	}
 	fmt.Println()
 }
-
-func us(d time.Duration) string  { return fmt.Sprintf("%d µs", d.Microseconds()) }
-func dus(d time.Duration) string { return fmt.Sprintf("%+d µs", d.Microseconds()) }
 
 type loadResult struct {
 	p50, p99 time.Duration
