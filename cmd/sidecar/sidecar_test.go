@@ -583,3 +583,57 @@ func TestSIGTERMDrains(t *testing.T) {
 		t.Fatal("sidecar did not exit after SIGTERM")
 	}
 }
+
+// TestJSONUpstream: an upstream that answers with application/json (a small
+// go-sdk server of ours with JSONResponse) is forwarded as JSON, stamped.
+func TestJSONUpstream(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "json-upstream", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	srv.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: "hello"}}}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	upAddr := freePort(t)
+	hs := &http.Server{Addr: upAddr, Handler: h}
+	go hs.ListenAndServe()
+	t.Cleanup(func() { hs.Close() })
+	e := &env{upAddr: upAddr}
+	e.startSidecar(t)
+
+	for _, c := range []struct {
+		method, name, extra string
+		hints               bool
+	}{
+		{"tools/list", "", "", true},
+		{"resources/read", "test://r", `,"uri":"test://r"`, true},
+		{"tools/call", "echo", `,"name":"echo","arguments":{"text":"héllo"}`, false},
+	} {
+		st, hdr, msg := do(t, rpcReq(t, e.mcp, c.method, c.method, c.name, c.extra))
+		res, _ := msg["result"].(map[string]any)
+		if st != 200 || res == nil || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
+			t.Fatalf("%s: HTTP %d %s %v", c.method, st, hdr.Get("Content-Type"), msg)
+		}
+		_, hasTTL := res["ttlMs"]
+		if res["resultType"] != "complete" || hasTTL != c.hints || (c.hints && res["cacheScope"] != "private") {
+			t.Errorf("%s: result %v", c.method, res)
+		}
+	}
+	_, _, msg := do(t, rpcReq(t, e.mcp, "c", "tools/call", "echo", `,"name":"echo","arguments":{"text":"héllo"}`))
+	if !strings.Contains(fmt.Sprint(msg["result"]), "héllo") {
+		t.Errorf("echo = %v", msg)
+	}
+	// This upstream serves resources without subscribe: the sidecar still
+	// acknowledges the subscription (it provides resources.subscribe) but
+	// the relay has no upstream URI stream.
+	s := listen(t, e.mcp, 1, `{"resourceSubscriptions":["test://r"],"toolsListChanged":true}`)
+	ack := s.next(t)
+	n := ack["params"].(map[string]any)["notifications"].(map[string]any)
+	if n["toolsListChanged"] != true || fmt.Sprint(n["resourceSubscriptions"]) != "[test://r]" {
+		t.Errorf("ack = %v", ack)
+	}
+}
