@@ -11,14 +11,11 @@ import (
 
 // BenchmarkForward measures one tools/call through the full handler
 // (validation, forwarding over loopback, stamping) against an in-process
-// upstream. Timing goals live in hack/sidecarbench; this is for profiles.
+// upstream; BenchmarkForwardMinimal is the same harness with a bare
+// forwarding handler, so the difference is the sidecar's own work. Timing
+// goals live in hack/sidecarbench; these are for profiles and allocations.
 func BenchmarkForward(b *testing.B) {
-	pad := strings.Repeat("x", 380)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"`+pad+`"}]}}`)
-	}))
+	up := benchUpstream()
 	defer up.Close()
 	s, err := NewServer(Options{Upstream: up.URL + "/mcp"})
 	if err != nil {
@@ -26,6 +23,45 @@ func BenchmarkForward(b *testing.B) {
 	}
 	front := httptest.NewServer(s)
 	defer front.Close()
+	benchCalls(b, front)
+}
+
+func BenchmarkForwardMinimal(b *testing.B) {
+	up := benchUpstream()
+	defer up.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, up.URL+"/mcp", r.Body)
+		req.ContentLength = r.ContentLength
+		for k, v := range r.Header {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), 502)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	defer front.Close()
+	benchCalls(b, front)
+}
+
+func benchUpstream() *httptest.Server {
+	pad := strings.Repeat("x", 380)
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"`+pad+`"}]}}`)
+	}))
+}
+
+func benchCalls(b *testing.B, front *httptest.Server) {
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + fuzzMeta + `,"name":"echo","arguments":{"text":"` + strings.Repeat("y", 120) + `"}}}`)
 	client := front.Client()
 	b.ReportAllocs()

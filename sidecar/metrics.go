@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -19,6 +20,10 @@ type Metrics struct {
 	errors            *prometheus.CounterVec
 	inflight          prometheus.Gauge
 	relayConnected    prometheus.Gauge
+
+	// upstreamBy holds the resolved per-method observers (read-only after
+	// NewMetrics), so the hot path skips the label lookup.
+	upstreamBy map[string]prometheus.Observer
 }
 
 // NewMetrics registers the sidecar's series (and the Go/process collectors)
@@ -60,6 +65,10 @@ func NewMetrics() *Metrics {
 	m.Registry.MustRegister(m.listenStreams, m.notificationsSent, m.fanoutSeconds,
 		m.upstreamSeconds, m.errors, m.inflight, m.relayConnected,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.upstreamBy = map[string]prometheus.Observer{"other": m.upstreamSeconds.WithLabelValues("other")}
+	for k := range knownMethods {
+		m.upstreamBy[k] = m.upstreamSeconds.WithLabelValues(k)
+	}
 	// Pre-create the label values so the series exist from the start.
 	for _, t := range []string{notifToolsListChanged, notifPromptsListChanged, notifResourcesListChange, notifResourcesUpdated} {
 		m.notificationsSent.WithLabelValues(t)
@@ -79,6 +88,10 @@ func methodLabel(m string) string {
 		return m
 	}
 	return "other"
+}
+
+func (m *Metrics) observeUpstream(method string, d time.Duration) {
+	m.upstreamBy[methodLabel(method)].Observe(d.Seconds())
 }
 
 func (m *Metrics) countError(code int64) {

@@ -23,7 +23,7 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 	copyHeaders(ureq.Header, r.Header)
 	start := time.Now()
 	status, msg, err := s.up.roundTrip(ureq)
-	s.m.upstreamSeconds.WithLabelValues(methodDiscover).Observe(time.Since(start).Seconds())
+	s.m.observeUpstream(methodDiscover, time.Since(start))
 	if err != nil {
 		if r.Context().Err() != nil {
 			return

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -22,8 +23,11 @@ const (
 	DefaultMaxBodyBytes = 4 << 20
 	// DefaultMaxHeaderBytes bounds request headers (net/http answers 431).
 	DefaultMaxHeaderBytes = 64 << 10
-	// bodyReadTimeout bounds reading one request body (slow-body clients).
+	// bodyReadTimeout bounds reading a request body larger than
+	// inlineBodyBytes or of unknown length (slow-body clients).
 	bodyReadTimeout = 30 * time.Second
+	// inlineBodyBytes is the body size read without a deadline of its own.
+	inlineBodyBytes = 16 << 10
 	// maxResourceSubscriptions bounds the URIs one listen may name.
 	maxResourceSubscriptions = 1024
 )
@@ -84,6 +88,14 @@ type Server struct {
 
 	inflight atomic.Int64 // forwarded requests in progress (for drain)
 	draining atomic.Bool
+	// pol caches the version policy derived from one upstream discover
+	// result; it is replaced whenever that result is.
+	pol atomic.Pointer[cachedPolicy]
+}
+
+type cachedPolicy struct {
+	info *upstreamInfo
+	p    versionPolicy
 }
 
 // NewServer returns a Server for o.
@@ -133,8 +145,17 @@ func (s *Server) Inflight() int64 { return s.inflight.Load() }
 
 // policy returns the protocol versions the sidecar accepts right now.
 func (s *Server) policy() versionPolicy {
-	p := versionPolicy{forwardLegacy: !s.opts.RejectLegacy}
 	info := s.up.current()
+	if c := s.pol.Load(); c != nil && c.info == info {
+		return c.p
+	}
+	p := s.computePolicy(info)
+	s.pol.Store(&cachedPolicy{info: info, p: p})
+	return p
+}
+
+func (s *Server) computePolicy(info *upstreamInfo) versionPolicy {
+	p := versionPolicy{forwardLegacy: !s.opts.RejectLegacy}
 	if info == nil {
 		p.supported = []string{ProtocolVersion}
 		return p
@@ -166,9 +187,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Read the whole (bounded) body first so that every error below can
 	// carry the request id.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	// A small body arrives with its headers (ReadHeaderTimeout covers
+	// it); only bodies that may trickle in get their own read deadline,
+	// because each deadline change costs timer work on every request.
+	var rc *http.ResponseController
+	if r.ContentLength < 0 || r.ContentLength > inlineBodyBytes {
+		rc = http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	if rc != nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -335,7 +365,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 	copyHeaders(ureq.Header, r.Header)
 	start := time.Now()
 	resp, err := s.up.client.Do(ureq)
-	s.m.upstreamSeconds.WithLabelValues(methodLabel(req.method)).Observe(time.Since(start).Seconds())
+	s.m.observeUpstream(req.method, time.Since(start))
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client went away; nothing to answer
@@ -350,20 +380,35 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 	case isEventStream(resp.Header):
 		s.relayEvents(w, resp, req)
 	case isJSON(resp.Header) && !req.legacy && !req.isNotification():
-		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(s.up.maxBytes)+1))
-		if err != nil || len(b) > s.up.maxBytes {
-			s.log.Warn("Reading upstream response failed", "method", req.method, "err", err, "bytes", len(b))
+		buf := respBufs.Get().(*bytes.Buffer)
+		defer putRespBuf(buf)
+		buf.Reset()
+		_, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(s.up.maxBytes)+1))
+		if err != nil || buf.Len() > s.up.maxBytes {
+			s.log.Warn("Reading upstream response failed", "method", req.method, "err", err, "bytes", buf.Len())
 			w.Header().Del("Content-Type")
 			s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream response unreadable or too large"))
 			return
 		}
-		b = s.stamp(req, b)
+		b := s.stamp(req, buf.Bytes())
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		w.WriteHeader(resp.StatusCode)
 		_, _ = w.Write(b)
 	default:
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.Copy(w, io.LimitReader(resp.Body, int64(s.up.maxBytes)))
+	}
+}
+
+// respBufs recycles the buffers JSON responses are read into.
+var respBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// respBufKeep is the largest buffer returned to respBufs.
+const respBufKeep = 64 << 10
+
+func putRespBuf(b *bytes.Buffer) {
+	if b.Cap() <= respBufKeep {
+		respBufs.Put(b)
 	}
 }
 

@@ -44,26 +44,33 @@ func parseRequest(body []byte) (*request, *rpcError) {
 	r := &request{body: body}
 	var version, method []byte
 	var hasMethod, hasID, dup bool
-	seen := map[string]bool{}
+	var seen [4]bool // jsonrpc, id, method, params
 	_ = eachMember(body, func(m member) bool {
-		for _, k := range [...]string{"jsonrpc", "id", "method", "params"} {
-			if keyIs(m.key, k) {
-				if seen[k] {
-					dup = true
-				}
-				seen[k] = true
-				v := body[m.start:m.end]
-				switch k {
-				case "jsonrpc":
-					version = v
-				case "id":
-					r.id, hasID = v, true
-				case "method":
-					method, hasMethod = v, true
-				case "params":
-					r.params = v
-				}
-			}
+		k := -1
+		switch {
+		case keyIs(m.key, "jsonrpc"):
+			k = 0
+		case keyIs(m.key, "id"):
+			k = 1
+		case keyIs(m.key, "method"):
+			k = 2
+		case keyIs(m.key, "params"):
+			k = 3
+		default:
+			return true
+		}
+		dup = dup || seen[k]
+		seen[k] = true
+		v := body[m.start:m.end]
+		switch k {
+		case 0:
+			version = v
+		case 1:
+			r.id, hasID = v, true
+		case 2:
+			method, hasMethod = v, true
+		case 3:
+			r.params = v
 		}
 		return true
 	})

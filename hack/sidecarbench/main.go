@@ -49,6 +49,12 @@ func main() {
 		case "rproxy":
 			serveReverseProxy(os.Args[2], os.Args[3])
 			return
+		case "load": // load URL C N: one closed-loop run, for profiling
+			c, _ := strconv.Atoi(os.Args[3])
+			n, _ := strconv.Atoi(os.Args[4])
+			r := load(os.Args[2], c, n)
+			fmt.Printf("p50 %v p99 %v rps %.0f errors %d\n", r.p50, r.p99, r.rps, r.errors)
+			return
 		}
 	}
 	sidecar := flag.String("sidecar", "bin/sidecar", "sidecar binary")
