@@ -77,9 +77,9 @@ type Hub struct {
 	// mutex is taken, nor during network writes.
 	mu       sync.Mutex
 	admitted int // reserved + registered streams
-	all      map[*stream]struct{}
-	byKind   map[Kind]map[*stream]struct{}
-	byURI    map[string]map[*stream]struct{}
+	all      *streamSet
+	byKind   map[Kind]*streamSet
+	byURI    map[string]*streamSet
 	closing  bool
 
 	// uriChanged is signalled (non-blocking, capacity 1) whenever the union
@@ -111,15 +111,62 @@ func NewHub(o HubOptions) *Hub {
 		opts:       o,
 		log:        o.Logger,
 		m:          o.Metrics,
-		all:        map[*stream]struct{}{},
-		byKind:     map[Kind]map[*stream]struct{}{},
-		byURI:      map[string]map[*stream]struct{}{},
+		all:        newStreamSet(),
+		byKind:     map[Kind]*streamSet{},
+		byURI:      map[string]*streamSet{},
 		uriChanged: make(chan struct{}, 1),
 	}
 	for _, k := range listKinds {
-		h.byKind[k] = map[*stream]struct{}{}
+		h.byKind[k] = newStreamSet()
 	}
 	return h
+}
+
+// streamSet is a set of streams kept in a slice, mostly in registration
+// order (removal swaps the last one in), so that a fan-out walks memory that
+// was allocated together and a snapshot is one copy. Guarded by Hub.mu.
+type streamSet struct {
+	list []*stream
+	pos  map[*stream]int
+}
+
+func newStreamSet() *streamSet { return &streamSet{pos: map[*stream]int{}} }
+
+func (ss *streamSet) add(s *stream) {
+	ss.pos[s] = len(ss.list)
+	ss.list = append(ss.list, s)
+}
+
+func (ss *streamSet) remove(s *stream) bool {
+	i, ok := ss.pos[s]
+	if !ok {
+		return false
+	}
+	last := ss.list[len(ss.list)-1]
+	ss.list[i] = last
+	ss.pos[last] = i
+	ss.list[len(ss.list)-1] = nil
+	ss.list = ss.list[:len(ss.list)-1]
+	delete(ss.pos, s)
+	if cap(ss.list) > 64 && len(ss.list) < cap(ss.list)/4 {
+		ss.list = append([]*stream(nil), ss.list...)
+	}
+	return true
+}
+
+func (ss *streamSet) len() int {
+	if ss == nil {
+		return 0
+	}
+	return len(ss.list)
+}
+
+// snapshot copies the members (nil-safe).
+func (ss *streamSet) snapshot() []*stream {
+	if ss == nil {
+		return nil
+	}
+	return append([]*stream(nil), ss.list...)
 }
 
 // stream is one client listen stream.
@@ -170,21 +217,21 @@ func (h *Hub) add(s *stream) bool {
 		h.mu.Unlock()
 		return false
 	}
-	h.all[s] = struct{}{}
+	h.all.add(s)
 	for _, k := range listKinds {
 		if s.kinds&k != 0 {
-			h.byKind[k][s] = struct{}{}
+			h.byKind[k].add(s)
 		}
 	}
 	newURI := false
 	for _, u := range s.uris {
 		set := h.byURI[u]
 		if set == nil {
-			set = map[*stream]struct{}{}
+			set = newStreamSet()
 			h.byURI[u] = set
 			newURI = true
 		}
-		set[s] = struct{}{}
+		set.add(s)
 	}
 	h.mu.Unlock()
 	h.m.listenStreams.Inc()
@@ -197,20 +244,19 @@ func (h *Hub) add(s *stream) bool {
 // remove unregisters a stream; it is idempotent.
 func (h *Hub) remove(s *stream) {
 	h.mu.Lock()
-	if _, ok := h.all[s]; !ok {
+	if !h.all.remove(s) {
 		h.mu.Unlock()
 		return
 	}
-	delete(h.all, s)
 	h.admitted--
 	for _, k := range listKinds {
-		delete(h.byKind[k], s)
+		h.byKind[k].remove(s)
 	}
 	goneURI := false
 	for _, u := range s.uris {
 		if set := h.byURI[u]; set != nil {
-			delete(set, s)
-			if len(set) == 0 {
+			set.remove(s)
+			if set.len() == 0 {
 				delete(h.byURI, u)
 				goneURI = true
 			}
@@ -249,7 +295,7 @@ func (h *Hub) URIs() []string {
 func (h *Hub) Len() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.all)
+	return h.all.len()
 }
 
 // close ends one stream, writing final first when it is not nil.
@@ -293,16 +339,13 @@ func (h *Hub) Publish(k Kind, uri string) int {
 	}
 	start := time.Now()
 	h.mu.Lock()
-	var set map[*stream]struct{}
+	var set *streamSet
 	if k == KindResourceUpdated {
 		set = h.byURI[uri]
 	} else {
 		set = h.byKind[k]
 	}
-	targets := make([]*stream, 0, len(set))
-	for s := range set {
-		targets = append(targets, s)
-	}
+	targets := set.snapshot()
 	h.mu.Unlock()
 	if len(targets) == 0 {
 		return 0
@@ -382,10 +425,7 @@ func (h *Hub) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			h.mu.Lock()
-			targets := make([]*stream, 0, len(h.all))
-			for s := range h.all {
-				targets = append(targets, s)
-			}
+			targets := h.all.snapshot()
 			h.mu.Unlock()
 			h.fanout(targets, func(*stream, []byte) []byte { return keepaliveEvent })
 		}
@@ -408,10 +448,7 @@ func completeEvent(id []byte) []byte {
 func (h *Hub) EndAll(jitter time.Duration) {
 	h.mu.Lock()
 	h.closing = true
-	targets := make([]*stream, 0, len(h.all))
-	for s := range h.all {
-		targets = append(targets, s)
-	}
+	targets := h.all.snapshot()
 	h.mu.Unlock()
 	var per time.Duration
 	if len(targets) > 0 {
