@@ -38,8 +38,13 @@ func TestMain(m *testing.M) {
 	}
 	sidecarBin = filepath.Join(dir, "sidecar")
 	upstreamBin = filepath.Join(dir, "everything-server")
+	sidecarBuild := []string{"build", "-o", sidecarBin, "."}
+	if os.Getenv("SIDECAR_TEST_RACE") != "" {
+		// Build the sidecar under test with the race detector.
+		sidecarBuild = []string{"build", "-race", "-o", sidecarBin, "."}
+	}
 	for _, b := range [][]string{
-		{"build", "-o", sidecarBin, "."},
+		sidecarBuild,
 		{"build", "-o", upstreamBin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"},
 	} {
 		cmd := exec.Command("go", b...)
@@ -74,18 +79,29 @@ func start(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &syncWriter{w: &out}, &syncWriter{w: &out}
+	sw := &syncWriter{w: &out}
+	cmd.Stdout, cmd.Stderr = sw, sw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	p := &proc{cmd: cmd, out: &out}
 	t.Cleanup(func() {
 		p.kill()
+		if strings.Contains(p.output(), "WARNING: DATA RACE") {
+			t.Errorf("%s reported a data race", filepath.Base(bin))
+		}
 		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(bin), out.String())
+			t.Logf("%s output:\n%s", filepath.Base(bin), p.output())
 		}
 	})
 	return p
+}
+
+func (p *proc) output() string {
+	w := p.cmd.Stdout.(*syncWriter)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return p.out.String()
 }
 
 func (p *proc) kill() {
