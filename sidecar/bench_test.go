@@ -1,0 +1,108 @@
+package sidecar
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// BenchmarkForward measures one tools/call through the full handler
+// (validation, forwarding over loopback, stamping) against an in-process
+// upstream; BenchmarkForwardMinimal is the same harness with a bare
+// forwarding handler, so the difference is the sidecar's own work. Timing
+// goals live in hack/sidecarbench; these are for profiles and allocations.
+func BenchmarkForward(b *testing.B) {
+	up := benchUpstream()
+	defer up.Close()
+	s, err := NewServer(Options{Upstream: up.URL + "/mcp"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	front := httptest.NewServer(s)
+	defer front.Close()
+	benchCalls(b, front)
+}
+
+func BenchmarkForwardMinimal(b *testing.B) {
+	up := benchUpstream()
+	defer up.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, up.URL+"/mcp", r.Body)
+		req.ContentLength = r.ContentLength
+		for k, v := range r.Header {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), 502)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	defer front.Close()
+	benchCalls(b, front)
+}
+
+func benchUpstream() *httptest.Server {
+	pad := strings.Repeat("x", 380)
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"`+pad+`"}]}}`)
+	}))
+}
+
+func benchCalls(b *testing.B, front *httptest.Server) {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + fuzzMeta + `,"name":"echo","arguments":{"text":"` + strings.Repeat("y", 120) + `"}}}`)
+	client := front.Client()
+	b.ReportAllocs()
+	for b.Loop() {
+		req, _ := http.NewRequest(http.MethodPost, front.URL+"/mcp", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "echo")
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatal(resp.Status)
+		}
+	}
+}
+
+// BenchmarkValidate is the parse + validate + stamp work alone.
+func BenchmarkValidate(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + fuzzMeta + `,"name":"echo","arguments":{"text":"` + strings.Repeat("y", 120) + `"}}}`)
+	resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 380) + `"}]}}`)
+	h := http.Header{}
+	h.Set("MCP-Protocol-Version", "2026-07-28")
+	h.Set("Mcp-Method", "tools/call")
+	h.Set("Mcp-Name", "echo")
+	p := versionPolicy{supported: []string{ProtocolVersion}}
+	s := &Server{opts: Options{Hints: DefaultHints}}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, e := parseRequest(body)
+		if e != nil {
+			b.Fatal(e)
+		}
+		if e := validate(h, r, p); e != nil {
+			b.Fatal(e)
+		}
+		_ = s.stamp(r, resp)
+	}
+}

@@ -1,0 +1,143 @@
+package sidecar
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+const fuzzMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// FuzzRequest drives the request parser, the validator and the result
+// stamper with arbitrary bodies and header values. No input may panic; a
+// valid JSON response must stay valid JSON after stamping; an accepted
+// request must have a method and, unless it is a notification, a usable id.
+func FuzzRequest(f *testing.F) {
+	seeds := []struct{ body, pv, method, name string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + fuzzMeta + `}}`, "2026-07-28", "tools/list", ""},
+		{`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{` + fuzzMeta + `,"name":"x"}}`, "2026-07-28", "tools/call", "x"},
+		{`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{` + fuzzMeta + `,"uri":"t://ü"}}`, "2026-07-28", "resources/read", "=?base64?dDovL8O8?="},
+		{`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{` + fuzzMeta + `,"notifications":{"toolsListChanged":true}}}`, "2026-07-28", "subscriptions/listen", ""},
+		{`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, "", "", ""},
+		{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, "", "", ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`, "", "", ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0"}}}`, "v999.0.0", "tools/list", ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.model\u0063ontextprotocol/protocolVersion":"2026-07-28"}}}`, " 2026-07-28 ", "tools/list", ""},
+		{`{"jsonrpc":"2.0","id":{"x":1},"method":"a"}`, "", "", ""},
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","tools":[]}}`, "", "", ""},
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s.body), s.pv, s.method, s.name)
+	}
+	policies := []versionPolicy{
+		{supported: []string{"2026-07-28", "2025-11-25"}, forwardLegacy: true},
+		{supported: []string{"2026-07-28"}},
+	}
+	srv := &Server{opts: Options{Hints: DefaultHints}}
+	f.Fuzz(func(t *testing.T, body []byte, pv, method, name string) {
+		h := http.Header{}
+		h.Set(headerProtocolVersion, pv)
+		h.Set(headerMethod, method)
+		h.Set(headerName, name)
+		h.Set("Mcp-Param-X", name)
+		req, perr := parseRequest(body)
+		if perr == nil {
+			for _, p := range policies {
+				r := *req
+				if e := validate(h, &r, p); e == nil {
+					if r.method == "" {
+						t.Fatalf("accepted a request without a method: %q", body)
+					}
+					if r.id != nil && !validID(r.id) {
+						t.Fatalf("accepted a request with id %q", r.id)
+					}
+				} else if e.status < 400 || e.status > 499 {
+					t.Fatalf("validation error with status %d", e.status)
+				}
+			}
+		} else {
+			if perr.status != http.StatusBadRequest {
+				t.Fatalf("parse error with status %d", perr.status)
+			}
+			if !json.Valid(errorBody(func() json.RawMessage {
+				if req != nil {
+					return req.id
+				}
+				return nil
+			}(), perr)) {
+				t.Fatalf("error body is not JSON for %q", body)
+			}
+		}
+		// Stamping treats body as an upstream response to each method.
+		for _, m := range []string{"tools/list", "tools/call", "server/discover"} {
+			out := srv.stamp(&request{method: m}, body)
+			if json.Valid(body) && !json.Valid(out) {
+				t.Fatalf("stamping turned valid JSON into invalid JSON:\nin:  %q\nout: %q", body, out)
+			}
+		}
+		_ = eachMember(body, func(m member) bool {
+			if m.start < 0 || m.end > len(body) || m.start > m.end {
+				t.Fatalf("member span out of range")
+			}
+			return true
+		})
+	})
+}
+
+// FuzzSSEReader feeds arbitrary streams to the SSE reader. It must end
+// (no input makes it loop without consuming), never return an event larger
+// than its bound, and read back what the sidecar itself writes.
+func FuzzSSEReader(f *testing.F) {
+	f.Add([]byte("event: message\ndata: {\"a\":1}\n\n"), 64)
+	f.Add([]byte(": keepalive\n\ndata: x\r\ndata: y\r\n\r\n"), 16)
+	f.Add([]byte("data:"+strings.Repeat("z", 100)+"\n\n"), 32)
+	f.Add([]byte("data\n\nevent:\nid: 3\nretry: 5\ndata: q\n"), 8)
+	f.Fuzz(func(t *testing.T, in []byte, max int) {
+		if max <= 0 || max > 1<<16 {
+			max = 1 << 10
+		}
+		rd := newSSEReader(bytes.NewReader(in), max)
+		for i := 0; ; i++ {
+			if i > len(in)+1 {
+				t.Fatalf("more events than input bytes")
+			}
+			ev, err := rd.next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, errEventTooLarge) {
+					t.Fatalf("unexpected error %v", err)
+				}
+				break
+			}
+			if len(ev.data) > max {
+				t.Fatalf("event of %d bytes over bound %d", len(ev.data), max)
+			}
+		}
+		// Round trip: a single-line payload written as the sidecar writes it
+		// comes back unchanged.
+		payload := bytes.Map(func(r rune) rune {
+			if r == '\n' || r == '\r' {
+				return ' '
+			}
+			return r
+		}, in)
+		// Every line of the frame must fit the reader's bound.
+		if len(payload) == 0 || len("data: ")+len(payload)+1 > max || len("event: message")+1 > max {
+			return
+		}
+		var b bytes.Buffer
+		b.WriteString("event: message\ndata: ")
+		b.Write(payload)
+		b.WriteString("\n\n")
+		ev, err := newSSEReader(&b, max).next()
+		if err != nil {
+			t.Fatalf("reading back our own frame: %v", err)
+		}
+		if !bytes.Equal(ev.data, payload) {
+			t.Fatalf("round trip: got %q want %q", ev.data, payload)
+		}
+	})
+}

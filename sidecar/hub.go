@@ -1,0 +1,542 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Kind is a kind of change a listen stream can ask for.
+type Kind uint8
+
+const (
+	// KindTools is notifications/tools/list_changed.
+	KindTools Kind = 1 << iota
+	// KindPrompts is notifications/prompts/list_changed.
+	KindPrompts
+	// KindResources is notifications/resources/list_changed.
+	KindResources
+	// KindResourceUpdated is notifications/resources/updated for one URI.
+	KindResourceUpdated
+)
+
+var kindMethod = map[Kind]string{
+	KindTools:           notifToolsListChanged,
+	KindPrompts:         notifPromptsListChanged,
+	KindResources:       notifResourcesListChange,
+	KindResourceUpdated: notifResourcesUpdated,
+}
+
+// listKinds are the kinds a stream selects with a boolean filter field.
+var listKinds = [...]Kind{KindTools, KindPrompts, KindResources}
+
+// Hub limits. Each is overridable through HubOptions.
+const (
+	// DefaultMaxListenStreams caps concurrent listen streams per sidecar.
+	DefaultMaxListenStreams = 10000
+	// DefaultKeepalive is the interval between SSE keepalive comments.
+	DefaultKeepalive = 15 * time.Second
+	// DefaultStreamWriteTimeout bounds one write to one listen stream, so a
+	// client that stopped reading cannot hold a fan-out writer; the stream is
+	// closed instead.
+	DefaultStreamWriteTimeout = 5 * time.Second
+	// fanoutInlineMax is the target count up to which a fan-out runs on the
+	// publishing goroutine alone.
+	fanoutInlineMax = 64
+	// fanoutBatch is how many streams a fan-out writer claims at a time.
+	fanoutBatch = 32
+)
+
+// HubOptions configure a Hub.
+type HubOptions struct {
+	MaxStreams   int           // DefaultMaxListenStreams when 0
+	Keepalive    time.Duration // DefaultKeepalive when 0; negative disables
+	WriteTimeout time.Duration // DefaultStreamWriteTimeout when 0
+	Writers      int           // GOMAXPROCS when 0
+	Logger       *slog.Logger
+	Metrics      *Metrics
+}
+
+// Hub owns every open subscriptions/listen stream and fans changes out to
+// the streams whose filter asks for them. Any source of changes calls
+// Publish: the upstream relay today, a catalog overlay later.
+type Hub struct {
+	opts HubOptions
+	log  *slog.Logger
+	m    *Metrics
+
+	// mu guards the fields below. It is never held while a stream's own
+	// mutex is taken, nor during network writes.
+	mu       sync.Mutex
+	admitted int // reserved + registered streams
+	all      *streamSet
+	byKind   map[Kind]*streamSet
+	byURI    map[string]*streamSet
+	closing  bool
+
+	// uriChanged is signalled (non-blocking, capacity 1) whenever the union
+	// of subscribed URIs changes.
+	uriChanged chan struct{}
+}
+
+// NewHub returns an empty hub.
+func NewHub(o HubOptions) *Hub {
+	if o.MaxStreams == 0 {
+		o.MaxStreams = DefaultMaxListenStreams
+	}
+	if o.Keepalive == 0 {
+		o.Keepalive = DefaultKeepalive
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultStreamWriteTimeout
+	}
+	if o.Writers <= 0 {
+		o.Writers = runtime.GOMAXPROCS(0)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics()
+	}
+	h := &Hub{
+		opts:       o,
+		log:        o.Logger,
+		m:          o.Metrics,
+		all:        newStreamSet(),
+		byKind:     map[Kind]*streamSet{},
+		byURI:      map[string]*streamSet{},
+		uriChanged: make(chan struct{}, 1),
+	}
+	for _, k := range listKinds {
+		h.byKind[k] = newStreamSet()
+	}
+	return h
+}
+
+// streamSet is a set of streams kept in a slice, mostly in registration
+// order (removal swaps the last one in), so that a fan-out walks memory that
+// was allocated together and a snapshot is one copy. Guarded by Hub.mu.
+type streamSet struct {
+	list []*stream
+	pos  map[*stream]int
+}
+
+func newStreamSet() *streamSet { return &streamSet{pos: map[*stream]int{}} }
+
+func (ss *streamSet) add(s *stream) {
+	ss.pos[s] = len(ss.list)
+	ss.list = append(ss.list, s)
+}
+
+func (ss *streamSet) remove(s *stream) bool {
+	i, ok := ss.pos[s]
+	if !ok {
+		return false
+	}
+	last := ss.list[len(ss.list)-1]
+	ss.list[i] = last
+	ss.pos[last] = i
+	ss.list[len(ss.list)-1] = nil
+	ss.list = ss.list[:len(ss.list)-1]
+	delete(ss.pos, s)
+	if cap(ss.list) > 64 && len(ss.list) < cap(ss.list)/4 {
+		ss.list = append([]*stream(nil), ss.list...)
+	}
+	return true
+}
+
+func (ss *streamSet) len() int {
+	if ss == nil {
+		return 0
+	}
+	return len(ss.list)
+}
+
+// snapshot copies the members (nil-safe).
+func (ss *streamSet) snapshot() []*stream {
+	if ss == nil {
+		return nil
+	}
+	return append([]*stream(nil), ss.list...)
+}
+
+// stream is one client listen stream.
+type stream struct {
+	id    []byte // the listen request's JSON-RPC id, raw (type preserved)
+	kinds Kind
+	uris  []string
+
+	// mu guards w and closed, and serialises frames on the wire.
+	mu     sync.Mutex
+	w      frameWriter
+	closed bool
+}
+
+// frameWriter puts whole SSE events on one stream's transport.
+type frameWriter interface {
+	// write sends one event; scratch is a reusable buffer owned by the
+	// calling goroutine, returned (possibly grown).
+	write(ev []byte, scratch []byte) ([]byte, error)
+	// end sends final (if not nil), terminates the response and releases
+	// the transport.
+	end(final []byte)
+}
+
+// reserve admits one more stream, or reports that the cap is reached or the
+// hub is draining.
+func (h *Hub) reserve() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closing || h.admitted >= h.opts.MaxStreams {
+		return false
+	}
+	h.admitted++
+	return true
+}
+
+func (h *Hub) release() {
+	h.mu.Lock()
+	h.admitted--
+	h.mu.Unlock()
+}
+
+// add registers an admitted stream. It returns false when the hub started
+// closing after the stream was admitted.
+func (h *Hub) add(s *stream) bool {
+	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		return false
+	}
+	h.all.add(s)
+	for _, k := range listKinds {
+		if s.kinds&k != 0 {
+			h.byKind[k].add(s)
+		}
+	}
+	newURI := false
+	for _, u := range s.uris {
+		set := h.byURI[u]
+		if set == nil {
+			set = newStreamSet()
+			h.byURI[u] = set
+			newURI = true
+		}
+		set.add(s)
+	}
+	h.mu.Unlock()
+	h.m.listenStreams.Inc()
+	if newURI {
+		h.signalURIs()
+	}
+	return true
+}
+
+// remove unregisters a stream; it is idempotent.
+func (h *Hub) remove(s *stream) {
+	h.mu.Lock()
+	if !h.all.remove(s) {
+		h.mu.Unlock()
+		return
+	}
+	h.admitted--
+	for _, k := range listKinds {
+		h.byKind[k].remove(s)
+	}
+	goneURI := false
+	for _, u := range s.uris {
+		if set := h.byURI[u]; set != nil {
+			set.remove(s)
+			if set.len() == 0 {
+				delete(h.byURI, u)
+				goneURI = true
+			}
+		}
+	}
+	h.mu.Unlock()
+	h.m.listenStreams.Dec()
+	if goneURI {
+		h.signalURIs()
+	}
+}
+
+func (h *Hub) signalURIs() {
+	select {
+	case h.uriChanged <- struct{}{}:
+	default:
+	}
+}
+
+// URIsChanged is signalled whenever the set returned by URIs changes.
+func (h *Hub) URIsChanged() <-chan struct{} { return h.uriChanged }
+
+// URIs returns the sorted union of resource URIs the open streams subscribe to.
+func (h *Hub) URIs() []string {
+	h.mu.Lock()
+	out := make([]string, 0, len(h.byURI))
+	for u := range h.byURI {
+		out = append(out, u)
+	}
+	h.mu.Unlock()
+	slices.Sort(out)
+	return out
+}
+
+// Len returns the number of registered streams.
+func (h *Hub) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.all.len()
+}
+
+// close ends one stream, writing final first when it is not nil.
+func (h *Hub) close(s *stream, final []byte) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.w.end(final)
+	s.mu.Unlock()
+	h.remove(s)
+}
+
+// send writes one event to one stream and closes the stream on failure.
+func (h *Hub) send(s *stream, ev []byte, scratch []byte) ([]byte, bool) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return scratch, false
+	}
+	scratch, err := s.w.write(ev, scratch)
+	s.mu.Unlock()
+	if err != nil {
+		h.log.Debug("Closing listen stream after a failed write", "subscriptionId", string(s.id), "err", err)
+		h.close(s, nil)
+		return scratch, false
+	}
+	return scratch, true
+}
+
+// Publish fans one change out to exactly the streams whose filter asks for
+// it: list kinds to streams that set the matching flag, KindResourceUpdated
+// to streams subscribed to uri. It returns once every write has been
+// attempted, with the number of streams written.
+func (h *Hub) Publish(k Kind, uri string) int {
+	method, ok := kindMethod[k]
+	if !ok {
+		return 0
+	}
+	start := time.Now()
+	h.mu.Lock()
+	var set *streamSet
+	if k == KindResourceUpdated {
+		set = h.byURI[uri]
+	} else {
+		set = h.byKind[k]
+	}
+	targets := set.snapshot()
+	h.mu.Unlock()
+	if len(targets) == 0 {
+		return 0
+	}
+	var suffix []byte
+	if k == KindResourceUpdated {
+		u, _ := json.Marshal(uri)
+		suffix = append(append([]byte(`},"uri":`), u...), `}}`...)
+	} else {
+		suffix = []byte(`}}}`)
+	}
+	prefix := []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + method + `","params":{"_meta":{"` + metaSubscriptionID + `":`)
+	n := h.fanout(targets, func(s *stream, buf []byte) []byte {
+		buf = append(buf[:0], prefix...)
+		buf = append(buf, s.id...)
+		buf = append(buf, suffix...)
+		return append(buf, '\n', '\n')
+	})
+	h.m.notificationsSent.WithLabelValues(method).Add(float64(n))
+	h.m.fanoutSeconds.Observe(time.Since(start).Seconds())
+	return n
+}
+
+// fanout writes the event render(s) to every target with up to
+// opts.Writers goroutines and returns the number of successful writes.
+func (h *Hub) fanout(targets []*stream, render func(*stream, []byte) []byte) int {
+	var sent atomic.Int64
+	work := func(next *atomic.Int64) {
+		var ev, scratch []byte
+		n := int64(0)
+		for {
+			lo := int(next.Add(fanoutBatch)) - fanoutBatch
+			if lo >= len(targets) {
+				break
+			}
+			hi := min(lo+fanoutBatch, len(targets))
+			for _, s := range targets[lo:hi] {
+				ev = render(s, ev)
+				var ok bool
+				if scratch, ok = h.send(s, ev, scratch); ok {
+					n++
+				}
+			}
+		}
+		sent.Add(n)
+	}
+	var next atomic.Int64
+	writers := min(h.opts.Writers, (len(targets)+fanoutBatch-1)/fanoutBatch)
+	if len(targets) <= fanoutInlineMax || writers <= 1 {
+		work(&next)
+		return int(sent.Load())
+	}
+	var wg sync.WaitGroup
+	for range writers - 1 {
+		wg.Go(func() { work(&next) })
+	}
+	work(&next)
+	wg.Wait()
+	return int(sent.Load())
+}
+
+const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+
+var keepaliveEvent = []byte(": keepalive\n\n")
+
+// Run sends keepalive comments on every stream until ctx ends.
+func (h *Hub) Run(ctx context.Context) {
+	if h.opts.Keepalive < 0 {
+		<-ctx.Done()
+		return
+	}
+	t := time.NewTicker(h.opts.Keepalive)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			h.mu.Lock()
+			targets := h.all.snapshot()
+			h.mu.Unlock()
+			h.fanout(targets, func(*stream, []byte) []byte { return keepaliveEvent })
+		}
+	}
+}
+
+// completeEvent renders the listen request's final result, which tells the
+// client the stream ended on purpose (spec: graceful closure).
+func completeEvent(id []byte) []byte {
+	b := make([]byte, 0, 160+2*len(id))
+	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"...)
+	b = append(b, id...)
+	b = append(b, `,"result":{"resultType":"complete","_meta":{"`+metaSubscriptionID+`":`...)
+	b = append(b, id...)
+	return append(b, "}}}\n\n"...)
+}
+
+// EndAll stops admitting streams and ends every open stream with its
+// `complete` result, spreading the ends over jitter. It is the drain seam.
+func (h *Hub) EndAll(jitter time.Duration) {
+	h.mu.Lock()
+	h.closing = true
+	targets := h.all.snapshot()
+	h.mu.Unlock()
+	var per time.Duration
+	if len(targets) > 0 {
+		per = jitter / time.Duration(len(targets))
+	}
+	for _, s := range targets {
+		h.close(s, completeEvent(s.id))
+		if per > 0 {
+			time.Sleep(per)
+		}
+	}
+}
+
+// Closing reports whether EndAll has been called.
+func (h *Hub) Closing() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closing
+}
+
+// connWriter writes a hijacked HTTP/1.1 response with chunked framing.
+type connWriter struct {
+	c       net.Conn
+	timeout time.Duration
+}
+
+func (cw *connWriter) write(ev []byte, scratch []byte) ([]byte, error) {
+	scratch = appendChunk(scratch[:0], ev)
+	if err := cw.c.SetWriteDeadline(time.Now().Add(cw.timeout)); err != nil {
+		return scratch, err
+	}
+	_, err := cw.c.Write(scratch)
+	return scratch, err
+}
+
+func (cw *connWriter) end(final []byte) {
+	var buf []byte
+	if final != nil {
+		buf = appendChunk(buf, final)
+	}
+	buf = append(buf, "0\r\n\r\n"...)
+	_ = cw.c.SetWriteDeadline(time.Now().Add(cw.timeout))
+	_, _ = cw.c.Write(buf)
+	_ = cw.c.Close()
+}
+
+// appendChunk appends ev as one HTTP/1.1 chunk.
+func appendChunk(b, ev []byte) []byte {
+	b = strconv.AppendInt(b, int64(len(ev)), 16)
+	b = append(b, '\r', '\n')
+	b = append(b, ev...)
+	return append(b, '\r', '\n')
+}
+
+// watch blocks until the client closes a hijacked connection (or sends
+// anything: after its one request the client has nothing more to say), then
+// ends the stream. It is the only goroutine a hijacked stream keeps.
+func (h *Hub) watch(s *stream, c net.Conn) {
+	var b [1]byte
+	_ = c.SetReadDeadline(time.Time{})
+	for {
+		if _, err := c.Read(b[:]); err != nil {
+			h.close(s, nil)
+			return
+		}
+	}
+}
+
+// rwWriter is the fallback for connections that cannot be hijacked
+// (HTTP/2): the handler stays parked while the stream is open.
+type rwWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	done    chan struct{}
+}
+
+func (rw *rwWriter) write(ev []byte, scratch []byte) ([]byte, error) {
+	_ = rw.rc.SetWriteDeadline(time.Now().Add(rw.timeout))
+	if _, err := rw.w.Write(ev); err != nil {
+		return scratch, err
+	}
+	return scratch, rw.rc.Flush()
+}
+
+func (rw *rwWriter) end(final []byte) {
+	if final != nil {
+		_, _ = rw.write(final, nil)
+	}
+	close(rw.done)
+}

@@ -1,0 +1,270 @@
+package sidecar
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// This file holds a small scanner over the top level of a JSON object. The
+// sidecar uses it to read the few envelope fields it needs (method, id, _meta,
+// name) and to splice fields into results without decoding or re-encoding the
+// rest: every member it does not touch is copied as the raw bytes it came in.
+//
+// Unlike encoding/json it matches keys exactly (case-sensitively), so the
+// sidecar and an upstream never disagree about which member is "method".
+
+var errNotObject = errors.New("not a JSON object")
+
+// member is one top-level member of an object: the raw key (with quotes) and
+// the byte offsets of its value in the scanned slice.
+type member struct {
+	key        []byte
+	start, end int
+}
+
+// eachMember calls fn for every top-level member of the object in data, in
+// order. It stops early when fn returns false. It never panics on malformed
+// input; it returns errNotObject for anything that is not a well-formed
+// object at the top level (values themselves are only skipped, so callers that
+// need full validity check json.Valid first).
+func eachMember(data []byte, fn func(m member) bool) error {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return errNotObject
+	}
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return errNotObject
+		}
+		kend := skipString(data, i)
+		if kend < 0 {
+			return errNotObject
+		}
+		key := data[i:kend]
+		i = skipWS(data, kend)
+		if i >= len(data) || data[i] != ':' {
+			return errNotObject
+		}
+		i = skipWS(data, i+1)
+		vend := skipValue(data, i)
+		if vend < 0 {
+			return errNotObject
+		}
+		if !fn(member{key: key, start: i, end: vend}) {
+			return nil
+		}
+		i = skipWS(data, vend)
+		if i >= len(data) {
+			return errNotObject
+		}
+		switch data[i] {
+		case ',':
+			i = skipWS(data, i+1)
+		case '}':
+			return nil
+		default:
+			return errNotObject
+		}
+	}
+}
+
+// keyIs reports whether the raw (quoted) key equals name.
+func keyIs(raw []byte, name string) bool {
+	if len(raw) < 2 {
+		return false
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner) == name
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return false
+	}
+	return s == name
+}
+
+func skipWS(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the offset just past the string starting at data[i]
+// (which must be '"'), or -1.
+func skipString(data []byte, i int) int {
+	j := i + 1
+	for j <= len(data) {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		// The quote ends the string unless an odd run of backslashes
+		// escapes it.
+		n := 0
+		for p := j - 1; p > i && data[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+	return -1
+}
+
+// skipValue returns the offset just past the value starting at data[i], or -1.
+func skipValue(data []byte, i int) int {
+	if i >= len(data) {
+		return -1
+	}
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				e := skipString(data, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	default:
+		j := i
+		for j < len(data) {
+			switch data[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				if j == i {
+					return -1
+				}
+				return j
+			}
+			j++
+		}
+		if j == i {
+			return -1
+		}
+		return j
+	}
+}
+
+// field returns the raw value of the top-level member named name, and
+// whether it was present exactly once. A duplicated key counts as absent and
+// sets dup, because two parsers could pick different copies.
+func field(obj []byte, name string) (val []byte, ok, dup bool) {
+	n := 0
+	_ = eachMember(obj, func(m member) bool {
+		if keyIs(m.key, name) {
+			n++
+			val = obj[m.start:m.end]
+		}
+		return true
+	})
+	if n > 1 {
+		return nil, false, true
+	}
+	return val, n == 1, false
+}
+
+// stringValue decodes a raw JSON string value.
+func stringValue(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func isObject(raw []byte) bool {
+	i := skipWS(raw, 0)
+	return i < len(raw) && raw[i] == '{'
+}
+
+// setMembers returns a copy of obj with the named members replaced by (or,
+// when absent, appended as) the given raw values, and the members named in
+// drop removed. Members it does not name are copied byte for byte. If
+// keepExisting is set for a key, an existing member is kept instead.
+func setMembers(obj []byte, sets []kv, drop []string) ([]byte, error) {
+	out := make([]byte, 0, len(obj)+64)
+	out = append(out, '{')
+	first := true
+	present := make([]bool, len(sets))
+	err := eachMember(obj, func(m member) bool {
+		for _, d := range drop {
+			if keyIs(m.key, d) {
+				return true
+			}
+		}
+		for k, s := range sets {
+			if keyIs(m.key, s.key) {
+				if !s.keepExisting {
+					return true
+				}
+				present[k] = true
+			}
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, m.key...)
+		out = append(out, ':')
+		out = append(out, obj[m.start:m.end]...)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	for k, s := range sets {
+		if present[k] {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, '"')
+		out = append(out, s.key...)
+		out = append(out, '"', ':')
+		out = append(out, s.val...)
+	}
+	return append(out, '}'), nil
+}
+
+// kv is one member for setMembers. key must not need escaping.
+type kv struct {
+	key          string
+	val          []byte
+	keepExisting bool
+}

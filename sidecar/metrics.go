@@ -1,0 +1,99 @@
+package sidecar
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are the sidecar's Prometheus series. They live in their own
+// registry, served on the admin port.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	listenStreams     prometheus.Gauge
+	notificationsSent *prometheus.CounterVec
+	fanoutSeconds     prometheus.Histogram
+	upstreamSeconds   *prometheus.HistogramVec
+	errors            *prometheus.CounterVec
+	inflight          prometheus.Gauge
+	relayConnected    prometheus.Gauge
+
+	// upstreamBy holds the resolved per-method observers (read-only after
+	// NewMetrics), so the hot path skips the label lookup.
+	upstreamBy map[string]prometheus.Observer
+}
+
+// NewMetrics registers the sidecar's series (and the Go/process collectors)
+// in a new registry.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		listenStreams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_sidecar_listen_streams",
+			Help: "Open subscriptions/listen streams held by the sidecar.",
+		}),
+		notificationsSent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_notifications_sent_total",
+			Help: "Notifications written to listen streams, by notification method.",
+		}, []string{"type"}),
+		fanoutSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "switchboard_sidecar_fanout_duration_seconds",
+			Help:    "Time to write one published change to every listen stream that asked for it.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		upstreamSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchboard_sidecar_upstream_request_duration_seconds",
+			Help:    "Time from forwarding a request to the upstream until its response headers arrive, by MCP method.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+		}, []string{"method"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_errors_total",
+			Help: "JSON-RPC errors the sidecar answered itself, by error code.",
+		}, []string{"code"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_sidecar_inflight_requests",
+			Help: "Requests currently being forwarded to the upstream.",
+		}),
+		relayConnected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_sidecar_upstream_listen_connected",
+			Help: "1 while the sidecar's own listen stream to the upstream is established.",
+		}),
+	}
+	m.Registry.MustRegister(m.listenStreams, m.notificationsSent, m.fanoutSeconds,
+		m.upstreamSeconds, m.errors, m.inflight, m.relayConnected,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.upstreamBy = map[string]prometheus.Observer{"other": m.upstreamSeconds.WithLabelValues("other")}
+	for k := range knownMethods {
+		m.upstreamBy[k] = m.upstreamSeconds.WithLabelValues(k)
+	}
+	// Pre-create the label values so the series exist from the start.
+	for _, t := range []string{notifToolsListChanged, notifPromptsListChanged, notifResourcesListChange, notifResourcesUpdated} {
+		m.notificationsSent.WithLabelValues(t)
+	}
+	return m
+}
+
+// knownMethods bounds the method label's cardinality.
+var knownMethods = map[string]bool{
+	"server/discover": true, "completion/complete": true, "prompts/get": true, "prompts/list": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+	"subscriptions/listen": true, "tools/call": true, "tools/list": true,
+}
+
+func methodLabel(m string) string {
+	if knownMethods[m] {
+		return m
+	}
+	return "other"
+}
+
+func (m *Metrics) observeUpstream(method string, d time.Duration) {
+	m.upstreamBy[methodLabel(method)].Observe(d.Seconds())
+}
+
+func (m *Metrics) countError(code int64) {
+	m.errors.WithLabelValues(strconv.FormatInt(code, 10)).Inc()
+}

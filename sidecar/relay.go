@@ -1,0 +1,305 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Relay backoff and timing.
+const (
+	relayBackoffMin = 100 * time.Millisecond
+	relayBackoffMax = 10 * time.Second
+	// relayStableAfter resets the backoff once a stream has lived this long.
+	relayStableAfter = 30 * time.Second
+	// relayIdleRecheck is how often the relay re-reads discover while the
+	// upstream advertises nothing to listen for.
+	relayIdleRecheck = 30 * time.Second
+	// relayResubscribeDelay batches URI-set changes before re-subscribing.
+	relayResubscribeDelay = 20 * time.Millisecond
+	// relayEventBuffer is the queue between an upstream stream reader and
+	// the relay loop.
+	relayEventBuffer = 64
+)
+
+// Relay holds the sidecar's own listen stream to the upstream and publishes
+// every change it reports into the hub. It is one goroutine (Run); the
+// upstream stream readers feed it through channels.
+type Relay struct {
+	up  *Upstream
+	hub *Hub
+	log *slog.Logger
+	m   *Metrics
+	seq atomic.Int64
+}
+
+// NewRelay returns a relay from up into hub.
+func NewRelay(up *Upstream, hub *Hub, log *slog.Logger, m *Metrics) *Relay {
+	return &Relay{up: up, hub: hub, log: log, m: m}
+}
+
+// upEvent is one notification from the upstream listen stream.
+type upEvent struct {
+	kind Kind
+	uri  string
+}
+
+// upListen is one open upstream listen stream.
+type upListen struct {
+	kinds  Kind
+	uris   []string
+	events chan upEvent
+	done   chan error // receives once when the stream ends
+	cancel context.CancelFunc
+}
+
+// Run keeps an upstream listen stream open until ctx ends, reconnecting
+// with jittered exponential backoff.
+func (rl *Relay) Run(ctx context.Context) {
+	backoff := relayBackoffMin
+	dropped := false
+	for ctx.Err() == nil {
+		began := time.Now()
+		err := rl.session(ctx, dropped)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errNothingToListen) {
+			dropped = false
+			continue
+		}
+		dropped = true
+		rl.m.relayConnected.Set(0)
+		if time.Since(began) > relayStableAfter {
+			backoff = relayBackoffMin
+		}
+		rl.log.Info("Upstream listen stream ended; reconnecting", "err", err, "backoff", backoff)
+		wait := backoff/2 + rand.N(backoff/2+1)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		backoff = min(backoff*2, relayBackoffMax)
+	}
+}
+
+var errNothingToListen = errors.New("upstream advertises nothing to listen for")
+
+// filterFor returns what to ask the upstream for, given its capabilities
+// and the URIs clients subscribe to.
+func filterFor(info *upstreamInfo, uris []string) (Kind, []string) {
+	var k Kind
+	c := info.caps
+	if c.Tools != nil && c.Tools.ListChanged {
+		k |= KindTools
+	}
+	if c.Prompts != nil && c.Prompts.ListChanged {
+		k |= KindPrompts
+	}
+	if c.Resources != nil && c.Resources.ListChanged {
+		k |= KindResources
+	}
+	if c.Resources == nil || !c.Resources.Subscribe {
+		uris = nil
+	}
+	return k, uris
+}
+
+// session runs one upstream stream (and its replacements when the URI set
+// changes) until it drops.
+func (rl *Relay) session(ctx context.Context, reconnect bool) error {
+	info, err := rl.up.Discover(ctx)
+	if err != nil {
+		return err
+	}
+	kinds, uris := filterFor(info, rl.hub.URIs())
+	if kinds == 0 && len(uris) == 0 {
+		// Wait for a client URI (if the upstream takes subscriptions) or
+		// for the upstream's capabilities to change.
+		select {
+		case <-ctx.Done():
+		case <-rl.hub.URIsChanged():
+		case <-time.After(relayIdleRecheck):
+		}
+		return errNothingToListen
+	}
+	cur, err := rl.open(ctx, kinds, uris)
+	if err != nil {
+		return err
+	}
+	defer func() { cur.cancel() }()
+	rl.m.relayConnected.Set(1)
+	rl.log.Info("Upstream listen stream established", "kinds", kinds, "uris", len(uris), "reconnect", reconnect)
+	if reconnect {
+		// Changes made while the stream was down were not seen: tell every
+		// interested client to re-read.
+		rl.invalidate(kinds, uris)
+	}
+	var pending chan *upListen
+	var resub <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev := <-cur.events:
+			rl.hub.Publish(ev.kind, ev.uri)
+		case err := <-cur.done:
+			return err
+		case <-rl.hub.URIsChanged():
+			if resub == nil {
+				resub = time.After(relayResubscribeDelay)
+			}
+		case <-resub:
+			resub = nil
+			_, want := filterFor(info, rl.hub.URIs())
+			if slices.Equal(want, cur.uris) || pending != nil {
+				if pending != nil {
+					// Try again once the pending stream settles.
+					resub = time.After(relayResubscribeDelay)
+				}
+				continue
+			}
+			pending = make(chan *upListen, 1)
+			go func(ch chan *upListen) {
+				next, err := rl.open(ctx, kinds, want)
+				if err != nil {
+					rl.log.Warn("Re-subscribing upstream listen failed", "err", err)
+					next = nil
+				}
+				ch <- next
+			}(pending)
+		case next := <-pending:
+			pending = nil
+			if next == nil {
+				resub = time.After(relayBackoffMin)
+				continue
+			}
+			// The new stream is acknowledged: switch, then drop the old one.
+			// Both were open meanwhile, so no change was missed.
+			old := cur
+			cur = next
+			old.cancel()
+		}
+	}
+}
+
+// open starts an upstream listen and returns once it is acknowledged.
+func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen, error) {
+	filter := map[string]any{}
+	if kinds&KindTools != 0 {
+		filter["toolsListChanged"] = true
+	}
+	if kinds&KindPrompts != 0 {
+		filter["promptsListChanged"] = true
+	}
+	if kinds&KindResources != 0 {
+		filter["resourcesListChanged"] = true
+	}
+	if len(uris) > 0 {
+		filter["resourceSubscriptions"] = uris
+	}
+	fb, _ := json.Marshal(filter)
+	sctx, cancel := context.WithCancel(ctx)
+	id := "switchboard-relay-" + strconv.FormatInt(rl.seq.Add(1), 10)
+	req, err := modernRequest(sctx, rl.up.url, id, methodListen, `,"notifications":`+string(fb))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp, err := rl.up.client.Do(req)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if !isEventStream(resp.Header) {
+		msg, _ := rl.up.readResponse(resp)
+		resp.Body.Close()
+		cancel()
+		return nil, fmt.Errorf("upstream listen answered HTTP %d: %s", resp.StatusCode, truncate(msg, 200))
+	}
+	rd := newSSEReader(resp.Body, rl.up.maxBytes)
+	// The first message must be the acknowledgement.
+	ev, err := rd.next()
+	if err != nil || notificationMethod(ev.data) != notifAcknowledged {
+		resp.Body.Close()
+		cancel()
+		if err == nil {
+			err = fmt.Errorf("upstream listen did not start with an acknowledgement: %s", truncate(ev.data, 200))
+		}
+		return nil, err
+	}
+	l := &upListen{kinds: kinds, uris: uris, events: make(chan upEvent, relayEventBuffer), done: make(chan error, 1), cancel: cancel}
+	go func() {
+		defer resp.Body.Close()
+		for {
+			ev, err := rd.next()
+			if err != nil {
+				l.done <- err
+				return
+			}
+			if isResponse(ev.data) {
+				// The upstream ended the subscription (its complete result).
+				l.done <- errors.New("upstream completed the listen")
+				return
+			}
+			var e upEvent
+			switch notificationMethod(ev.data) {
+			case notifToolsListChanged:
+				e.kind = KindTools
+			case notifPromptsListChanged:
+				e.kind = KindPrompts
+			case notifResourcesListChange:
+				e.kind = KindResources
+			case notifResourcesUpdated:
+				e.kind = KindResourceUpdated
+				var p struct {
+					Params struct {
+						URI string `json:"uri"`
+					} `json:"params"`
+				}
+				if json.Unmarshal(ev.data, &p) != nil || p.Params.URI == "" {
+					continue
+				}
+				e.uri = p.Params.URI
+			default:
+				continue
+			}
+			select {
+			case l.events <- e:
+			case <-sctx.Done():
+				l.done <- sctx.Err()
+				return
+			}
+		}
+	}()
+	return l, nil
+}
+
+// invalidate publishes every change kind the relay covers.
+func (rl *Relay) invalidate(kinds Kind, uris []string) {
+	for _, k := range listKinds {
+		if kinds&k != 0 {
+			rl.hub.Publish(k, "")
+		}
+	}
+	for _, u := range uris {
+		rl.hub.Publish(KindResourceUpdated, u)
+	}
+}
+
+func notificationMethod(msg []byte) string {
+	raw, ok, _ := field(msg, "method")
+	if !ok {
+		return ""
+	}
+	m, _ := stringValue(raw)
+	return m
+}

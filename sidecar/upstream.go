@@ -1,0 +1,225 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Upstream limits.
+const (
+	// DefaultMaxResponseBytes bounds a JSON response or one SSE event the
+	// sidecar reads from the upstream (it must hold them to stamp results).
+	DefaultMaxResponseBytes = 32 << 20
+	// upstreamMaxIdleConns is the keep-alive pool towards the upstream.
+	upstreamMaxIdleConns = 512
+	// upstreamDialTimeout bounds connecting to the upstream on localhost.
+	upstreamDialTimeout = 5 * time.Second
+	// discoverTimeout bounds the sidecar's own server/discover calls.
+	discoverTimeout = 5 * time.Second
+	// readyCacheFor is how long a readiness probe result is reused.
+	readyCacheFor = time.Second
+)
+
+// sidecarClientInfo identifies the sidecar's own requests to the upstream.
+var sidecarClientInfo = json.RawMessage(`{"name":"switchboard-sidecar","version":"0.1.0"}`)
+
+// Upstream is the client side towards the MCP server container.
+type Upstream struct {
+	url      string
+	client   *http.Client
+	maxBytes int
+
+	// info is the last server/discover result; swapped atomically.
+	info atomic.Pointer[upstreamInfo]
+
+	// readyMu guards readyAt and readyErr (the readiness probe cache).
+	readyMu  sync.Mutex
+	readyAt  time.Time
+	readyErr error
+}
+
+// upstreamInfo is what the sidecar caches from the upstream's discover result.
+type upstreamInfo struct {
+	versions []string
+	caps     mcp.ServerCapabilities
+	capsRaw  json.RawMessage
+}
+
+// NewUpstream returns a client for the upstream MCP endpoint at url.
+func NewUpstream(url string, maxResponseBytes int) *Upstream {
+	if maxResponseBytes <= 0 {
+		maxResponseBytes = DefaultMaxResponseBytes
+	}
+	tr := &http.Transport{
+		Proxy:               nil, // localhost: never through a proxy
+		DialContext:         (&net.Dialer{Timeout: upstreamDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        upstreamMaxIdleConns,
+		MaxIdleConnsPerHost: upstreamMaxIdleConns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true, // a localhost hop; and bodies must stay readable
+		ForceAttemptHTTP2:   false,
+	}
+	return &Upstream{
+		url:      url,
+		maxBytes: maxResponseBytes,
+		client: &http.Client{
+			Transport:     tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+}
+
+// current returns the cached discover result, or nil.
+func (u *Upstream) current() *upstreamInfo { return u.info.Load() }
+
+// store parses and caches a discover result object.
+func (u *Upstream) store(result []byte) (*upstreamInfo, error) {
+	var d struct {
+		SupportedVersions []string        `json:"supportedVersions"`
+		Capabilities      json.RawMessage `json:"capabilities"`
+	}
+	if err := json.Unmarshal(result, &d); err != nil {
+		return nil, fmt.Errorf("decoding discover result: %w", err)
+	}
+	info := &upstreamInfo{versions: d.SupportedVersions, capsRaw: d.Capabilities}
+	if len(d.Capabilities) > 0 {
+		if err := json.Unmarshal(d.Capabilities, &info.caps); err != nil {
+			return nil, fmt.Errorf("decoding capabilities: %w", err)
+		}
+	}
+	u.info.Store(info)
+	return info, nil
+}
+
+// modernRequest builds a 2026-07-28 request the sidecar sends on its own
+// behalf.
+func modernRequest(ctx context.Context, url string, id, method string, extra string) (*http.Request, error) {
+	body := `{"jsonrpc":"2.0","id":"` + id + `","method":"` + method + `","params":{"_meta":{"` +
+		mcp.MetaKeyProtocolVersion + `":"` + ProtocolVersion + `","` + mcp.MetaKeyClientCapabilities + `":{},"` +
+		mcp.MetaKeyClientInfo + `":` + string(sidecarClientInfo) + `}` + extra + `}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(body)))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerProtocolVersion, ProtocolVersion)
+	req.Header.Set(headerMethod, method)
+	return req, nil
+}
+
+// Discover asks the upstream for server/discover and caches the result.
+func (u *Upstream) Discover(ctx context.Context) (*upstreamInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	defer cancel()
+	req, err := modernRequest(ctx, u.url, "switchboard-discover", methodDiscover, "")
+	if err != nil {
+		return nil, err
+	}
+	_, msg, err := u.roundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	res, ok, _ := field(msg, "result")
+	if !ok || !isObject(res) {
+		return nil, fmt.Errorf("upstream server/discover failed: %s", truncate(msg, 200))
+	}
+	return u.store(res)
+}
+
+// Ready reports whether the upstream answers server/discover, reusing a
+// result younger than readyCacheFor.
+func (u *Upstream) Ready(ctx context.Context) error {
+	u.readyMu.Lock()
+	defer u.readyMu.Unlock()
+	if !u.readyAt.IsZero() && time.Since(u.readyAt) < readyCacheFor {
+		return u.readyErr
+	}
+	_, err := u.Discover(ctx)
+	u.readyAt, u.readyErr = time.Now(), err
+	return err
+}
+
+// roundTrip sends req and returns the HTTP status and the first JSON-RPC
+// response message, from a JSON or an SSE answer.
+func (u *Upstream) roundTrip(req *http.Request) (int, []byte, error) {
+	resp, err := u.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	msg, err := u.readResponse(resp)
+	return resp.StatusCode, msg, err
+}
+
+// readResponse reads the JSON-RPC response from an upstream HTTP response.
+func (u *Upstream) readResponse(resp *http.Response) ([]byte, error) {
+	if isEventStream(resp.Header) {
+		rd := newSSEReader(resp.Body, u.maxBytes)
+		for {
+			ev, err := rd.next()
+			if err != nil {
+				return nil, fmt.Errorf("reading upstream event stream: %w", err)
+			}
+			if isResponse(ev.data) {
+				return bytes.Clone(ev.data), nil
+			}
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(u.maxBytes)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > u.maxBytes {
+		return nil, errors.New("upstream response exceeds size limit")
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("upstream answered HTTP %d with a non-JSON body: %s", resp.StatusCode, truncate(b, 200))
+	}
+	return b, nil
+}
+
+// isResponse reports whether msg is a JSON-RPC response (result or error).
+func isResponse(msg []byte) bool {
+	isResp := false
+	_ = eachMember(msg, func(m member) bool {
+		if keyIs(m.key, "result") || keyIs(m.key, "error") {
+			isResp = true
+			return false
+		}
+		return true
+	})
+	return isResp
+}
+
+func isEventStream(h http.Header) bool {
+	return mediaTypeIs(h.Get("Content-Type"), "text/event-stream")
+}
+
+func isJSON(h http.Header) bool { return mediaTypeIs(h.Get("Content-Type"), "application/json") }
+
+// mediaTypeIs compares the media type of a Content-Type value, ignoring
+// parameters and case.
+func mediaTypeIs(ct, want string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), want)
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

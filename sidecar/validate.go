@@ -1,0 +1,299 @@
+package sidecar
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// request is a POSTed JSON-RPC message as far as the sidecar needs to know
+// it. Every slice points into body, which is forwarded unchanged.
+type request struct {
+	body   []byte
+	id     json.RawMessage // nil for a notification
+	method string
+	params []byte // raw params object, nil when absent
+
+	meta        []byte // raw params._meta, nil when absent
+	metaVersion string // _meta protocolVersion, "" when absent
+	hasVersion  bool
+	legacy      bool // no modern claim: forwarded untouched (see Server.legacy)
+}
+
+// isNotification reports whether the message has no id.
+func (r *request) isNotification() bool { return r.id == nil }
+
+// parseRequest reads the envelope of one JSON-RPC message. It accepts only a
+// single request or notification object (no batches, no responses).
+func parseRequest(body []byte) (*request, *rpcError) {
+	if !json.Valid(body) {
+		return nil, newErr(http.StatusBadRequest, codeParseError, "Parse error: body is not valid JSON")
+	}
+	i := skipWS(body, 0)
+	if i < len(body) && body[i] == '[' {
+		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: batches are not supported")
+	}
+	if i >= len(body) || body[i] != '{' {
+		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: body must be a JSON-RPC request object")
+	}
+	r := &request{body: body}
+	var version, method []byte
+	var hasMethod, hasID, dup bool
+	var seen [4]bool // jsonrpc, id, method, params
+	_ = eachMember(body, func(m member) bool {
+		k := -1
+		switch {
+		case keyIs(m.key, "jsonrpc"):
+			k = 0
+		case keyIs(m.key, "id"):
+			k = 1
+		case keyIs(m.key, "method"):
+			k = 2
+		case keyIs(m.key, "params"):
+			k = 3
+		default:
+			return true
+		}
+		dup = dup || seen[k]
+		seen[k] = true
+		v := body[m.start:m.end]
+		switch k {
+		case 0:
+			version = v
+		case 1:
+			r.id, hasID = v, true
+		case 2:
+			method, hasMethod = v, true
+		case 3:
+			r.params = v
+		}
+		return true
+	})
+	// The id is echoed on every error from here on, when it is usable.
+	if hasID && !validID(r.id) {
+		r.id = nil
+		return r, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: id must be a string or a number")
+	}
+	if dup {
+		return r, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: duplicate envelope member")
+	}
+	if v, ok := stringValue(version); !ok || v != "2.0" {
+		return r, newErr(http.StatusBadRequest, codeInvalidRequest, `Invalid Request: jsonrpc must be "2.0"`)
+	}
+	if !hasMethod {
+		return r, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: not a request or notification")
+	}
+	m, ok := stringValue(method)
+	if !ok || m == "" {
+		return r, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: method must be a non-empty string")
+	}
+	r.method = m
+	if r.params != nil && !isObject(r.params) {
+		return r, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: params must be an object")
+	}
+	if r.params != nil {
+		meta, ok, dup := field(r.params, "_meta")
+		if dup {
+			return r, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: duplicate _meta")
+		}
+		if ok {
+			r.meta = meta
+			if isObject(meta) {
+				if pv, ok, _ := field(meta, mcp.MetaKeyProtocolVersion); ok {
+					r.metaVersion, r.hasVersion = stringValue(pv)
+				}
+			}
+		}
+	}
+	return r, nil
+}
+
+func validID(id []byte) bool {
+	if len(id) == 0 {
+		return false
+	}
+	switch c := id[0]; {
+	case c == '"':
+		return true
+	case c == '-' || (c >= '0' && c <= '9'):
+		return true
+	}
+	return false
+}
+
+// versionPolicy says which protocol versions the sidecar accepts.
+type versionPolicy struct {
+	// supported is what the sidecar advertises, newest first: the modern
+	// revision plus, when legacy traffic is forwarded, the upstream's older
+	// versions.
+	supported []string
+	// forwardLegacy sends claim-less (pre-2026) traffic to the upstream
+	// untouched instead of rejecting it.
+	forwardLegacy bool
+}
+
+func (p versionPolicy) isLegacy(v string) bool {
+	return p.forwardLegacy && v < ProtocolVersion && slices.Contains(p.supported, v)
+}
+
+func (p versionPolicy) unsupported(requested string) *rpcError {
+	e := newErr(http.StatusBadRequest, codeUnsupportedProto, "Unsupported protocol version")
+	e.data = mcp.UnsupportedProtocolVersionData{Supported: p.supported, Requested: requested}
+	return e
+}
+
+// validate applies the spec's request validation (§2.2–2.5, §8) to a parsed
+// request and its headers, in the order the conformance suite expects:
+// _meta (-32602), protocol version header (-32020), version (-32022),
+// Mcp-Method and Mcp-Name (-32020), removed methods (404 -32601).
+// It marks r.legacy for claim-less requests the policy forwards.
+func validate(h http.Header, r *request, p versionPolicy) *rpcError {
+	hv, herr := singleHeader(h, headerProtocolVersion)
+	if herr != nil {
+		return herr
+	}
+	if !r.hasVersion && r.meta == nil {
+		if hv == "" || p.isLegacy(hv) {
+			if p.forwardLegacy {
+				r.legacy = true
+				return nil
+			}
+		} else if !slices.Contains(p.supported, hv) || hv < ProtocolVersion {
+			return p.unsupported(hv)
+		}
+	}
+	if r.isNotification() {
+		// Header requirements for notifications are not defined by this
+		// revision; the upstream decides (it answers 202 or an error).
+		return nil
+	}
+	if r.meta == nil || !isObject(r.meta) {
+		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: missing required _meta")
+	}
+	if !r.hasVersion {
+		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: missing required _meta key "+mcp.MetaKeyProtocolVersion)
+	}
+	if caps, ok, _ := field(r.meta, mcp.MetaKeyClientCapabilities); !ok || !isObject(caps) {
+		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: missing required _meta key "+mcp.MetaKeyClientCapabilities)
+	}
+	if hv == "" {
+		return newErr(http.StatusBadRequest, codeHeaderMismatch, "Header mismatch: missing required MCP-Protocol-Version header")
+	}
+	if hv != r.metaVersion {
+		return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: MCP-Protocol-Version header value '%s' does not match body value '%s'", hv, r.metaVersion))
+	}
+	if r.metaVersion != ProtocolVersion || !slices.Contains(p.supported, r.metaVersion) {
+		return p.unsupported(r.metaVersion)
+	}
+	mh, herr := singleHeader(h, headerMethod)
+	if herr != nil {
+		return herr
+	}
+	if mh == "" {
+		return newErr(http.StatusBadRequest, codeHeaderMismatch, "Header mismatch: missing required Mcp-Method header")
+	}
+	if mh != r.method {
+		return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: Mcp-Method header value '%s' does not match body value '%s'", mh, r.method))
+	}
+	if bodyName, ok := nameMember(r.method); ok {
+		raw, present, _ := field(r.params, bodyName)
+		want, isStr := stringValue(raw)
+		if !present || !isStr {
+			return newErr(http.StatusBadRequest, codeInvalidParams, fmt.Sprintf("Invalid params: %s requires params.%s", r.method, bodyName))
+		}
+		nh, herr := singleHeader(h, headerName)
+		if herr != nil {
+			return herr
+		}
+		if nh == "" {
+			return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: missing required Mcp-Name header for method %q", r.method))
+		}
+		got, ok := decodeHeaderValue(nh)
+		if !ok {
+			return newErr(http.StatusBadRequest, codeHeaderMismatch, "Header mismatch: Mcp-Name header contains invalid Base64 encoding")
+		}
+		if got != want {
+			return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: Mcp-Name header value '%s' does not match body value '%s'", nh, want))
+		}
+	}
+	// Mcp-Param-* values are matched against the tool's x-mcp-header schema
+	// by the upstream, which gets headers and body unchanged; here only their
+	// characters are checked.
+	for k, vs := range h {
+		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
+			for _, v := range vs {
+				if !safeHeaderValue(v) {
+					return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: %s header contains invalid characters", k))
+				}
+			}
+		}
+	}
+	if removedMethods[r.method] {
+		return newErr(http.StatusNotFound, codeMethodNotFound, "Method not found: "+r.method+" is not part of protocol revision "+ProtocolVersion)
+	}
+	return nil
+}
+
+// nameMember returns the params member that Mcp-Name mirrors for method.
+func nameMember(method string) (string, bool) {
+	switch method {
+	case "tools/call", "prompts/get":
+		return "name", true
+	case "resources/read":
+		return "uri", true
+	}
+	return "", false
+}
+
+// singleHeader returns the OWS-trimmed value of a header that must appear at
+// most once and carry only safe ASCII.
+func singleHeader(h http.Header, name string) (string, *rpcError) {
+	vs := h.Values(name)
+	switch len(vs) {
+	case 0:
+		return "", nil
+	case 1:
+	default:
+		return "", newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: %s header given more than once", name))
+	}
+	if !safeHeaderValue(vs[0]) {
+		return "", newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: %s header contains invalid characters", name))
+	}
+	return strings.Trim(vs[0], " \t"), nil
+}
+
+// safeHeaderValue reports whether v holds only visible ASCII, space and tab:
+// anything else must be sent Base64-encoded (=?base64?…?=).
+func safeHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if (c < 0x20 && c != '\t') || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+const (
+	base64Prefix = "=?base64?"
+	base64Suffix = "?="
+)
+
+// decodeHeaderValue undoes the =?base64?…?= wrapping of an MCP header value.
+func decodeHeaderValue(v string) (string, bool) {
+	if enc, ok := strings.CutPrefix(v, base64Prefix); ok {
+		if enc, ok = strings.CutSuffix(enc, base64Suffix); ok {
+			b, err := base64.StdEncoding.DecodeString(enc)
+			if err != nil {
+				return "", false
+			}
+			return string(b), true
+		}
+	}
+	return v, true
+}

@@ -1,0 +1,159 @@
+package sidecar
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	const m = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	modern := versionPolicy{supported: []string{"2026-07-28", "2025-11-25"}, forwardLegacy: true}
+	strict := versionPolicy{supported: []string{"2026-07-28"}}
+	hdr := func(kv ...string) http.Header {
+		h := http.Header{}
+		h.Set(headerProtocolVersion, "2026-07-28")
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] == "" {
+				h.Del(kv[i])
+				continue
+			}
+			h.Set(kv[i], kv[i+1])
+		}
+		return h
+	}
+	cases := []struct {
+		name   string
+		body   string
+		h      http.Header
+		p      versionPolicy
+		code   int64 // 0 = accepted
+		legacy bool
+	}{
+		{"plain tools/list", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + m + `}}`, hdr(headerMethod, "tools/list"), modern, 0, false},
+		{"Mcp-Name base64 decodes to the body name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + m + `,"name":"café"}}`,
+			hdr(headerMethod, "tools/call", headerName, "=?base64?Y2Fmw6k=?="), modern, 0, false},
+		{"Mcp-Name raw non-ASCII is invalid", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + m + `,"name":"café"}}`,
+			hdr(headerMethod, "tools/call", headerName, "café"), modern, codeHeaderMismatch, false},
+		{"Mcp-Name for prompts/get", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{` + m + `,"name":"p"}}`,
+			hdr(headerMethod, "prompts/get", headerName, " p "), modern, 0, false},
+		{"tools/call without a name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + m + `}}`,
+			hdr(headerMethod, "tools/call", headerName, "x"), modern, codeInvalidParams, false},
+		{"claim-less legacy request is forwarded", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`,
+			hdr(headerProtocolVersion, ""), modern, 0, true},
+		{"legacy header version is forwarded", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			hdr(headerProtocolVersion, "2025-11-25"), modern, 0, true},
+		{"legacy rejected when not forwarding", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			hdr(headerProtocolVersion, "2025-11-25"), strict, codeUnsupportedProto, false},
+		{"claim-less request rejected when not forwarding", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			hdr(headerProtocolVersion, ""), strict, codeInvalidParams, false},
+		{"_meta without the version claim", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}`,
+			hdr(headerMethod, "tools/list"), modern, codeInvalidParams, false},
+		{"_meta version 2025-11-25 is not served on the modern path", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			hdr(headerProtocolVersion, "2025-11-25", headerMethod, "tools/list"), modern, codeUnsupportedProto, false},
+		{"duplicate Mcp-Method", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + m + `}}`,
+			func() http.Header { h := hdr(headerMethod, "tools/list"); h.Add(headerMethod, "tools/list"); return h }(), modern, codeHeaderMismatch, false},
+		{"notification is not header-checked", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{` + m + `}}`,
+			hdr(), modern, 0, false},
+		{"removed method", `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{` + m + `}}`,
+			hdr(headerMethod, "logging/setLevel"), modern, codeMethodNotFound, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, perr := parseRequest([]byte(c.body))
+			if perr != nil {
+				t.Fatalf("parse: %v", perr)
+			}
+			e := validate(c.h, r, c.p)
+			switch {
+			case c.code == 0 && e != nil:
+				t.Fatalf("rejected: %d %s", e.code, e.message)
+			case c.code != 0 && (e == nil || e.code != c.code):
+				t.Fatalf("got %v, want code %d", e, c.code)
+			}
+			if r.legacy != c.legacy {
+				t.Errorf("legacy = %v", r.legacy)
+			}
+		})
+	}
+}
+
+func TestParseRequest(t *testing.T) {
+	cases := []struct {
+		body string
+		code int64
+		id   string
+	}{
+		{`{"jsonrpc":"2.0","id":"x","method":"a"}`, 0, `"x"`},
+		{`{"jsonrpc":"2.0","id":1,"method":"a","Method":"b"}`, 0, `1`}, // keys are case-sensitive
+		{`{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}`, codeInvalidRequest, `1`},
+		{`{"jsonrpc":"1.0","id":1,"method":"a"}`, codeInvalidRequest, `1`},
+		{`{"jsonrpc":"2.0","id":null,"method":"a"}`, codeInvalidRequest, ``},
+		{`{"jsonrpc":"2.0","id":1,"result":{}}`, codeInvalidRequest, `1`},
+		{`{"jsonrpc":"2.0","id":1,"method":"a","params":[1]}`, codeInvalidParams, `1`},
+		{`[]`, codeInvalidRequest, ``},
+		{`"x"`, codeInvalidRequest, ``},
+		{`{`, codeParseError, ``},
+	}
+	for _, c := range cases {
+		r, e := parseRequest([]byte(c.body))
+		if (e == nil) != (c.code == 0) || (e != nil && e.code != c.code) {
+			t.Errorf("%s: got %v, want code %d", c.body, e, c.code)
+			continue
+		}
+		var id string
+		if r != nil {
+			id = string(r.id)
+		}
+		if id != c.id {
+			t.Errorf("%s: id %q, want %q", c.body, id, c.id)
+		}
+		if c.code == 0 && r.method != "a" {
+			t.Errorf("%s: method %q", c.body, r.method)
+		}
+	}
+}
+
+func TestStamp(t *testing.T) {
+	s := &Server{opts: Options{Hints: func(method string, _ []byte) (int64, string) {
+		if method == "tools/list" {
+			return 60000, "public"
+		}
+		return 0, "private"
+	}}}
+	cases := []struct{ method, in, want string }{
+		{"tools/list", `{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":5,"cacheScope":"private","resultType":"complete"}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete","ttlMs":60000,"cacheScope":"public"}}`},
+		{"resources/read", `{"id":1,"result":{"contents":[]}}`,
+			`{"id":1,"result":{"contents":[],"resultType":"complete","ttlMs":0,"cacheScope":"private"}}`},
+		{"tools/call", `{"id":1,"result":{"content":[ {"type":"text"} ]}}`,
+			`{"id":1,"result":{"content":[ {"type":"text"} ],"resultType":"complete"}}`},
+		{"tools/call", `{"id":1,"result":{"resultType":"complete","content":[]}}`, // untouched bytes
+			`{"id":1,"result":{"resultType":"complete","content":[]}}`},
+		{"resources/read", `{"id":1,"result":{"resultType":"input_required","requestState":"s"}}`, // no hints on interim results
+			`{"id":1,"result":{"resultType":"input_required","requestState":"s"}}`},
+		{"tools/list", `{"id":1,"error":{"code":-32602,"message":"x"}}`, `{"id":1,"error":{"code":-32602,"message":"x"}}`},
+		{"tools/list", `{"id":1,"result":{}}`, `{"id":1,"result":{"resultType":"complete","ttlMs":60000,"cacheScope":"public"}}`},
+	}
+	for _, c := range cases {
+		got := string(s.stamp(&request{method: c.method}, []byte(c.in)))
+		if got != c.want {
+			t.Errorf("%s %s:\n got %s\nwant %s", c.method, c.in, got, c.want)
+		}
+	}
+}
+
+func TestMergedCapabilities(t *testing.T) {
+	got, err := mergedCapabilities([]byte(`{"tools":{},"resources":{"subscribe":false},"logging":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"tools":{"listChanged":true}`, `"resources":{"listChanged":true,"subscribe":true}`, `"logging":{}`} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("%s lacks %s", got, want)
+		}
+	}
+	if strings.Contains(string(got), "prompts") {
+		t.Errorf("added a capability for a list the upstream does not serve: %s", got)
+	}
+}

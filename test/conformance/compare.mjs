@@ -1,0 +1,55 @@
+// Compares two conformance result folders (direct against the upstream, and
+// through the sidecar) and fails on a required scenario that fails through
+// the sidecar, or on any scenario that passes directly but not through it.
+// Usage: node compare.mjs <required-list.txt> <direct-dir> <sidecar-dir>
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+
+const [listFile, directDir, sidecarDir] = process.argv.slice(2);
+
+// The "Server scenarios" block of `conformance list --requirements …`.
+const required = [];
+let inServer = false;
+for (const line of readFileSync(listFile, "utf8").split("\n")) {
+  if (line.startsWith("Server scenarios")) { inServer = true; continue; }
+  if (inServer && /^\S/.test(line)) break;
+  const m = line.match(/^\s+-\s+(\S+)/);
+  if (inServer && m) required.push(m[1]);
+}
+if (required.length === 0) { console.error("no required server scenarios found in", listFile); process.exit(2); }
+
+function results(dir) {
+  const out = new Map();
+  for (const d of readdirSync(dir)) {
+    const m = d.match(/^server-(.+)-\d{4}-\d{2}-\d{2}T/);
+    if (!m) continue;
+    const checks = JSON.parse(readFileSync(join(dir, d, "checks.json"), "utf8"));
+    const failed = checks.filter((c) => c.status === "FAILURE").map((c) => c.id);
+    const warned = checks.filter((c) => c.status === "WARNING").map((c) => c.id);
+    out.set(m[1], { ok: failed.length === 0, failed, warned, n: checks.length });
+  }
+  return out;
+}
+
+const direct = results(directDir);
+const sidecar = results(sidecarDir);
+let reqPass = 0, reqFail = 0, bad = 0;
+for (const s of required) {
+  const r = sidecar.get(s);
+  if (r && r.ok) { reqPass++; continue; }
+  reqFail++; bad++;
+  console.log(`REQUIRED FAIL ${s}: ${r ? r.failed.join(", ") : "not run"}`);
+}
+for (const [s, d] of direct) {
+  const r = sidecar.get(s);
+  if (d.ok && !(r && r.ok) && !required.includes(s)) {
+    bad++;
+    console.log(`REGRESSION ${s}: passes directly, fails through the sidecar: ${r ? r.failed.join(", ") : "not run"}`);
+  }
+  if (r && r.warned.length > d.warned.length) console.log(`WARNING ${s}: ${r.warned.join(", ")} (direct: ${d.warned.join(", ") || "none"})`);
+}
+const directReq = required.filter((s) => direct.get(s)?.ok).length;
+console.log(`direct (upstream): ${directReq}/${required.length} required scenarios pass`);
+console.log(`through the sidecar: ${reqPass}/${required.length} required scenarios pass`);
+console.log(`conformance: ${reqPass} passed, ${reqFail} failed`);
+process.exit(bad === 0 ? 0 : 1);
