@@ -63,6 +63,26 @@ test: ## Run every test against a real API server (builds the control plane if m
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: test-race
+test-race: ## Run the sidecar's tests with the race detector (the sidecar under test is built with -race too).
+	SIDECAR_TEST_RACE=1 go test -race $(GO_TEST_FLAGS) ./sidecar/... ./cmd/sidecar/...
+
+.PHONY: conformance
+conformance: ## Run the official MCP conformance suite (2026-07-28) through the sidecar, and directly for comparison.
+	hack/conformance.sh
+
+FUZZTIME ?= 2m
+.PHONY: fuzz
+fuzz: ## Fuzz the sidecar's request parser/validator and SSE reader, FUZZTIME each.
+	go test ./sidecar -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME)
+	go test ./sidecar -run '^$$' -fuzz '^FuzzSSEReader$$' -fuzztime $(FUZZTIME)
+
+.PHONY: bench
+bench: build ## Benchmark the sidecar against bare Go baselines (docs/performance.md); bounded, 127.0.0.1 only.
+	mkdir -p results
+	go build -o $(LOCALBIN)/sidecarbench ./hack/sidecarbench
+	$(LOCALBIN)/sidecarbench -sidecar $(LOCALBIN)/sidecar -json results/sidecarbench.jsonl
+
 .PHONY: verify
 verify: generate manifests fmt ## Regenerate everything and fail if the tree changed.
 	go mod tidy

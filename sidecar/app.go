@@ -16,12 +16,12 @@ import (
 // Defaults for the command-line contract (docs/sidecar.md).
 const (
 	DefaultUpstream    = "http://127.0.0.1:8080/mcp"
-	DefaultListen      = ":8090"
-	DefaultAdminListen = ":9090"
+	DefaultListen      = ":8800" // api/v1alpha1.SidecarMCPPort
+	DefaultAdminListen = ":8801" // api/v1alpha1.SidecarAdminPort
 	DefaultPath        = "/mcp"
 	DefaultDrainDelay  = 5 * time.Second
-	DefaultDrainJitter = 2 * time.Second
-	DefaultDrainBudget = 20 * time.Second
+	DefaultDrainJitter = 1 * time.Second // MCPServer spec.sidecar.drain defaults
+	DefaultDrainBudget = 30 * time.Second
 
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 120 * time.Second
@@ -67,7 +67,7 @@ type App struct {
 	drainInfo  DrainStatus
 }
 
-// DrainStatus is what GET/POST /drain report.
+// DrainStatus is what /drain and /drain/status report.
 type DrainStatus struct {
 	State           string `json:"state"` // serving, draining, drained
 	StreamsEnded    int    `json:"streamsEnded"`
@@ -181,10 +181,12 @@ func (a *App) adminHandler() http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("POST /drain", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, a.Drain())
-	})
-	mux.HandleFunc("GET /drain", func(w http.ResponseWriter, _ *http.Request) {
+	// GET as well as POST: Kubernetes preStop httpGet hooks can only send GET, and both the
+	// sidecar's and the MCP server container's preStop call this (the drain runs once).
+	drain := func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, a.Drain()) }
+	mux.HandleFunc("GET /drain", drain)
+	mux.HandleFunc("POST /drain", drain)
+	mux.HandleFunc("GET /drain/status", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, a.DrainState())
 	})
 	return mux

@@ -38,7 +38,7 @@ func BenchmarkForwardMinimal(b *testing.B) {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			http.Error(w, err.Error(), 502)
+			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		defer resp.Body.Close()
@@ -78,7 +78,7 @@ func benchCalls(b *testing.B, front *httptest.Server) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 {
+		if resp.StatusCode != http.StatusOK {
 			b.Fatal(resp.Status)
 		}
 	}

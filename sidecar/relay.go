@@ -15,8 +15,8 @@ import (
 
 // Relay backoff and timing.
 const (
-	relayBackoffMin = 100 * time.Millisecond
-	relayBackoffMax = 10 * time.Second
+	relayBackoffFloor   = 100 * time.Millisecond
+	relayBackoffCeiling = 10 * time.Second
 	// relayStableAfter resets the backoff once a stream has lived this long.
 	relayStableAfter = 30 * time.Second
 	// relayIdleRecheck is how often the relay re-reads discover while the
@@ -63,7 +63,7 @@ type upListen struct {
 // Run keeps an upstream listen stream open until ctx ends, reconnecting
 // with jittered exponential backoff.
 func (rl *Relay) Run(ctx context.Context) {
-	backoff := relayBackoffMin
+	backoff := relayBackoffFloor
 	dropped := false
 	for ctx.Err() == nil {
 		began := time.Now()
@@ -78,7 +78,7 @@ func (rl *Relay) Run(ctx context.Context) {
 		dropped = true
 		rl.m.relayConnected.Set(0)
 		if time.Since(began) > relayStableAfter {
-			backoff = relayBackoffMin
+			backoff = relayBackoffFloor
 		}
 		rl.log.Info("Upstream listen stream ended; reconnecting", "err", err, "backoff", backoff)
 		wait := backoff/2 + rand.N(backoff/2+1)
@@ -87,7 +87,7 @@ func (rl *Relay) Run(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
-		backoff = min(backoff*2, relayBackoffMax)
+		backoff = min(backoff*2, relayBackoffCeiling)
 	}
 }
 
@@ -179,7 +179,7 @@ func (rl *Relay) session(ctx context.Context, reconnect bool) error {
 		case next := <-pending:
 			pending = nil
 			if next == nil {
-				resub = time.After(relayBackoffMin)
+				resub = time.After(relayBackoffFloor)
 				continue
 			}
 			// The new stream is acknowledged: switch, then drop the old one.
@@ -214,7 +214,7 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 		cancel()
 		return nil, err
 	}
-	resp, err := rl.up.client.Do(req)
+	resp, err := rl.up.client.Do(req) //nolint:bodyclose // the stream's reader owns and closes the body
 	if err != nil {
 		cancel()
 		return nil, err

@@ -41,7 +41,7 @@ func (s *sseReader) readLine() ([]byte, error) {
 		if len(s.line)+len(chunk) > s.max {
 			return nil, errEventTooLarge
 		}
-		if err == bufio.ErrBufferFull {
+		if errors.Is(err, bufio.ErrBufferFull) {
 			s.line = append(s.line, chunk...)
 			continue
 		}

@@ -46,7 +46,7 @@ func parseRequest(body []byte) (*request, *rpcError) {
 	var hasMethod, hasID, dup bool
 	var seen [4]bool // jsonrpc, id, method, params
 	_ = eachMember(body, func(m member) bool {
-		k := -1
+		var k int
 		switch {
 		case keyIs(m.key, "jsonrpc"):
 			k = 0

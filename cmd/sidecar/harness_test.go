@@ -167,7 +167,7 @@ func (e *env) startSidecar(t *testing.T, extra ...string) {
 			return false
 		}
 		r.Body.Close()
-		return r.StatusCode == 200
+		return r.StatusCode == http.StatusOK
 	})
 }
 
@@ -248,12 +248,12 @@ type sse struct {
 func openStream(t *testing.T, req *http.Request) *sse {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx)) //nolint:bodyclose // the returned stream closes the body
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		cancel()

@@ -42,8 +42,8 @@ func TestValidationErrors(t *testing.T) {
 		id     any     // expected id on errors
 		check  func(t *testing.T, msg map[string]any)
 	}{
-		{name: "GET is 405", req: func() *http.Request { r, _ := http.NewRequest("GET", e.mcp, nil); return r }, status: 405, code: -32600},
-		{name: "DELETE is 405", req: func() *http.Request { r, _ := http.NewRequest("DELETE", e.mcp, nil); return r }, status: 405, code: -32600},
+		{name: "GET is 405", req: func() *http.Request { r, _ := http.NewRequest(http.MethodGet, e.mcp, nil); return r }, status: 405, code: -32600},
+		{name: "DELETE is 405", req: func() *http.Request { r, _ := http.NewRequest(http.MethodDelete, e.mcp, nil); return r }, status: 405, code: -32600},
 		{name: "foreign Origin is 403", req: with(okReq(11, "tools/list", "", ""), func(r *http.Request) { r.Header.Set("Origin", "http://evil.example.com") }), status: 403, code: -32600, id: 11.0},
 		{name: "foreign Host on loopback is 403", req: with(okReq(12, "server/discover", "", ""), func(r *http.Request) { r.Host = "evil.example.com" }), status: 403, code: -32600, id: 12.0},
 		{name: "localhost Origin is fine", req: with(okReq(13, "server/discover", "", ""), func(r *http.Request) { r.Header.Set("Origin", "http://localhost:3000") }), status: 200},
@@ -440,7 +440,7 @@ func TestAdmin(t *testing.T) {
 	e := newEnv(t)
 	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
 		r, err := http.Get(e.admin + p)
-		if err != nil || r.StatusCode != 200 {
+		if err != nil || r.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %v %v", p, err, r)
 		}
 		r.Body.Close()
@@ -476,7 +476,7 @@ func TestAdmin(t *testing.T) {
 		if err == nil {
 			r.Body.Close()
 		}
-		return err == nil && r.StatusCode == 200
+		return err == nil && r.StatusCode == http.StatusOK
 	})
 	r, err := http.Get("http://" + adminAddr + "/readyz")
 	if err != nil || r.StatusCode != http.StatusServiceUnavailable {
@@ -541,12 +541,12 @@ func TestDrain(t *testing.T) {
 	case <-time.After(hang):
 		t.Fatal("POST /drain did not return")
 	}
-	r, _ := http.Get(e.admin + "/drain")
+	r, _ := http.Get(e.admin + "/drain/status")
 	var st map[string]any
 	_ = json.NewDecoder(r.Body).Decode(&st)
 	r.Body.Close()
 	if st["state"] != "drained" {
-		t.Errorf("GET /drain = %v", st)
+		t.Errorf("GET /drain/status = %v", st)
 	}
 }
 
@@ -566,7 +566,9 @@ func TestSIGTERMDrains(t *testing.T) {
 	for _, s := range streams {
 		// Skip any resources/updated that raced the signal.
 		var m map[string]any
-		for m = s.next(t); m["method"] != nil; m = s.next(t) {
+		m = s.next(t)
+		for m["method"] != nil {
+			m = s.next(t)
 		}
 		if res, _ := m["result"].(map[string]any); res["resultType"] != "complete" || subID(m) != m["id"] {
 			t.Fatalf("final frame = %v", m)

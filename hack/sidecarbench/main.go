@@ -137,12 +137,6 @@ func (b *bench) start(bin string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func (b *bench) stop(cmd *exec.Cmd) {
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	b.procs = slices.DeleteFunc(b.procs, func(c *exec.Cmd) bool { return c == cmd })
-}
-
 func (b *bench) stopAll() {
 	for _, c := range b.procs {
 		_ = c.Process.Kill()
@@ -237,7 +231,7 @@ func post(url string) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 }
 
@@ -268,7 +262,7 @@ func waitReady(url string) {
 	for time.Now().Before(deadline) {
 		if r, err := http.Get(url); err == nil {
 			r.Body.Close()
-			if r.StatusCode == 200 {
+			if r.StatusCode == http.StatusOK {
 				return
 			}
 		}
@@ -565,7 +559,7 @@ func load(url string, c, n int) loadResult {
 				if err == nil {
 					_, err = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
-					if resp.StatusCode != 200 {
+					if resp.StatusCode != http.StatusOK {
 						err = errors.New(resp.Status)
 					}
 				}

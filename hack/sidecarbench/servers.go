@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -18,7 +19,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,7 +77,7 @@ func serveSSE(addr, mode string) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /broadcast", func(w http.ResponseWriter, r *http.Request) {
 		reg.broadcast()
-		w.WriteHeader(204)
+		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
 		readBody(r)
@@ -153,7 +153,7 @@ func serveUpstream(addr string) {
 		for _, t := range targets {
 			_ = t(nil)
 		}
-		w.WriteHeader(204)
+		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
 		body := readBody(r)
@@ -216,7 +216,7 @@ func serveMinProxy(addr, upstream string) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := http.NewRequestWithContext(r.Context(), r.Method, upstream, r.Body)
 		if err != nil {
-			http.Error(w, err.Error(), 500)
+			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		req.ContentLength = r.ContentLength
@@ -228,7 +228,7 @@ func serveMinProxy(addr, upstream string) {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			http.Error(w, err.Error(), 502)
+			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		defer resp.Body.Close()
@@ -282,11 +282,11 @@ func waitListening(ctx context.Context, addr string) error {
 func readUntilFrame(c net.Conn) error {
 	br := bufio.NewReaderSize(c, 512)
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	defer c.SetReadDeadline(time.Time{})
+	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
 	seenData := false
 	for {
 		line, err := br.ReadSlice('\n')
-		if err != nil && err != bufio.ErrBufferFull {
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 			return err
 		}
 		if bytes.HasPrefix(line, []byte("data: ")) {
@@ -302,5 +302,3 @@ func readUntilFrame(c net.Conn) error {
 		}
 	}
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
