@@ -13,6 +13,8 @@ CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT_VERSION := v2.15.0
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+HELM_VERSION := v3.22.0
+HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/switchboard-mcp/switchboard/internal/version.Version=$(VERSION)
@@ -40,6 +42,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/, and copy th
 	$(CONTROLLER_GEN) webhook paths="./internal/webhook/..." output:webhook:artifacts:config=config/webhook
 	rm -rf charts/switchboard/crds && mkdir -p charts/switchboard/crds
 	cp config/crd/bases/*.yaml charts/switchboard/crds/
+	cp config/rbac/role.yaml charts/switchboard/files/role.yaml
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -58,10 +61,19 @@ test-control-plane: ## Build the test control plane binaries (about 10 min cold,
 	hack/k8s-test-bins.sh
 
 .PHONY: test
-test: ## Run every test against a real API server (builds the control plane if missing).
+test: $(HELM) ## Run every test against a real API server (builds the control plane if missing).
 	@assets="$$(hack/k8s-test-bins.sh | tail -n 1)"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
-	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS="$$assets" HELM="$(HELM)" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: dev
+dev: build ## The main job on this machine: control plane, manager, samples, sample server and sidecar (Ctrl-C stops all).
+	@assets="$$(hack/k8s-test-bins.sh | tail -n 1)"; \
+	KUBEBUILDER_ASSETS="$$assets" go run ./hack/dev
+
+.PHONY: chart-lint
+chart-lint: $(HELM) ## Lint the Helm chart.
+	$(HELM) lint --strict charts/switchboard
 
 .PHONY: test-race
 test-race: ## Run the sidecar's tests with the race detector (the sidecar under test is built with -race too).
@@ -103,6 +115,11 @@ $(CONTROLLER_GEN):
 	mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(LOCALBIN)/controller-gen $@
+
+$(HELM):
+	mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(LOCALBIN)/helm $@
 
 $(GOLANGCI_LINT):
 	mkdir -p $(LOCALBIN)

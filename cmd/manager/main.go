@@ -4,10 +4,12 @@ package main
 import (
 	"flag"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -21,19 +23,22 @@ import (
 
 func main() {
 	var (
-		metricsAddr    string
-		probeAddr      string
-		leaderElection bool
-		sidecarImage   string
-		webhookPort    int
-		webhookTLS     = webhook.TLSOptions{}
-		certMode       string
+		metricsAddr     string
+		probeAddr       string
+		leaderElection  bool
+		sidecarImage    string
+		watchNamespaces string
+		webhookPort     int
+		webhookTLS      = webhook.TLSOptions{}
+		certMode        string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.BoolVar(&leaderElection, "leader-elect", false, "Elect a leader so that only one manager replica reconciles.")
 	flag.StringVar(&sidecarImage, "sidecar-image", "switchboard-sidecar:"+version.Version,
 		"Sidecar image for servers that do not set spec.sidecar.image.")
+	flag.StringVar(&watchNamespaces, "watch-namespaces", "",
+		"Comma-separated namespaces to reconcile and serve; empty means all (which needs the ClusterRole).")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port of the injection webhook server.")
 	flag.StringVar(&certMode, "webhook-cert-mode", string(webhook.CertSelfSigned),
 		"Where the webhook's serving certificate comes from: self-signed (the manager issues, rotates and injects it), "+
@@ -63,6 +68,15 @@ func main() {
 	}
 
 	webhookTLS.Mode = webhook.CertMode(certMode)
+	cacheOptions := controllers.CacheOptions()
+	if watchNamespaces != "" {
+		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range strings.Split(watchNamespaces, ",") {
+			if ns = strings.TrimSpace(ns); ns != "" {
+				cacheOptions.DefaultNamespaces[ns] = cache.Config{}
+			}
+		}
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		WebhookServer:          crwebhook.NewServer(crwebhook.Options{Port: webhookPort, CertDir: webhookTLS.CertDir}),
 		Scheme:                 scheme,
@@ -72,7 +86,7 @@ func main() {
 		LeaderElectionID:       "switchboard-manager.mcp.switchboard.dev",
 		// Hand leadership over at once on shutdown instead of waiting a full lease.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(),
+		Cache:                         cacheOptions,
 	})
 	if err != nil {
 		log.Error(err, "Creating the manager")

@@ -1,0 +1,297 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/switchboard-mcp/switchboard/internal/testenv"
+)
+
+const releaseNamespace = "switchboard-system"
+
+// helmBin is the pinned Helm that `make test` installs into ./bin and passes as HELM.
+func helmBin(t *testing.T) string {
+	t.Helper()
+	h := os.Getenv("HELM")
+	if h == "" {
+		t.Fatal("HELM is not set: run the tests with `make test`, which installs the pinned Helm")
+	}
+	return h
+}
+
+func chartDir(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "charts", "switchboard")
+}
+
+// render runs helm template with the given --set values and returns the objects.
+func render(t *testing.T, sets ...string) ([]*unstructured.Unstructured, []byte) {
+	t.Helper()
+	args := []string{"template", "sb", chartDir(t), "--namespace", releaseNamespace, "--include-crds"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	out, err := exec.Command(helmBin(t), args...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("helm %v: %v\n%s", args, err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatalf("decoding helm output: %v", err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs, out
+}
+
+func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+			return o
+		}
+	}
+	return nil
+}
+
+func kinds(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func into(t *testing.T, u *unstructured.Unstructured, v any) {
+	t.Helper()
+	b, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// generated returns the documents of a generated manifest under config/.
+func generated(t *testing.T, rel string) []*unstructured.Unstructured {
+	t.Helper()
+	root, _ := testenv.RepoRoot()
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+func TestChartLints(t *testing.T) {
+	out, err := exec.Command(helmBin(t), "lint", "--strict", chartDir(t)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm lint --strict: %v\n%s", err, out)
+	}
+}
+
+func TestChartDefaults(t *testing.T) {
+	objs, _ := render(t)
+
+	if crds := kinds(objs, "CustomResourceDefinition"); len(crds) != 4 {
+		t.Errorf("want the 4 CRDs, got %d", len(crds))
+	}
+	deployments := kinds(objs, "Deployment")
+	if len(deployments) != 1 {
+		t.Fatalf("want one Deployment, got %d", len(deployments))
+	}
+	for _, u := range deployments {
+		var d appsv1.Deployment
+		into(t, u, &d)
+		assertRestricted(t, &d)
+		args := d.Spec.Template.Spec.Containers[0].Args
+		for _, want := range []string{"--leader-elect=true", "--sidecar-image=switchboard-sidecar:0.1.0", "--webhook-cert-mode=self-signed"} {
+			if !slices.Contains(args, want) {
+				t.Errorf("manager args %v lack %s", args, want)
+			}
+		}
+	}
+
+	// RBAC: exactly the generated rules.
+	gen := generated(t, "config/rbac/role.yaml")
+	cr := find(objs, "ClusterRole", "sb-switchboard-manager")
+	if cr == nil {
+		t.Fatal("no ClusterRole sb-switchboard-manager")
+	}
+	if !reflect.DeepEqual(cr.Object["rules"], find(gen, "ClusterRole", "").Object["rules"]) {
+		t.Errorf("the chart's ClusterRole rules differ from config/rbac/role.yaml")
+	}
+	role := find(objs, "Role", "sb-switchboard-webhook-cert")
+	if role == nil || !reflect.DeepEqual(role.Object["rules"], find(gen, "Role", "").Object["rules"]) {
+		t.Errorf("the chart's webhook-certificate Role differs from config/rbac/role.yaml: %v", role)
+	}
+
+	// The webhook: the generated configuration, pointed at the release's Service.
+	var chartWH, genWH map[string]any
+	wh := find(objs, "MutatingWebhookConfiguration", "switchboard-injector")
+	if wh == nil {
+		t.Fatal("no MutatingWebhookConfiguration switchboard-injector")
+	}
+	chartWH = wh.Object["webhooks"].([]any)[0].(map[string]any)
+	genWH = find(generated(t, "config/webhook/manifests.yaml"), "MutatingWebhookConfiguration", "").Object["webhooks"].([]any)[0].(map[string]any)
+	for _, field := range []string{"name", "rules", "failurePolicy", "sideEffects", "matchPolicy", "reinvocationPolicy", "objectSelector", "namespaceSelector", "timeoutSeconds", "admissionReviewVersions"} {
+		if !reflect.DeepEqual(chartWH[field], genWH[field]) {
+			t.Errorf("webhook %s: chart %v, generated %v", field, chartWH[field], genWH[field])
+		}
+	}
+	if svc := find(objs, "Service", "switchboard-webhook"); svc == nil {
+		t.Error("no webhook Service")
+	}
+	if find(objs, "Certificate", "") != nil || find(objs, "ServiceMonitor", "") != nil {
+		t.Error("cert-manager and ServiceMonitor objects must be opt-in")
+	}
+}
+
+func TestChartNamespaceScoped(t *testing.T) {
+	objs, _ := render(t, "watchNamespaces={team-a,team-b}")
+	if find(objs, "ClusterRole", "sb-switchboard-manager") != nil {
+		t.Error("a namespace-scoped install must not grant the manager's ClusterRole")
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		found := false
+		for _, r := range kinds(objs, "Role") {
+			if r.GetNamespace() == ns && r.GetName() == "sb-switchboard-manager" {
+				found = true
+				for _, rule := range r.Object["rules"].([]any) {
+					if slices.Contains(rule.(map[string]any)["apiGroups"].([]any), any("admissionregistration.k8s.io")) {
+						t.Errorf("Role in %s holds cluster-scoped webhook rules", ns)
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no manager Role in %s", ns)
+		}
+	}
+	if find(objs, "ClusterRole", "sb-switchboard-webhook") == nil {
+		t.Error("the webhook still needs its small ClusterRole for the webhook configuration")
+	}
+	var d appsv1.Deployment
+	into(t, find(objs, "Deployment", ""), &d)
+	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--watch-namespaces=team-a,team-b") {
+		t.Errorf("manager args lack --watch-namespaces: %v", d.Spec.Template.Spec.Containers[0].Args)
+	}
+	wh := find(objs, "MutatingWebhookConfiguration", "")
+	sel, _ := yaml.Marshal(wh.Object["webhooks"].([]any)[0].(map[string]any)["namespaceSelector"])
+	if !strings.Contains(string(sel), "operator: In") || !strings.Contains(string(sel), "team-a") {
+		t.Errorf("webhook must only intercept the watched namespaces: %s", sel)
+	}
+}
+
+func TestChartCertManagerAndServiceMonitor(t *testing.T) {
+	objs, _ := render(t, "webhook.certMode=cert-manager", "metrics.serviceMonitor.enabled=true")
+	if find(objs, "Certificate", "switchboard-webhook") == nil || find(objs, "Issuer", "") == nil {
+		t.Error("cert-manager mode needs an Issuer and a Certificate")
+	}
+	wh := find(objs, "MutatingWebhookConfiguration", "")
+	if wh.GetAnnotations()["cert-manager.io/inject-ca-from"] != releaseNamespace+"/switchboard-webhook" {
+		t.Errorf("cert-manager must inject the CA bundle: %v", wh.GetAnnotations())
+	}
+	if find(objs, "ServiceMonitor", "switchboard") == nil {
+		t.Error("no ServiceMonitor")
+	}
+	var d appsv1.Deployment
+	into(t, find(objs, "Deployment", ""), &d)
+	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--webhook-cert-mode=cert-manager") {
+		t.Errorf("manager args lack --webhook-cert-mode=cert-manager")
+	}
+	if _, err := exec.Command(helmBin(t), "template", "sb", chartDir(t), "--set", "webhook.certMode=bogus").Output(); err == nil {
+		t.Error("an unknown webhook.certMode must fail to render")
+	}
+}
+
+// TestChartInstallsOnAPIServer applies the default rendering with server-side dry-run against
+// the real API server (CRDs for real, since the rest needs them).
+func TestChartInstallsOnAPIServer(t *testing.T) {
+	_, out := render(t)
+	env, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(t.TempDir(), "chart.yaml")
+	if err := os.WriteFile(manifest, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.Kubectl(ctx, "apply", "--dry-run=server", "--server-side", "-f", manifest).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply --dry-run=server of the chart: %v\n%s", err, res)
+	}
+	if !strings.Contains(string(res), "deployment.apps/switchboard-manager serverside-applied (server dry run)") {
+		t.Errorf("unexpected apply output:\n%s", res)
+	}
+}
+
+func assertRestricted(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	ps := d.Spec.Template.Spec.SecurityContext
+	if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.SeccompProfile == nil || ps.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("Deployment %s: pod securityContext is not restricted: %+v", d.Name, ps)
+	}
+	for _, c := range slices.Concat(d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers) {
+		sc := c.SecurityContext
+		if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+			t.Errorf("Deployment %s container %s: securityContext is not restricted: %+v", d.Name, c.Name, sc)
+		}
+	}
+}
