@@ -4,6 +4,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,6 +72,36 @@ func TestKustomizeDefaultInstalls(t *testing.T) {
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("apply output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestKustomizeOverlaysRender renders the optional overlays: the cert-manager certificate and the
+// Prometheus ServiceMonitor.
+func TestKustomizeOverlaysRender(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for overlay, wants := range map[string][]string{
+		"certmanager": {"kind: Certificate", "kind: Issuer", "secretName: switchboard-webhook-cert"},
+		"prometheus":  {"kind: ServiceMonitor", "kind: Service", "port: metrics"},
+	} {
+		out, err := exec.CommandContext(ctx, filepath.Join(assets, "kubectl"), "kustomize", filepath.Join(root, "config", overlay)).CombinedOutput()
+		if err != nil {
+			t.Errorf("kubectl kustomize config/%s: %v\n%s", overlay, err, out)
+			continue
+		}
+		for _, want := range wants {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("config/%s lacks %q", overlay, want)
+			}
 		}
 	}
 }
