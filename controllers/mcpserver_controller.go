@@ -230,7 +230,7 @@ func (r *MCPServerReconciler) observe(ctx context.Context, s *scope) (ctrl.Resul
 	s.pods = pods.Items
 	p := propagation{Revision: s.revision, TooLarge: s.tooLarge, TooLargeMessage: s.tooLargeMessage}
 	for i := range pods.Items {
-		if podReady(&pods.Items[i]) {
+		if PodReady(&pods.Items[i]) {
 			p.ReadyPods = append(p.ReadyPods, pods.Items[i].Name)
 		}
 	}
@@ -283,7 +283,8 @@ func (r *MCPServerReconciler) pruneReports(ctx context.Context, s *scope, status
 	return r.Patch(ctx, status, client.RawPatch(types.MergePatchType, patch))
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady reports whether a pod counts as serving: Ready and not terminating.
+func PodReady(p *corev1.Pod) bool {
 	if p.DeletionTimestamp != nil {
 		return false
 	}

@@ -56,7 +56,7 @@ func readyPods(t *testing.T, ns, server string) []corev1.Pod {
 	}
 	var out []corev1.Pod
 	for _, p := range pods.Items {
-		if podReady(&p) {
+		if PodReady(&p) {
 			out = append(out, p)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/controllers"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 )
@@ -224,10 +225,10 @@ func firstReadyPod(ctx context.Context, c client.Client, timeout time.Duration, 
 	defer cancel()
 	for {
 		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"mcp.switchboard.dev/server": serverName}); err == nil {
+		if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{controllers.LabelServer: serverName}); err == nil {
 			slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 			for i := range pods.Items {
-				if podReady(&pods.Items[i]) {
+				if controllers.PodReady(&pods.Items[i]) {
 					return &pods.Items[i], nil
 				}
 			}
@@ -242,18 +243,6 @@ func firstReadyPod(ctx context.Context, c client.Client, timeout time.Duration, 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func waitReady(ctx context.Context, url string, p *proc) error {
