@@ -204,6 +204,13 @@ func (a *App) adminHandler() http.Handler {
 			http.Error(w, "upstream not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		// A replica that takes listens before its own upstream listen is
+		// acknowledged could miss a change for the clients that just moved
+		// to it during a rollout.
+		if !a.relay.Settled() {
+			http.Error(w, "upstream listen not established yet", http.StatusServiceUnavailable)
+			return
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
