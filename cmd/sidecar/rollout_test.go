@@ -169,7 +169,9 @@ func (w *world) change() int64 {
 	for _, srv := range w.servers {
 		// A tool whose name changes with every version: the list changed.
 		srv.AddTool(&mcp.Tool{Name: "marker-" + strconv.FormatInt(k, 10), InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 		srv.RemoveTools("marker-" + strconv.FormatInt(k-1, 10))
 	}
 	return k
@@ -282,7 +284,7 @@ func (c *rolloutClient) call(ctx context.Context, id, tool string) (string, erro
 			break
 		}
 	}
-	if resp.StatusCode != 200 || res.ID != id || res.Result == nil || res.Result.IsError || len(res.Result.Content) == 0 {
+	if resp.StatusCode != http.StatusOK || res.ID != id || res.Result == nil || res.Result.IsError || len(res.Result.Content) == 0 {
 		return "", fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
 	}
 	return res.Result.Content[0].Text, nil
