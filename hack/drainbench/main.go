@@ -94,25 +94,25 @@ func ms(d time.Duration) string { return d.Round(100 * time.Microsecond).String(
 
 // result is one run's figures (durations from the end of the delay).
 type result struct {
-	N            int
-	Jitter       time.Duration
-	Delay        time.Duration
-	Completes    int
-	First        time.Duration
-	P50          time.Duration
-	P99          time.Duration
-	Last         time.Duration
-	Relisten50   time.Duration
-	Relisten99   time.Duration
-	RelistenMax  time.Duration
-	Peak100ms    int // re-listens acknowledged by B, densest 100 ms
-	Peak1s       int
+	N           int
+	Jitter      time.Duration
+	Delay       time.Duration
+	Completes   int
+	First       time.Duration
+	P50         time.Duration
+	P99         time.Duration
+	Last        time.Duration
+	Relisten50  time.Duration
+	Relisten99  time.Duration
+	RelistenMax time.Duration
+	Peak100ms   int // re-listens acknowledged by B, densest 100 ms
+	Peak1s      int
 	// PeakComplete100ms is the densest 100 ms of complete arrivals, i.e.
 	// of reconnect attempts, before the client's own scheduling.
 	PeakComplete100ms int
-	SidecarEndMs int64
-	Errors       int
-	Relisten     bool
+	SidecarEndMs      int64
+	Errors            int
+	Relisten          bool
 }
 
 // startUpstream serves a go-sdk MCP server (tools with listChanged) in this
@@ -276,7 +276,7 @@ func run(bin, upstream string, n int, delay, jitter time.Duration, relisten bool
 			// Nothing but the end of the response may follow.
 			rest, err := io.ReadAll(rd)
 			if err != nil || bytes.Contains(rest, []byte("data:")) {
-				c.err = fmt.Errorf("after complete: %q %v", rest, err)
+				c.err = fmt.Errorf("after complete: %q: %w", rest, err)
 			}
 			if !relisten {
 				return
