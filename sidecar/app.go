@@ -26,6 +26,11 @@ const (
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 120 * time.Second
 	shutdownTimeout   = 5 * time.Second
+	// abortFlushWait bounds how long the drain waits, once its budget is
+	// over, for the requests it aborted to write their JSON-RPC errors.
+	abortFlushWait = 2 * time.Second
+	// inflightPoll is how often the drain looks at the in-flight count.
+	inflightPoll = 10 * time.Millisecond
 )
 
 // Config is everything the sidecar binary is configured with.
@@ -69,11 +74,18 @@ type App struct {
 
 // DrainStatus is what /drain and /drain/status report.
 type DrainStatus struct {
-	State           string `json:"state"` // serving, draining, drained
-	StreamsEnded    int    `json:"streamsEnded"`
-	InflightAtStart int64  `json:"inflightAtStart"`
-	InflightLeft    int64  `json:"inflightLeft"`
-	DurationMs      int64  `json:"durationMs"`
+	State        string `json:"state"` // serving, draining, drained
+	StreamsEnded int    `json:"streamsEnded"`
+	// EndStreamsMs is how long sending every complete result took (the
+	// jitter window plus the writes).
+	EndStreamsMs    int64 `json:"endStreamsMs"`
+	InflightAtStart int64 `json:"inflightAtStart"`
+	// InflightAtBudget is what was still in flight when the budget ran
+	// out; InflightAborted of those were answered with a JSON-RPC error.
+	InflightAtBudget int64 `json:"inflightAtBudget"`
+	InflightAborted  int64 `json:"inflightAborted"`
+	InflightLeft     int64 `json:"inflightLeft"`
+	DurationMs       int64 `json:"durationMs"`
 }
 
 // New builds the sidecar and binds its two listeners.
@@ -122,7 +134,7 @@ func (a *App) Addrs() (mcpAddr, adminAddr net.Addr) { return a.mcpLn.Addr(), a.a
 // Run serves until ctx ends, then drains (as on POST /drain) and shuts down.
 func (a *App) Run(ctx context.Context) error {
 	mux := http.NewServeMux()
-	mux.Handle(a.cfg.Path, a.Server)
+	mux.Handle(a.cfg.Path, a.closeWhenDraining(a.Server))
 	mcpSrv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -164,6 +176,20 @@ func (a *App) Run(ctx context.Context) error {
 	return err
 }
 
+// closeWhenDraining makes every response given while draining close its
+// connection (Connection: close), so keep-alive clients reconnect through the
+// Service to a replica that stays, instead of finding their idle connection
+// closed under them at shutdown. (The forwarding path sets it again after
+// copying the upstream's headers.)
+func (a *App) closeWhenDraining(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.Server.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 func (a *App) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -176,6 +202,13 @@ func (a *App) adminHandler() http.Handler {
 		}
 		if err := a.Server.Upstream().Ready(r.Context()); err != nil {
 			http.Error(w, "upstream not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		// A replica that takes listens before its own upstream listen is
+		// acknowledged could miss a change for the clients that just moved
+		// to it during a rollout.
+		if !a.relay.Settled() {
+			http.Error(w, "upstream listen not established yet", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))
@@ -210,10 +243,17 @@ func (a *App) DrainState() DrainStatus {
 }
 
 // Drain runs the graceful drain once and blocks until it is done; later
-// calls wait for the same drain. Sequence: fail readiness and answer new
-// listens with ack + complete; after DrainDelay end every open listen with
-// its complete result (spread over DrainJitter); then wait up to
-// DrainBudget for forwarded requests in flight.
+// calls wait for the same drain (both containers' preStop hooks call it).
+// Sequence (docs/drain.md):
+//
+//  1. fail readiness; answer new listens with ack + complete; keep serving
+//     ordinary requests, each now with Connection: close;
+//  2. wait DrainDelay for endpoint removal to propagate;
+//  3. end every open listen with its complete result, spread evenly over
+//     DrainJitter;
+//  4. wait up to DrainBudget for forwarded requests in flight; answer any
+//     still running with a JSON-RPC error carrying its id, and wait (up to
+//     abortFlushWait) until those answers are written.
 func (a *App) Drain() DrainStatus {
 	a.drainMu.Lock()
 	if a.drainState != "" {
@@ -231,19 +271,41 @@ func (a *App) Drain() DrainStatus {
 	a.Server.draining.Store(true)
 	a.log.Info("Draining", "delay", a.cfg.DrainDelay, "jitter", a.cfg.DrainJitter, "budget", a.cfg.DrainBudget, "streams", a.Hub.Len())
 	time.Sleep(a.cfg.DrainDelay)
-	n := a.Hub.Len()
-	a.Hub.EndAll(a.cfg.DrainJitter)
-	deadline := time.Now().Add(a.cfg.DrainBudget)
-	for a.Server.Inflight() > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	endStart := time.Now()
+	n := a.Hub.EndAll(a.cfg.DrainJitter)
+	endTook := time.Since(endStart)
+	a.log.Info("Listen streams completed", "streams", n, "took", endTook)
+	left := waitInflight(a.Server, a.cfg.DrainBudget)
+	var aborted int64
+	if left > 0 {
+		a.log.Warn("Drain budget over: answering requests still in flight with an error", "inflight", left)
+		a.Server.AbortInflight()
+		waitInflight(a.Server, abortFlushWait)
+		aborted = a.Server.Aborted()
 	}
 	a.drainMu.Lock()
 	a.drainState = "drained"
 	a.drainInfo.State = "drained"
 	a.drainInfo.StreamsEnded = n
+	a.drainInfo.EndStreamsMs = endTook.Milliseconds()
+	a.drainInfo.InflightAtBudget = left
+	a.drainInfo.InflightAborted = aborted
 	a.drainInfo.DurationMs = time.Since(start).Milliseconds()
 	close(a.drainDone)
 	a.drainMu.Unlock()
-	a.log.Info("Drained", "streamsEnded", n, "inflightLeft", a.Server.Inflight(), "took", time.Since(start))
+	a.log.Info("Drained", "streamsEnded", n, "inflightAborted", aborted, "inflightLeft", a.Server.Inflight(), "took", time.Since(start))
 	return a.DrainState()
+}
+
+// waitInflight waits up to d for the forwarded requests in flight to finish
+// and returns how many are left.
+func waitInflight(s *Server, d time.Duration) int64 {
+	deadline := time.Now().Add(d)
+	for {
+		n := s.Inflight()
+		if n == 0 || !time.Now().Before(deadline) {
+			return n
+		}
+		time.Sleep(inflightPoll)
+	}
 }

@@ -298,17 +298,20 @@ func (h *Hub) Len() int {
 	return h.all.len()
 }
 
-// close ends one stream, writing final first when it is not nil.
-func (h *Hub) close(s *stream, final []byte) {
+// close ends one stream, writing final first when it is not nil. It reports
+// whether this call ended the stream (false if it was already closed), so a
+// stream gets at most one final frame and nothing after it.
+func (h *Hub) close(s *stream, final []byte) bool {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	s.closed = true
 	s.w.end(final)
 	s.mu.Unlock()
 	h.remove(s)
+	return true
 }
 
 // send writes one event to one stream and closes the stream on failure.
@@ -443,23 +446,51 @@ func completeEvent(id []byte) []byte {
 	return append(b, "}}}\n\n"...)
 }
 
+// endAllWriters bounds the goroutines EndAll writes complete results with,
+// so that a few clients whose sockets are full (each write may wait up to
+// WriteTimeout) do not hold back the schedule for everyone else.
+const endAllWriters = 64
+
 // EndAll stops admitting streams and ends every open stream with its
-// `complete` result, spreading the ends over jitter. It is the drain seam.
-func (h *Hub) EndAll(jitter time.Duration) {
+// `complete` result. Stream i of n is ended at start + jitter·i/n (an even
+// spread, so reconnects arrive at a steady n/jitter per second instead of in
+// one burst); the schedule is absolute, so it does not drift with the cost
+// of each write. It returns the number of streams it ended once every one
+// has been written and closed. It is the drain seam.
+func (h *Hub) EndAll(jitter time.Duration) int {
 	h.mu.Lock()
 	h.closing = true
 	targets := h.all.snapshot()
 	h.mu.Unlock()
-	var per time.Duration
-	if len(targets) > 0 {
-		per = jitter / time.Duration(len(targets))
+	n := len(targets)
+	if n == 0 {
+		return 0
 	}
-	for _, s := range targets {
-		h.close(s, completeEvent(s.id))
-		if per > 0 {
-			time.Sleep(per)
+	start := time.Now()
+	var next, ended atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= n {
+				return
+			}
+			if jitter > 0 {
+				if d := time.Until(start.Add(jitter * time.Duration(i) / time.Duration(n))); d > 0 {
+					time.Sleep(d)
+				}
+			}
+			if h.close(targets[i], completeEvent(targets[i].id)) {
+				ended.Add(1)
+			}
 		}
 	}
+	var wg sync.WaitGroup
+	for range min(endAllWriters, n) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	return int(ended.Load())
 }
 
 // Closing reports whether EndAll has been called.

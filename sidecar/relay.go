@@ -38,7 +38,16 @@ type Relay struct {
 	log *slog.Logger
 	m   *Metrics
 	seq atomic.Int64
+	// settled is set once the relay first has its upstream listen
+	// acknowledged, knows the upstream has nothing to listen for, or failed
+	// its first attempt (the next success then invalidates every client).
+	// Until then a change could be missed silently, so readiness waits.
+	settled atomic.Bool
 }
+
+// Settled reports whether the relay has covered the upstream's changes at
+// least once (see Relay.settled).
+func (rl *Relay) Settled() bool { return rl.settled.Load() }
 
 // NewRelay returns a relay from up into hub.
 func NewRelay(up *Upstream, hub *Hub, log *slog.Logger, m *Metrics) *Relay {
@@ -68,6 +77,9 @@ func (rl *Relay) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		began := time.Now()
 		err := rl.session(ctx, dropped)
+		// Even a failed first attempt settles: the session that succeeds
+		// later is a reconnect, and tells every client to re-read.
+		rl.settled.Store(true)
 		if ctx.Err() != nil {
 			return
 		}
@@ -122,6 +134,7 @@ func (rl *Relay) session(ctx context.Context, reconnect bool) error {
 	}
 	kinds, uris := filterFor(info, rl.hub.URIs())
 	if kinds == 0 && len(uris) == 0 {
+		rl.settled.Store(true)
 		// Wait for a client URI (if the upstream takes subscriptions) or
 		// for the upstream's capabilities to change.
 		select {
@@ -136,6 +149,7 @@ func (rl *Relay) session(ctx context.Context, reconnect bool) error {
 		return err
 	}
 	defer func() { cur.cancel() }()
+	rl.settled.Store(true)
 	rl.m.relayConnected.Set(1)
 	rl.log.Info("Upstream listen stream established", "kinds", kinds, "uris", len(uris), "reconnect", reconnect)
 	if reconnect {

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -88,6 +89,12 @@ type Server struct {
 
 	inflight atomic.Int64 // forwarded requests in progress (for drain)
 	draining atomic.Bool
+	// abortCtx ends when the drain budget is over (AbortInflight): every
+	// forwarded request still waiting on the upstream is then answered with
+	// a JSON-RPC error carrying its id instead of being cut.
+	abortCtx context.Context
+	abort    context.CancelFunc
+	aborted  atomic.Int64 // forwarded requests answered by AbortInflight
 	// pol caches the version policy derived from one upstream discover
 	// result; it is replaced whenever that result is.
 	pol atomic.Pointer[cachedPolicy]
@@ -131,7 +138,23 @@ func NewServer(o Options) (*Server, error) {
 			methodListen:   (*Server).serveListen,
 		},
 	}
+	s.abortCtx, s.abort = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// AbortInflight ends the wait on the upstream for every forwarded request in
+// progress (and any started later): each is answered with a JSON-RPC error
+// that carries its id, on its JSON or SSE response. The drain calls it when
+// its budget is over, so no client sees a reset.
+func (s *Server) AbortInflight() { s.abort() }
+
+// Aborted returns how many forwarded requests AbortInflight answered.
+func (s *Server) Aborted() int64 { return s.aborted.Load() }
+
+// errDrained is the answer to a forwarded request the drain budget cut short.
+func errDrained() *rpcError {
+	return newErr(http.StatusServiceUnavailable, codeInternalError,
+		"Internal error: the server is shutting down and did not answer within the drain budget; retry")
 }
 
 // Upstream returns the upstream client (for the relay and readiness).
@@ -349,7 +372,9 @@ func copyHeaders(dst, src http.Header) {
 }
 
 // forward sends a request the sidecar does not own to the upstream and
-// streams the answer back, stamping results on the way.
+// streams the answer back, stamping results on the way. While draining,
+// every response asks the client to close its connection, so that clients
+// reconnect (through the Service) to a replica that is staying.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 	s.inflight.Add(1)
 	s.m.inflight.Inc()
@@ -357,7 +382,22 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 		s.inflight.Add(-1)
 		s.m.inflight.Dec()
 	}()
-	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(req.body))
+	// The upstream call ends when the client goes away or when the drain
+	// budget is over (AbortInflight), whichever comes first.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.abortCtx, cancel)
+	defer stop()
+	// abortedNow reports whether the upstream call ended because of the
+	// drain budget (and the client is still there to be told).
+	abortedNow := func() bool {
+		if s.abortCtx.Err() != nil && r.Context().Err() == nil {
+			s.aborted.Add(1)
+			return true
+		}
+		return false
+	}
+	ureq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.up.url, bytes.NewReader(req.body))
 	if err != nil {
 		s.fail(w, req.id, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
 		return
@@ -367,6 +407,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 	resp, err := s.up.client.Do(ureq)
 	s.m.observeUpstream(req.method, time.Since(start))
 	if err != nil {
+		if abortedNow() {
+			s.fail(w, req.id, errDrained())
+			return
+		}
 		if r.Context().Err() != nil {
 			return // the client went away; nothing to answer
 		}
@@ -376,17 +420,24 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 	}
 	defer resp.Body.Close()
 	copyHeaders(w.Header(), resp.Header)
+	if s.draining.Load() {
+		w.Header().Set("Connection", "close")
+	}
 	switch {
 	case isEventStream(resp.Header):
-		s.relayEvents(w, resp, req)
+		s.relayEvents(r.Context(), w, resp, req, abortedNow)
 	case isJSON(resp.Header) && !req.legacy && !req.isNotification():
 		buf := respBufs.Get().(*bytes.Buffer)
 		defer putRespBuf(buf)
 		buf.Reset()
 		_, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(s.up.maxBytes)+1))
 		if err != nil || buf.Len() > s.up.maxBytes {
-			s.log.Warn("Reading upstream response failed", "method", req.method, "err", err, "bytes", buf.Len())
 			w.Header().Del("Content-Type")
+			if abortedNow() {
+				s.fail(w, req.id, errDrained())
+				return
+			}
+			s.log.Warn("Reading upstream response failed", "method", req.method, "err", err, "bytes", buf.Len())
 			s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream response unreadable or too large"))
 			return
 		}
@@ -414,7 +465,10 @@ func putRespBuf(b *bytes.Buffer) {
 
 // relayEvents streams an upstream SSE response to the client event by
 // event, stamping the final result. Each message goes out as one data: line.
-func (s *Server) relayEvents(w http.ResponseWriter, resp *http.Response, req *request) {
+// When the upstream stream ends before the final response (the drain budget
+// ran out, or the upstream went away), a request that expects an answer gets
+// a JSON-RPC error event with its id, so the client is answered, not cut.
+func (s *Server) relayEvents(clientCtx context.Context, w http.ResponseWriter, resp *http.Response, req *request, abortedNow func() bool) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
@@ -423,12 +477,29 @@ func (s *Server) relayEvents(w http.ResponseWriter, resp *http.Response, req *re
 	_ = rc.Flush()
 	rd := newSSEReader(resp.Body, s.up.maxBytes)
 	var out []byte
+	answered := false
 	for {
 		ev, err := rd.next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 				s.log.Debug("Upstream event stream ended", "method", req.method, "err", err)
 			}
+			if answered || req.legacy || req.isNotification() {
+				return
+			}
+			var e *rpcError
+			switch {
+			case abortedNow():
+				e = errDrained()
+			case clientCtx.Err() != nil:
+				return // the client went away
+			default:
+				e = newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream ended the stream without answering")
+			}
+			s.m.countError(e.code)
+			out = append(append(append(out[:0], "event: message\ndata: "...), errorBody(req.id, e)...), '\n', '\n')
+			_, _ = w.Write(out)
+			_ = rc.Flush()
 			return
 		}
 		data := ev.data
@@ -441,6 +512,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, resp *http.Response, req *re
 		}
 		if !req.legacy && isResponse(data) {
 			data = s.stamp(req, data)
+			answered = true
 		}
 		name := ev.event
 		if name == "" {
