@@ -95,6 +95,12 @@ bench: build ## Benchmark the sidecar against bare Go baselines (docs/performanc
 	go build -o $(LOCALBIN)/sidecarbench ./hack/sidecarbench
 	$(LOCALBIN)/sidecarbench -sidecar $(LOCALBIN)/sidecar -json results/sidecarbench.jsonl
 
+.PHONY: bench-drain
+bench-drain: build ## Benchmark the graceful drain with 10,000 listen streams (docs/drain.md); 127.0.0.1 only.
+	mkdir -p results
+	go build -o $(LOCALBIN)/drainbench ./hack/drainbench
+	$(LOCALBIN)/drainbench -sidecar $(LOCALBIN)/sidecar -json results/drainbench.jsonl
+
 .PHONY: verify
 verify: generate manifests fmt ## Regenerate everything and fail if the tree changed.
 	go mod tidy
