@@ -144,7 +144,7 @@ func TestStamp(t *testing.T) {
 }
 
 func TestMergedCapabilities(t *testing.T) {
-	got, err := mergedCapabilities([]byte(`{"tools":{},"resources":{"subscribe":false},"logging":{}}`))
+	got, err := mergedCapabilities([]byte(`{"tools":{},"resources":{"subscribe":false},"logging":{}}`), false)
 	if err != nil {
 		t.Fatal(err)
 	}
