@@ -78,7 +78,7 @@ type Overlay struct {
 	upKinds  Kind           // upstream lists to re-read
 	upURIs   map[string]bool
 	kick     chan struct{}
-	appliedC    chan struct{} // closed on the first applied revision
+	appliedC    chan struct{} // closed once the first revision is applied and its changes published
 	appliedOnce sync.Once
 
 	// Owned by Run.
@@ -125,7 +125,9 @@ func (o *Overlay) Catalog() (*catalog.Catalog, string) {
 	return emptyCatalog, ""
 }
 
-// Applied is closed once a first revision has been applied.
+// Applied is closed once a first revision has been applied and the changes
+// it made published (readiness waits for it, so clients that connect once
+// the pod is ready never see the switch from the empty catalog).
 func (o *Overlay) Applied() <-chan struct{} { return o.appliedC }
 
 func (o *Overlay) signal() {
@@ -162,7 +164,6 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 	o.report.Revision = revision
 	rep := o.report
 	o.pendMu.Unlock()
-	o.appliedOnce.Do(func() { close(o.appliedC) })
 	o.m.catalogApplied.Inc()
 	o.m.catalogRejectedNow.Set(0)
 	o.log.Info("Catalog revision applied", "revision", revision, "tools", len(c.Tools), "resources", len(c.Resources), "prompts", len(c.Prompts))
@@ -268,6 +269,9 @@ func (o *Overlay) Run(ctx context.Context) {
 			o.publishDiff(o.last, snap, uris, asked&failed)
 		}
 		o.last = snap
+		if _, rev := o.Catalog(); rev != "" {
+			o.appliedOnce.Do(func() { close(o.appliedC) })
+		}
 	}
 }
 

@@ -92,7 +92,7 @@ func run(sidecarBin string, clients, n int, gap time.Duration) error {
 		for _, s := range streams {
 			select {
 			case extra := <-s.C:
-				return fmt.Errorf("change %d: a client got a second notification %s", i, extra.Method)
+				return fmt.Errorf("change %d: a client got a second notification %s %v after the first\n%s", i, extra.Method, extra.At.Sub(last), st.SidecarLog(15))
 			default:
 			}
 		}

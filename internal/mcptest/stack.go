@@ -14,11 +14,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/switchboard-mcp/switchboard/controllers"
@@ -64,6 +66,7 @@ func StartStack(ctx context.Context, o StackOptions) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	ctrllog.SetLogger(logr.Discard()) // the stack's own failures are returned; its logs are noise here
 	env, err := testenv.Start(testenv.Options{Controllers: true})
 	if err != nil {
 		return nil, err
