@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -73,11 +73,11 @@ type Overlay struct {
 
 	cur atomic.Pointer[appliedCatalog]
 
-	pendMu   sync.Mutex
-	report   catalog.Report // last report (guarded by pendMu)
-	upKinds  Kind           // upstream lists to re-read
-	upURIs   map[string]bool
-	kick     chan struct{}
+	pendMu      sync.Mutex
+	report      catalog.Report // last report (guarded by pendMu)
+	upKinds     Kind           // upstream lists to re-read
+	upURIs      map[string]bool
+	kick        chan struct{}
 	appliedC    chan struct{} // closed once the first revision is applied and its changes published
 	appliedOnce sync.Once
 

@@ -77,7 +77,7 @@ type Options struct {
 	Logger  *slog.Logger
 	// upstream is a client shared with the overlay (NewUpstream when nil).
 	upstream *Upstream
-	Metrics *Metrics
+	Metrics  *Metrics
 }
 
 // ownedHandler answers a validated request the sidecar handles itself.

@@ -156,7 +156,7 @@ func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Stream, er
 		cancel()
 		return nil, err
 	}
-	resp, err := c.HTTP.Do(req)
+	resp, err := c.HTTP.Do(req) //nolint:bodyclose // the stream's reader goroutine closes it
 	if err != nil {
 		cancel()
 		return nil, err

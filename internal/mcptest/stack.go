@@ -279,7 +279,9 @@ func (s *Stack) Stop() {
 	}
 	if s.stopMgr != nil {
 		s.stopMgr()
-		<-s.mgrDone
+		if err := <-s.mgrDone; err != nil {
+			fmt.Fprintln(os.Stderr, "mcptest: the manager stopped with", err)
+		}
 	}
 	if s.Env != nil {
 		_ = s.Env.Stop()
