@@ -105,7 +105,8 @@ func run(ctx context.Context, o options) error {
 
 	say("Starting the manager")
 	manager, err := start(dir, "manager", []string{"KUBECONFIG=" + kubeconfig}, filepath.Join(bin, "manager"),
-		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0", "--sidecar-image=switchboard-sidecar:dev")
+		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0", "--sidecar-image=switchboard-sidecar:dev",
+		"--webhook-cert-mode=none") // no injection webhook locally: the pods are the controller's own
 	if err != nil {
 		return err
 	}
