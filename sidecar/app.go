@@ -52,6 +52,15 @@ type Config struct {
 	DrainJitter                time.Duration
 	DrainBudget                time.Duration
 	Logger                     *slog.Logger
+
+	// The live catalog (catalogsource.go); all optional. With neither
+	// catalog source the sidecar is a transparent proxy.
+	CatalogConfigMap string // NAMESPACE/NAME of the catalog ConfigMap
+	CatalogFile      string // or a file, re-read on change
+	ReportConfigMap  string // NAMESPACE/NAME of the status ConfigMap
+	PodName          string // key of this sidecar's report
+	Kubeconfig       string // explicit kubeconfig (else KUBECONFIG, ~/.kube/config, in-cluster)
+	PageSize         int    // page size of merged lists (DefaultPageSize when 0)
 }
 
 // App is a running sidecar: MCP listener, admin listener, hub and relay.
@@ -62,6 +71,7 @@ type App struct {
 	Hub     *Hub
 	Server  *Server
 	relay   *Relay
+	catalog *catalogWiring // nil without a catalog source
 
 	mcpLn, adminLn net.Listener
 
@@ -101,7 +111,18 @@ func New(cfg Config) (*App, error) {
 	}
 	m := NewMetrics()
 	hub := NewHub(HubOptions{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Metrics: m})
+	up := NewUpstream(cfg.Upstream, cfg.MaxResponseBytes)
+	cat, err := newCatalogWiring(cfg, hub, up, m)
+	if err != nil {
+		return nil, err
+	}
+	var overlay *Overlay
+	if cat != nil {
+		overlay = cat.overlay
+	}
 	srv, err := NewServer(Options{
+		upstream:                   up,
+		Overlay:                    overlay,
 		Upstream:                   cfg.Upstream,
 		AllowedOrigins:             cfg.AllowedOrigins,
 		AllowedHosts:               cfg.AllowedHosts,
@@ -116,8 +137,11 @@ func New(cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, log: cfg.Logger, Metrics: m, Hub: hub, Server: srv,
+	a := &App{cfg: cfg, log: cfg.Logger, Metrics: m, Hub: hub, Server: srv, catalog: cat,
 		relay: NewRelay(srv.Upstream(), hub, cfg.Logger, m)}
+	if overlay != nil {
+		a.relay.SetPublisher(overlay)
+	}
 	if a.mcpLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, err
 	}
@@ -152,6 +176,9 @@ func (a *App) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.Hub.Run(bg) })
 	wg.Go(func() { a.relay.Run(bg) })
+	if a.catalog != nil {
+		wg.Go(func() { a.catalog.run(bg) })
+	}
 	errc := make(chan error, 2)
 	go func() { errc <- mcpSrv.Serve(a.mcpLn) }()
 	go func() { errc <- adminSrv.Serve(a.adminLn) }()
@@ -199,6 +226,15 @@ func (a *App) adminHandler() http.Handler {
 		if a.Server.draining.Load() {
 			http.Error(w, "draining", http.StatusServiceUnavailable)
 			return
+		}
+		if a.catalog != nil {
+			select {
+			case <-a.catalog.overlay.Applied():
+			default:
+				// Serving before the catalog is applied would show disabled tools.
+				http.Error(w, "no catalog revision applied yet", http.StatusServiceUnavailable)
+				return
+			}
 		}
 		if err := a.Server.Upstream().Ready(r.Context()); err != nil {
 			http.Error(w, "upstream not ready: "+err.Error(), http.StatusServiceUnavailable)

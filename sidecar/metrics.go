@@ -21,6 +21,12 @@ type Metrics struct {
 	inflight          prometheus.Gauge
 	relayConnected    prometheus.Gauge
 
+	catalogApplied      prometheus.Counter
+	catalogRejected     prometheus.Counter
+	catalogRejectedNow  prometheus.Gauge
+	catalogMissingTools prometheus.Gauge
+	reportFailures      prometheus.Counter
+
 	// upstreamBy holds the resolved per-method observers (read-only after
 	// NewMetrics), so the hot path skips the label lookup.
 	upstreamBy map[string]prometheus.Observer
@@ -61,7 +67,28 @@ func NewMetrics() *Metrics {
 			Name: "switchboard_sidecar_upstream_listen_connected",
 			Help: "1 while the sidecar's own listen stream to the upstream is established.",
 		}),
+		catalogApplied: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_catalog_revisions_applied_total",
+			Help: "Catalog revisions applied.",
+		}),
+		catalogRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_catalog_revisions_rejected_total",
+			Help: "Catalog revisions rejected (failed to decode or validate); the last good one kept serving.",
+		}),
+		catalogRejectedNow: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_sidecar_catalog_rejected",
+			Help: "1 while the newest catalog revision seen was rejected.",
+		}),
+		catalogMissingTools: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_sidecar_catalog_missing_tools",
+			Help: "Declared, enabled tools the upstream does not have (not listed).",
+		}),
+		reportFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_catalog_report_failures_total",
+			Help: "Failed attempts to write the propagation report into the status ConfigMap.",
+		}),
 	}
+	m.Registry.MustRegister(m.catalogApplied, m.catalogRejected, m.catalogRejectedNow, m.catalogMissingTools, m.reportFailures)
 	m.Registry.MustRegister(m.listenStreams, m.notificationsSent, m.fanoutSeconds,
 		m.upstreamSeconds, m.errors, m.inflight, m.relayConnected,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

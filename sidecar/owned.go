@@ -48,7 +48,7 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream discover result unusable"))
 		return
 	}
-	caps, err := mergedCapabilities(info.capsRaw)
+	caps, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
 	if err != nil {
 		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream capabilities unusable"))
 		return
@@ -82,14 +82,28 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 // relays the upstream's changes and will emit the catalog's), and resource
 // subscriptions when the upstream serves resources. It never adds a
 // capability for a list the upstream does not serve, so the advertised
-// capabilities keep matching the handlers.
-func mergedCapabilities(raw json.RawMessage) (json.RawMessage, error) {
+// capabilities keep matching the handlers. With a catalog overlay the
+// sidecar serves all three lists itself (declared prompts and resources need
+// no upstream support), so all of them are advertised.
+func mergedCapabilities(raw json.RawMessage, overlay bool) (json.RawMessage, error) {
 	if len(raw) == 0 {
-		return json.RawMessage(`{}`), nil
+		raw = json.RawMessage(`{}`)
 	}
 	var caps map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &caps); err != nil {
 		return nil, err
+	}
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	if overlay {
+		for _, name := range []string{"tools", "prompts", "resources"} {
+			if c, ok := caps[name]; !ok || !isObject(c) {
+				caps[name] = json.RawMessage(`{}`)
+			}
+		}
+	} else if len(caps) == 0 {
+		return json.RawMessage(`{}`), nil
 	}
 	for name, extra := range map[string][]string{
 		"tools": {"listChanged"}, "prompts": {"listChanged"}, "resources": {"listChanged", "subscribe"},
@@ -112,9 +126,9 @@ func mergedCapabilities(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // effectiveCaps is the capability view used to narrow listen filters.
-func effectiveCaps(info *upstreamInfo) mcp.ServerCapabilities {
+func (s *Server) effectiveCaps(info *upstreamInfo) mcp.ServerCapabilities {
 	var c mcp.ServerCapabilities
-	merged, err := mergedCapabilities(info.capsRaw)
+	merged, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
 	if err == nil {
 		_ = json.Unmarshal(merged, &c)
 	}
@@ -148,7 +162,7 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 			return
 		}
 	}
-	caps := effectiveCaps(info)
+	caps := s.effectiveCaps(info)
 	var agreed mcp.NotificationSubscriptions
 	var kinds Kind
 	if want.ToolsListChanged && caps.Tools != nil && caps.Tools.ListChanged {

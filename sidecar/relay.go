@@ -35,6 +35,9 @@ const (
 type Relay struct {
 	up  *Upstream
 	hub *Hub
+	// pub receives the changes: the hub itself, or the catalog overlay
+	// (which diffs them against the catalog first).
+	pub Publisher
 	log *slog.Logger
 	m   *Metrics
 	seq atomic.Int64
@@ -51,8 +54,17 @@ func (rl *Relay) Settled() bool { return rl.settled.Load() }
 
 // NewRelay returns a relay from up into hub.
 func NewRelay(up *Upstream, hub *Hub, log *slog.Logger, m *Metrics) *Relay {
-	return &Relay{up: up, hub: hub, log: log, m: m}
+	return &Relay{up: up, hub: hub, pub: hub, log: log, m: m}
 }
+
+// Publisher is where changes go: Hub.Publish, or Overlay.Publish.
+type Publisher interface {
+	Publish(k Kind, uri string) int
+}
+
+// SetPublisher routes the relay's changes to p instead of the hub (call
+// before Run).
+func (rl *Relay) SetPublisher(p Publisher) { rl.pub = p }
 
 // upEvent is one notification from the upstream listen stream.
 type upEvent struct {
@@ -164,7 +176,7 @@ func (rl *Relay) session(ctx context.Context, reconnect bool) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case ev := <-cur.events:
-			rl.hub.Publish(ev.kind, ev.uri)
+			rl.pub.Publish(ev.kind, ev.uri)
 		case err := <-cur.done:
 			return err
 		case <-rl.hub.URIsChanged():
@@ -301,11 +313,11 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 func (rl *Relay) invalidate(kinds Kind, uris []string) {
 	for _, k := range listKinds {
 		if kinds&k != 0 {
-			rl.hub.Publish(k, "")
+			rl.pub.Publish(k, "")
 		}
 	}
 	for _, u := range uris {
-		rl.hub.Publish(KindResourceUpdated, u)
+		rl.pub.Publish(KindResourceUpdated, u)
 	}
 }
 

@@ -67,11 +67,18 @@ type Options struct {
 	RejectLegacy     bool
 	MaxBodyBytes     int64 // DefaultMaxBodyBytes when 0
 	MaxResponseBytes int   // DefaultMaxResponseBytes when 0
-	// Hints stamps cache hints; DefaultHints when nil.
-	Hints   HintFunc
+	// Hints stamps cache hints; DefaultHints when nil (the overlay's when
+	// Overlay is set).
+	Hints HintFunc
+	// Overlay is the live catalog; nil keeps the sidecar a transparent
+	// proxy. With it the sidecar owns the lists, tools/call routing,
+	// resources/read and prompts/get.
+	Overlay *Overlay
 	Hub     *Hub
 	Logger  *slog.Logger
-	Metrics *Metrics
+	// upstream is a client shared with the overlay (NewUpstream when nil).
+	upstream *Upstream
+	Metrics  *Metrics
 }
 
 // ownedHandler answers a validated request the sidecar handles itself.
@@ -115,12 +122,18 @@ func NewServer(o Options) (*Server, error) {
 	}
 	if o.Hints == nil {
 		o.Hints = DefaultHints
+		if o.Overlay != nil {
+			o.Hints = o.Overlay.hints
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
+	}
+	if o.upstream == nil {
+		o.upstream = NewUpstream(o.Upstream, o.MaxResponseBytes)
 	}
 	if o.Hub == nil {
 		o.Hub = NewHub(HubOptions{Logger: o.Logger, Metrics: o.Metrics})
@@ -129,7 +142,7 @@ func NewServer(o Options) (*Server, error) {
 		opts: o,
 		log:  o.Logger,
 		m:    o.Metrics,
-		up:   NewUpstream(o.Upstream, o.MaxResponseBytes),
+		up:   o.upstream,
 		hub:  o.Hub,
 		// The methods the sidecar answers itself. The catalog overlay adds
 		// its lists, reads and prompts/get here.
@@ -139,6 +152,14 @@ func NewServer(o Options) (*Server, error) {
 		},
 	}
 	s.abortCtx, s.abort = context.WithCancel(context.Background())
+	if o.Overlay != nil {
+		for m := range listSpecs {
+			s.owned[m] = (*Server).serveList
+		}
+		s.owned["tools/call"] = (*Server).serveToolCall
+		s.owned["resources/read"] = (*Server).serveRead
+		s.owned["prompts/get"] = (*Server).servePromptGet
+	}
 	return s, nil
 }
 
@@ -554,7 +575,9 @@ func (s *Server) stamp(req *request, msg []byte) []byte {
 		if ttl < 0 {
 			ttl = 0
 		}
-		if scope != "public" {
+		// An upstream that says its answer depends on the caller is
+		// believed: the scope only ever narrows.
+		if up, ok, _ := field(res, "cacheScope"); scope != "public" || (ok && string(up) == `"private"`) {
 			scope = "private"
 		}
 		sets = append(sets,

@@ -122,7 +122,10 @@ func TestStamp(t *testing.T) {
 		return 0, "private"
 	}}}
 	cases := []struct{ method, in, want string }{
+		// The TTL is the hint's; an upstream that says private is believed (the scope only narrows).
 		{"tools/list", `{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":5,"cacheScope":"private","resultType":"complete"}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete","ttlMs":60000,"cacheScope":"private"}}`},
+		{"tools/list", `{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":5,"cacheScope":"public","resultType":"complete"}}`,
 			`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete","ttlMs":60000,"cacheScope":"public"}}`},
 		{"resources/read", `{"id":1,"result":{"contents":[]}}`,
 			`{"id":1,"result":{"contents":[],"resultType":"complete","ttlMs":0,"cacheScope":"private"}}`},
@@ -144,7 +147,7 @@ func TestStamp(t *testing.T) {
 }
 
 func TestMergedCapabilities(t *testing.T) {
-	got, err := mergedCapabilities([]byte(`{"tools":{},"resources":{"subscribe":false},"logging":{}}`))
+	got, err := mergedCapabilities([]byte(`{"tools":{},"resources":{"subscribe":false},"logging":{}}`), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,12 @@ func main() {
 	fs.DurationVar(&cfg.DrainDelay, "drain-delay", sidecar.DefaultDrainDelay, "on drain, time between failing readiness and ending listen streams")
 	fs.DurationVar(&cfg.DrainJitter, "drain-jitter", sidecar.DefaultDrainJitter, "on drain, period over which listen streams are ended")
 	fs.DurationVar(&cfg.DrainBudget, "drain-budget", sidecar.DefaultDrainBudget, "on drain, longest wait for forwarded requests in flight")
+	fs.StringVar(&cfg.CatalogConfigMap, "catalog-configmap", "", "NAMESPACE/NAME of the catalog ConfigMap to watch and serve live (get/list/watch on that name)")
+	fs.StringVar(&cfg.CatalogFile, "catalog-file", "", "catalog file to serve live, re-read on change (instead of --catalog-configmap)")
+	fs.StringVar(&cfg.ReportConfigMap, "report-configmap", "", "NAMESPACE/NAME of the status ConfigMap the propagation report is applied into (key: --pod-name)")
+	fs.StringVar(&cfg.PodName, "pod-name", "", "this pod's name: the key of its propagation report")
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, then in-cluster)")
+	fs.IntVar(&cfg.PageSize, "page-size", sidecar.DefaultPageSize, "entries per page of the merged lists")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	_ = fs.Parse(os.Args[1:])
 

@@ -1,0 +1,221 @@
+// Package mcptest is a small raw MCP 2026-07-28 client over Streamable HTTP for end-to-end tests
+// and benchmarks: single requests, and subscriptions/listen streams read frame by frame, so a test
+// sees exactly the notifications a client would (no SDK in between that could merge or drop them).
+package mcptest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// ProtocolVersion is the revision the client speaks.
+const ProtocolVersion = "2026-07-28"
+
+var seq atomic.Int64
+
+// Client talks to one MCP endpoint.
+type Client struct {
+	URL  string
+	HTTP *http.Client
+}
+
+// New returns a client for url with its own connection pool.
+func New(url string) *Client {
+	return &Client{URL: url, HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}}}
+}
+
+func (c *Client) newRequest(ctx context.Context, method string, params map[string]any) (*http.Request, error) {
+	if params == nil {
+		params = map[string]any{}
+	}
+	p := map[string]any{"_meta": map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    ProtocolVersion,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "mcptest", "version": "0"},
+	}}
+	for k, v := range params {
+		p[k] = v
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "r" + strconv.FormatInt(seq.Add(1), 10), "method": method, "params": p})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", ProtocolVersion)
+	req.Header.Set("Mcp-Method", method)
+	for _, k := range []string{"name", "uri"} {
+		if v, ok := params[k].(string); ok {
+			req.Header.Set("Mcp-Name", v)
+		}
+	}
+	return req, nil
+}
+
+// Response is one JSON-RPC response.
+type Response struct {
+	Status int
+	Result json.RawMessage
+	Error  *struct {
+		Code    int64           `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+}
+
+// Call sends one request and returns its response (from a JSON or an SSE answer).
+func (c *Client) Call(ctx context.Context, method string, params map[string]any) (*Response, error) {
+	req, err := c.newRequest(ctx, method, params)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var msg []byte
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		rd := bufio.NewReader(resp.Body)
+		for {
+			data, err := nextData(rd)
+			if err != nil {
+				return nil, err
+			}
+			if bytes.Contains(data, []byte(`"result"`)) || bytes.Contains(data, []byte(`"error"`)) {
+				msg = data
+				break
+			}
+		}
+	} else if msg, err = io.ReadAll(resp.Body); err != nil {
+		return nil, err
+	}
+	out := &Response{Status: resp.StatusCode}
+	if err := json.Unmarshal(msg, out); err != nil {
+		return nil, fmt.Errorf("HTTP %d: %s: %w", resp.StatusCode, msg, err)
+	}
+	return out, nil
+}
+
+// nextData returns the data of the next SSE event.
+func nextData(rd *bufio.Reader) ([]byte, error) {
+	var data []byte
+	for {
+		line, err := rd.ReadBytes('\n')
+		if err != nil {
+			return nil, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(line) == 0:
+			if data != nil {
+				return data, nil
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
+		}
+	}
+}
+
+// Notification is one message received on a listen stream.
+type Notification struct {
+	Method string
+	URI    string
+	At     time.Time
+}
+
+// Stream is an open subscriptions/listen stream.
+type Stream struct {
+	C      <-chan Notification // closed when the stream ends
+	cancel context.CancelFunc
+}
+
+// Close ends the stream.
+func (s *Stream) Close() { s.cancel() }
+
+// Listen opens a listen stream with the given filter (e.g. {"toolsListChanged": true}) and
+// returns once it is acknowledged.
+func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Stream, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	req, err := c.newRequest(ctx, "subscriptions/listen", map[string]any{"notifications": filter})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp, err := c.HTTP.Do(req) //nolint:bodyclose // the stream's reader goroutine closes it
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		return nil, fmt.Errorf("listen: HTTP %d: %s", resp.StatusCode, b)
+	}
+	rd := bufio.NewReader(resp.Body)
+	ack, err := nextData(rd)
+	if err != nil || !bytes.Contains(ack, []byte("notifications/subscriptions/acknowledged")) {
+		resp.Body.Close()
+		cancel()
+		return nil, errors.Join(fmt.Errorf("listen: no acknowledgement: %s", ack), err)
+	}
+	ch := make(chan Notification, 64)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		for {
+			data, err := nextData(rd)
+			if err != nil {
+				return
+			}
+			var m struct {
+				Method string `json:"method"`
+				Params struct {
+					URI string `json:"uri"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(data, &m) != nil || m.Method == "" {
+				return // the complete result ends the stream
+			}
+			select {
+			case ch <- Notification{Method: m.Method, URI: m.Params.URI, At: time.Now()}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return &Stream{C: ch, cancel: cancel}, nil
+}
+
+// Collect returns what arrives on s within d.
+func (s *Stream) Collect(d time.Duration) []Notification {
+	var out []Notification
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case n, ok := <-s.C:
+			if !ok {
+				return out
+			}
+			out = append(out, n)
+		case <-t.C:
+			return out
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package mcptest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/switchboard-mcp/switchboard/controllers"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
+	"github.com/switchboard-mcp/switchboard/internal/sampleserver"
+	"github.com/switchboard-mcp/switchboard/internal/testenv"
+)
+
+// Stack is the whole product on one machine: the test control plane (with kwok), the manager's
+// controllers in process, config/samples applied with one replica, the sample weather server in
+// process, and a real sidecar process started with the exact arguments of the kwok pod's sidecar
+// container, acting as the sidecar's ServiceAccount (impersonation), so its least-privilege RBAC
+// is exercised for real.
+type Stack struct {
+	Env       *testenv.Env
+	Namespace string
+	Server    string // MCPServer name
+	Pod       string // the pod whose name the sidecar reports under
+	MCPURL    string
+	AdminURL  string
+	Dir       string // logs and kubeconfigs
+
+	stopMgr  context.CancelFunc
+	mgrDone  chan error
+	upstream *httptest.Server
+	sidecar  *exec.Cmd
+	sideDone chan struct{}
+}
+
+// StackOptions configure StartStack.
+type StackOptions struct {
+	SidecarBin string // a built cmd/sidecar
+	Namespace  string // created; default "e2e"
+	ExtraArgs  []string
+}
+
+// StartStack starts everything and returns once the sidecar is ready.
+func StartStack(ctx context.Context, o StackOptions) (s *Stack, err error) {
+	if o.Namespace == "" {
+		o.Namespace = "e2e"
+	}
+	dir, err := os.MkdirTemp("", "switchboard-stack-")
+	if err != nil {
+		return nil, err
+	}
+	ctrllog.SetLogger(logr.Discard()) // the stack's own failures are returned; its logs are noise here
+	env, err := testenv.Start(testenv.Options{Controllers: true})
+	if err != nil {
+		return nil, err
+	}
+	s = &Stack{Env: env, Namespace: o.Namespace, Server: "weather", Dir: dir}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Cache: controllers.CacheOptions(),
+	})
+	if err != nil {
+		return s, err
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	s.stopMgr, s.mgrDone = cancel, make(chan error, 1)
+	if _, err := controllers.Setup(mctx, mgr, controllers.Options{SidecarImage: "switchboard-sidecar:test"}); err != nil {
+		return s, err
+	}
+	go func() { s.mgrDone <- mgr.Start(mctx) }()
+
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return s, err
+	}
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}); err != nil {
+		return s, err
+	}
+	if out, err := env.Kubectl(ctx, "apply", "--namespace="+o.Namespace, "-k", filepath.Join(root, "config", "samples")).CombinedOutput(); err != nil {
+		return s, fmt.Errorf("kubectl apply -k config/samples: %w\n%s", err, out)
+	}
+	if out, err := env.Kubectl(ctx, "patch", "--namespace="+o.Namespace, "mcpserver", s.Server, "--type=merge",
+		"-p", `{"spec":{"replicas":1,"sidecar":{"drain":{"propagationDelaySeconds":0}}}}`).CombinedOutput(); err != nil {
+		return s, fmt.Errorf("scaling to one replica: %w\n%s", err, out)
+	}
+	pod, err := s.onlyReadyPod(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.Pod = pod.Name
+
+	s.upstream = httptest.NewServer(sampleserver.Handler())
+	kubeconfig, err := s.impersonating(pod.Spec.ServiceAccountName)
+	if err != nil {
+		return s, err
+	}
+	mcpAddr, adminAddr := freeAddr(), freeAddr()
+	args, err := sidecarArgs(pod, mcpAddr, adminAddr, s.upstream.URL+"/mcp")
+	if err != nil {
+		return s, err
+	}
+	args = append(args, o.ExtraArgs...)
+	logf, err := os.Create(filepath.Join(dir, "sidecar.log"))
+	if err != nil {
+		return s, err
+	}
+	s.sidecar = exec.Command(o.SidecarBin, args...)
+	s.sidecar.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	s.sidecar.Stdout, s.sidecar.Stderr = logf, logf
+	s.sidecar.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := s.sidecar.Start(); err != nil {
+		return s, err
+	}
+	s.sideDone = make(chan struct{})
+	go func() { _ = s.sidecar.Wait(); _ = logf.Close(); close(s.sideDone) }()
+	s.MCPURL, s.AdminURL = "http://"+mcpAddr+"/mcp", "http://"+adminAddr
+	if err := s.waitReady(ctx); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func (s *Stack) onlyReadyPod(ctx context.Context) (*corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		var pods corev1.PodList
+		if err := s.Env.Client.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{"mcp.switchboard.dev/server": s.Server}); err == nil {
+			if len(pods.Items) == 1 && podReady(&pods.Items[0]) {
+				return &pods.Items[0], nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no single Ready pod of MCPServer %s", s.Server)
+		case err := <-s.mgrDone:
+			return nil, fmt.Errorf("the manager stopped: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// impersonating writes a kubeconfig that acts as the sidecar's ServiceAccount.
+func (s *Stack) impersonating(serviceAccount string) (string, error) {
+	cfg, err := clientcmd.Load(s.Env.Environment.KubeConfig)
+	if err != nil {
+		return "", err
+	}
+	for _, auth := range cfg.AuthInfos {
+		auth.Impersonate = "system:serviceaccount:" + s.Namespace + ":" + serviceAccount
+	}
+	path := filepath.Join(s.Dir, "sidecar-kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+// sidecarArgs takes the sidecar container's arguments from the pod and rewrites what differs on
+// this machine (addresses, the pod name the downward API fills in, the drain delay).
+func sidecarArgs(pod *corev1.Pod, mcpAddr, adminAddr, upstream string) ([]string, error) {
+	i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == inject.ContainerName })
+	if i < 0 {
+		return nil, fmt.Errorf("pod %s has no %s container", pod.Name, inject.ContainerName)
+	}
+	set := func(name string) string { return "--" + name + "=" }
+	var args []string
+	for _, a := range pod.Spec.InitContainers[i].Args {
+		switch {
+		case strings.HasPrefix(a, set(inject.FlagListen)):
+			a = set(inject.FlagListen) + mcpAddr
+		case strings.HasPrefix(a, set(inject.FlagAdminListen)):
+			a = set(inject.FlagAdminListen) + adminAddr
+		case strings.HasPrefix(a, set(inject.FlagUpstream)):
+			a = set(inject.FlagUpstream) + upstream
+		case strings.HasPrefix(a, set(inject.FlagPodName)):
+			a = set(inject.FlagPodName) + pod.Name
+		case strings.HasPrefix(a, set(inject.FlagDrainDelay)):
+			a = set(inject.FlagDrainDelay) + "0s"
+		case strings.HasPrefix(a, set(inject.FlagDrainJitter)):
+			a = set(inject.FlagDrainJitter) + "0s"
+		}
+		args = append(args, a)
+	}
+	return args, nil
+}
+
+func (s *Stack) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.AdminURL+"/readyz", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the sidecar did not become ready: %s", s.SidecarLog(20))
+		case <-s.sideDone:
+			return fmt.Errorf("the sidecar exited: %s", s.SidecarLog(20))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// SidecarLog returns the last n lines of the sidecar's log.
+func (s *Stack) SidecarLog(n int) string {
+	b, err := os.ReadFile(filepath.Join(s.Dir, "sidecar.log"))
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Kubectl runs kubectl in the stack's namespace and returns its combined output.
+func (s *Stack) Kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
+	cmd := s.Env.Kubectl(ctx, append([]string{"--namespace=" + s.Namespace}, args...)...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// Stop stops the sidecar, the manager and the control plane.
+func (s *Stack) Stop() {
+	if s.sidecar != nil && s.sidecar.Process != nil {
+		_ = s.sidecar.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.sideDone:
+		case <-time.After(10 * time.Second):
+			_ = s.sidecar.Process.Kill()
+			<-s.sideDone
+		}
+	}
+	if s.upstream != nil {
+		s.upstream.Close()
+	}
+	if s.stopMgr != nil {
+		s.stopMgr()
+		if err := <-s.mgrDone; err != nil {
+			fmt.Fprintln(os.Stderr, "mcptest: the manager stopped with", err)
+		}
+	}
+	if s.Env != nil {
+		_ = s.Env.Stop()
+	}
+}
+
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}

@@ -1,0 +1,394 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+)
+
+// This file serves the methods the catalog overlay owns: the four lists
+// (merged, paginated with the sidecar's own cursors), tools/call routing,
+// resources/read for sidecar-served resources and prompts/get for declared
+// prompts. Everything else still goes to the upstream.
+
+// upstreamAnswer is an upstream response handed back to the client as it
+// came (a JSON-RPC error, or a result that is not complete).
+type upstreamAnswer struct {
+	status int
+	msg    []byte
+}
+
+// list reads every page of an upstream list. newReq builds the request for
+// one upstream cursor ("" for the first page). A method-not-found error is
+// an empty list; any other error or a non-complete result comes back as
+// pass. private is set when any page said cacheScope "private".
+func (u *Upstream) list(method, member string, newReq func(cursor string) (*http.Request, error)) (items []json.RawMessage, private bool, pass *upstreamAnswer, err error) {
+	cursor := ""
+	for range maxUpstreamPages {
+		req, err := newReq(cursor)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		status, msg, err := u.roundTrip(req)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		if e, ok, _ := field(msg, "error"); ok {
+			if c, ok, _ := field(e, "code"); ok && string(c) == strconv.Itoa(codeMethodNotFound) {
+				return []json.RawMessage{}, false, nil, nil
+			}
+			return nil, false, &upstreamAnswer{status, msg}, nil
+		}
+		res, ok, _ := field(msg, "result")
+		if !ok || !isObject(res) {
+			return nil, false, nil, fmt.Errorf("upstream %s answered without a result: %s", method, truncate(msg, 200))
+		}
+		var page struct {
+			ResultType string            `json:"resultType"`
+			Items      []json.RawMessage `json:"-"`
+			NextCursor *string           `json:"nextCursor"`
+			CacheScope string            `json:"cacheScope"`
+		}
+		if err := json.Unmarshal(res, &page); err != nil {
+			return nil, false, nil, fmt.Errorf("upstream %s result: %w", method, err)
+		}
+		if page.ResultType != "" && page.ResultType != resultComplete {
+			return nil, false, &upstreamAnswer{status, msg}, nil
+		}
+		raw, _, _ := field(res, member)
+		var got []json.RawMessage
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &got); err != nil {
+				return nil, false, nil, fmt.Errorf("upstream %s %s: %w", method, member, err)
+			}
+		}
+		items = append(items, got...)
+		private = private || page.CacheScope == catalog.ScopePrivate
+		if page.NextCursor == nil || *page.NextCursor == cursor {
+			if items == nil {
+				items = []json.RawMessage{}
+			}
+			return items, private, nil, nil
+		}
+		cursor = *page.NextCursor
+	}
+	return nil, false, nil, fmt.Errorf("upstream %s has more than %d pages", method, maxUpstreamPages)
+}
+
+// clientListRequest builds the upstream request for one page on behalf of a
+// client: its headers and body, with params.cursor replaced by the
+// upstream's own cursor (or dropped).
+func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (*http.Request, error) {
+	return func(cursor string) (*http.Request, error) {
+		body, err := withParams(req.body, func(params []byte) ([]byte, error) {
+			if cursor == "" {
+				return setMembers(params, nil, []string{"cursor"})
+			}
+			return setMembers(params, []kv{{key: "cursor", val: jsonString(cursor)}}, nil)
+		})
+		if err != nil {
+			return nil, err
+		}
+		ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		copyHeaders(ureq.Header, r.Header)
+		return ureq, nil
+	}
+}
+
+// withParams rewrites the params member of a request body.
+func withParams(body []byte, edit func([]byte) ([]byte, error)) ([]byte, error) {
+	ps, pe, ok := span(body, "params")
+	if !ok || !isObject(body[ps:pe]) {
+		return nil, errors.New("request has no params object")
+	}
+	np, err := edit(body[ps:pe])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(body)+len(np)-(pe-ps))
+	out = append(out, body[:ps]...)
+	out = append(out, np...)
+	return append(out, body[pe:]...), nil
+}
+
+// listSpec describes one merged list.
+type listSpec struct {
+	method, member string
+	hint           func(*catalog.CacheDefaults) catalog.CacheHint
+	merge          func(c *catalog.Catalog, up []json.RawMessage) []entry
+}
+
+var listSpecs = map[string]listSpec{
+	"tools/list": {"tools/list", "tools", func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Tools },
+		func(c *catalog.Catalog, up []json.RawMessage) []entry { l, _ := mergeTools(c, up); return l }},
+	"prompts/list": {"prompts/list", "prompts", func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Prompts }, mergePrompts},
+	"resources/list": {"resources/list", "resources", func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Resources },
+		func(c *catalog.Catalog, up []json.RawMessage) []entry { return mergeResources(c, up, "uri") }},
+	"resources/templates/list": {"resources/templates/list", "resourceTemplates",
+		func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceTemplates },
+		func(c *catalog.Catalog, up []json.RawMessage) []entry { return mergeResources(c, up, "uriTemplate") }},
+}
+
+// upstreamInfoFor returns the cached discover result, asking once if there
+// is none.
+func (s *Server) upstreamInfoFor(ctx context.Context) (*upstreamInfo, error) {
+	if info := s.up.current(); info != nil {
+		return info, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	defer cancel()
+	return s.up.Discover(ctx)
+}
+
+// serveList answers one of the four lists: the upstream's list (read with
+// the client's headers, every page) merged with the catalog, cut into pages
+// with the sidecar's cursors, stamped with the catalog's hints.
+func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request) {
+	spec := listSpecs[req.method]
+	cursor := ""
+	if raw, ok, _ := field(req.params, "cursor"); ok && string(raw) != "null" {
+		var okStr bool
+		if cursor, okStr = stringValue(raw); !okStr {
+			s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: cursor must be a string"))
+			return
+		}
+	}
+	offset, ok := parseCursor(spec.method, cursor)
+	if !ok {
+		s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: invalid cursor"))
+		return
+	}
+	c, _ := s.opts.Overlay.Catalog()
+	info, err := s.upstreamInfoFor(r.Context())
+	if err != nil {
+		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+		return
+	}
+	up := []json.RawMessage{}
+	private := false
+	if upstreamServes(info, spec.method) {
+		start := time.Now()
+		var pass *upstreamAnswer
+		up, private, pass, err = s.up.list(spec.method, spec.member, s.clientListRequest(r, req))
+		s.m.observeUpstream(spec.method, time.Since(start))
+		if err != nil {
+			if r.Context().Err() != nil {
+				return
+			}
+			s.log.Warn("Upstream list failed", "method", spec.method, "err", err)
+			s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+			return
+		}
+		if pass != nil {
+			writeMessage(w, pass.status, s.stamp(req, pass.msg))
+			return
+		}
+	}
+	items, next, more := page(spec.merge(c, up), offset, s.opts.Overlay.opts.PageSize)
+	h := spec.hint(&c.Server.Caching)
+	if private {
+		// Something in the answer depends on the caller.
+		h.CacheScope = catalog.ScopePrivate
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(req.id)
+	b.WriteString(`,"result":{"resultType":"complete","`)
+	b.WriteString(spec.member)
+	b.WriteString(`":[`)
+	for i, e := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(e.raw)
+	}
+	b.WriteByte(']')
+	if more {
+		b.WriteString(`,"nextCursor":`)
+		b.Write(jsonString(mintCursor(spec.method, next)))
+	}
+	b.WriteString(`,"ttlMs":`)
+	b.WriteString(strconv.FormatInt(max(h.TTLMs, 0), 10))
+	b.WriteString(`,"cacheScope":`)
+	b.Write(jsonString(scopeOf(h.CacheScope)))
+	b.WriteString(`}}`)
+	writeMessage(w, http.StatusOK, b.Bytes())
+}
+
+func scopeOf(s string) string {
+	if s == catalog.ScopePublic {
+		return catalog.ScopePublic
+	}
+	return catalog.ScopePrivate
+}
+
+func writeMessage(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeResult(w http.ResponseWriter, id []byte, result []byte) {
+	b := make([]byte, 0, len(result)+len(id)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	b = append(b, '}')
+	writeMessage(w, http.StatusOK, b)
+}
+
+// paramString returns a string member of the request params.
+func paramString(req *request, name string) (string, bool) {
+	raw, ok, _ := field(req.params, name)
+	if !ok {
+		return "", false
+	}
+	return stringValue(raw)
+}
+
+// serveToolCall refuses calls to tools clients cannot see and calls renamed
+// tools by their upstream name.
+func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *request) {
+	name, _ := paramString(req, "name")
+	c, _ := s.opts.Overlay.Catalog()
+	upstream, ok := routeTool(c, name)
+	if !ok {
+		e := newErr(http.StatusBadRequest, codeInvalidParams, "Unknown tool: "+name)
+		s.fail(w, req.id, e)
+		return
+	}
+	if upstream != name {
+		body, err := withParams(req.body, func(p []byte) ([]byte, error) {
+			return setMembers(p, []kv{{key: "name", val: jsonString(upstream)}}, nil)
+		})
+		if err != nil {
+			s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: "+err.Error()))
+			return
+		}
+		req.body = body
+		r.Header.Set(headerName, mcpHeaderValue(upstream))
+	}
+	s.forward(w, r, req)
+}
+
+// mcpHeaderValue encodes a name for an Mcp-* header: as is when it is
+// visible ASCII, else as =?base64?…?=.
+func mcpHeaderValue(v string) string {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+		}
+	}
+	return v
+}
+
+// serveRead serves resources the sidecar owns (inline, ConfigMap, Secret)
+// and forwards the rest, whose hints the HintFunc picks.
+func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request) {
+	uri, _ := paramString(req, "uri")
+	c, _ := s.opts.Overlay.Catalog()
+	res := findResource(c, uri)
+	if res == nil || res.Source.Upstream {
+		s.forward(w, r, req)
+		return
+	}
+	body, mime, err := s.opts.Overlay.content(res)
+	if err != nil {
+		e := newErr(http.StatusBadRequest, codeInvalidParams, "Resource not found")
+		e.data = map[string]string{"uri": uri}
+		s.fail(w, req.id, e)
+		return
+	}
+	type content struct {
+		URI      string `json:"uri"`
+		MimeType string `json:"mimeType,omitempty"`
+		Text     string `json:"text,omitempty"`
+		Blob     string `json:"blob,omitempty"`
+	}
+	ct := content{URI: uri, MimeType: mime}
+	if utf8.Valid(body) {
+		ct.Text = string(body)
+	} else {
+		ct.Blob = base64.StdEncoding.EncodeToString(body)
+	}
+	h := readHint(c, res)
+	out, _ := json.Marshal(struct {
+		ResultType string    `json:"resultType"`
+		Contents   []content `json:"contents"`
+		TTLMs      int64     `json:"ttlMs"`
+		CacheScope string    `json:"cacheScope"`
+	}{resultComplete, []content{ct}, max(h.TTLMs, 0), scopeOf(h.CacheScope)})
+	writeResult(w, req.id, out)
+}
+
+func readHint(c *catalog.Catalog, r *catalog.Resource) catalog.CacheHint {
+	if r != nil && r.Cache != nil {
+		return *r.Cache
+	}
+	return c.Server.Caching.ResourceRead
+}
+
+// servePromptGet renders declared prompts and forwards the rest.
+func (s *Server) servePromptGet(w http.ResponseWriter, r *http.Request, req *request) {
+	name, _ := paramString(req, "name")
+	c, _ := s.opts.Overlay.Catalog()
+	p := findPrompt(c, name)
+	if p == nil {
+		s.forward(w, r, req)
+		return
+	}
+	args := map[string]string{}
+	if raw, ok, _ := field(req.params, "arguments"); ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &args); err != nil {
+			s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: arguments must be an object of strings"))
+			return
+		}
+	}
+	out, e := renderPrompt(p, args)
+	if e != nil {
+		s.fail(w, req.id, e)
+		return
+	}
+	writeResult(w, req.id, out)
+}
+
+// hints is the HintFunc of a server with an overlay: the catalog's
+// defaults, and for resources/read the matching resource's own hint.
+func (o *Overlay) hints(method string, params []byte) (int64, string) {
+	c, _ := o.Catalog()
+	d := &c.Server.Caching
+	var h catalog.CacheHint
+	switch method {
+	case methodDiscover:
+		h = d.Discover
+	case "resources/read":
+		uri := ""
+		if raw, ok, _ := field(params, "uri"); ok {
+			uri, _ = stringValue(raw)
+		}
+		h = readHint(c, findResource(c, uri))
+	default:
+		if spec, ok := listSpecs[method]; ok {
+			h = spec.hint(d)
+		} else {
+			return DefaultHints(method, params)
+		}
+	}
+	return h.TTLMs, scopeOf(h.CacheScope)
+}

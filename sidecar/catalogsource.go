@@ -1,0 +1,382 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+)
+
+// Catalog source timing.
+const (
+	// catalogFilePoll is how often --catalog-file is re-read.
+	catalogFilePoll = 100 * time.Millisecond
+	// reportBackoffFloor and reportBackoffCeiling bound retries of the
+	// propagation report.
+	reportBackoffFloor   = 200 * time.Millisecond
+	reportBackoffCeiling = 30 * time.Second
+	// reportTimeout bounds one report write.
+	reportTimeout = 10 * time.Second
+	// kubeQPS and kubeBurst are the sidecar's client-side rate limits: it
+	// watches a handful of objects and writes one report per revision.
+	kubeQPS   = 20
+	kubeBurst = 40
+)
+
+// catalogWiring is the catalog overlay with its sources: the catalog
+// ConfigMap (or file), the watched ConfigMaps/Secrets resources read, and
+// the propagation reporter.
+type catalogWiring struct {
+	overlay  *Overlay
+	log      *slog.Logger
+	file     string
+	cm       *kubeObjectRef
+	refs     *kubeContents
+	reporter *reporter
+}
+
+type kubeObjectRef struct{ namespace, name string }
+
+func parseNamespacedName(s string) (*kubeObjectRef, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("%q is not NAMESPACE/NAME", s)
+	}
+	return &kubeObjectRef{ns, name}, nil
+}
+
+// kubeClient loads client configuration the standard way: the explicit
+// kubeconfig, else KUBECONFIG or ~/.kube/config, else in-cluster.
+func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading Kubernetes client configuration: %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = kubeQPS, kubeBurst
+	cfg.UserAgent = "switchboard-sidecar"
+	return kubernetes.NewForConfig(cfg)
+}
+
+// newCatalogWiring builds the overlay and its sources from the command
+// line; it returns nil when no catalog source is configured.
+func newCatalogWiring(cfg Config, hub *Hub, up *Upstream, m *Metrics) (*catalogWiring, error) {
+	if cfg.CatalogConfigMap == "" && cfg.CatalogFile == "" {
+		if cfg.ReportConfigMap != "" {
+			return nil, errors.New("--report-configmap needs --catalog-configmap or --catalog-file")
+		}
+		return nil, nil
+	}
+	if cfg.CatalogConfigMap != "" && cfg.CatalogFile != "" {
+		return nil, errors.New("set one of --catalog-configmap and --catalog-file")
+	}
+	w := &catalogWiring{log: cfg.Logger, file: cfg.CatalogFile}
+	var client kubernetes.Interface
+	needKube := cfg.CatalogConfigMap != "" || cfg.ReportConfigMap != ""
+	if needKube {
+		var err error
+		if client, err = kubeClient(cfg.Kubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	opts := OverlayOptions{Hub: hub, Upstream: up, Logger: cfg.Logger, Metrics: m, PageSize: cfg.PageSize}
+	if cfg.CatalogConfigMap != "" {
+		ref, err := parseNamespacedName(cfg.CatalogConfigMap)
+		if err != nil {
+			return nil, fmt.Errorf("--catalog-configmap: %w", err)
+		}
+		w.cm = ref
+		w.refs = &kubeContents{client: client, namespace: ref.namespace, log: cfg.Logger, watchers: map[string]*refWatcher{}}
+		opts.Contents = w.refs
+	}
+	if cfg.ReportConfigMap != "" {
+		ref, err := parseNamespacedName(cfg.ReportConfigMap)
+		if err != nil {
+			return nil, fmt.Errorf("--report-configmap: %w", err)
+		}
+		if cfg.PodName == "" {
+			return nil, errors.New("--report-configmap needs --pod-name")
+		}
+		w.reporter = &reporter{client: client, ref: *ref, pod: cfg.PodName, log: cfg.Logger, m: m, kick: make(chan struct{}, 1)}
+		opts.Report = w.reporter.set
+	}
+	w.overlay = NewOverlay(opts)
+	if w.refs != nil {
+		w.refs.changed = w.overlay.ContentChanged
+	}
+	return w, nil
+}
+
+// run starts every part and returns when ctx ends.
+func (w *catalogWiring) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { w.overlay.Run(ctx) })
+	if w.reporter != nil {
+		wg.Go(func() { w.reporter.run(ctx) })
+	}
+	if w.refs != nil {
+		wg.Go(func() { w.refs.run(ctx) })
+	}
+	switch {
+	case w.file != "":
+		wg.Go(func() { w.watchFile(ctx) })
+	case w.cm != nil:
+		wg.Go(func() { w.watchConfigMap(ctx) })
+	}
+	wg.Wait()
+}
+
+// watchFile applies the catalog file whenever its bytes change.
+func (w *catalogWiring) watchFile(ctx context.Context) {
+	var last []byte
+	var lastErr string
+	t := time.NewTicker(catalogFilePoll)
+	defer t.Stop()
+	for {
+		data, err := os.ReadFile(w.file)
+		switch {
+		case err != nil:
+			if err.Error() != lastErr {
+				w.log.Warn("Reading the catalog file failed; still serving the last good catalog", "file", w.file, "err", err)
+				lastErr = err.Error()
+			}
+		case last == nil || !bytes.Equal(data, last):
+			last, lastErr = data, ""
+			_ = w.overlay.Apply(data, "")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// nameWatch lists and watches exactly one object by name (RBAC by
+// resourceNames allows list/watch only with this field selector).
+func nameWatch(client kubernetes.Interface, resource, namespace, name string) *cache.ListWatch {
+	return cache.NewListWatchFromClient(client.CoreV1().RESTClient(), resource, namespace,
+		fields.OneTermEqualSelector("metadata.name", name))
+}
+
+// watchConfigMap applies each revision of the catalog ConfigMap. The
+// informer's reflector relists and resumes on its own when the API server
+// comes back; meanwhile the last good catalog keeps serving.
+func (w *catalogWiring) watchConfigMap(ctx context.Context) {
+	inf := cache.NewSharedIndexInformer(nameWatch(w.refs.client, "configmaps", w.cm.namespace, w.cm.name),
+		&corev1.ConfigMap{}, 0, cache.Indexers{})
+	apply := func(obj any) {
+		cm, ok := obj.(*corev1.ConfigMap)
+		if !ok || cm.Name != w.cm.name {
+			return
+		}
+		data, ok := cm.Data[catalog.Key]
+		if !ok {
+			w.log.Warn("The catalog ConfigMap has no catalog key", "configMap", w.cm.namespace+"/"+w.cm.name, "key", catalog.Key)
+		}
+		_ = w.overlay.Apply([]byte(data), cm.Annotations[catalog.RevisionAnnotation])
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    apply,
+		UpdateFunc: func(_, obj any) { apply(obj) },
+		DeleteFunc: func(any) {
+			w.log.Warn("The catalog ConfigMap was deleted; still serving the last good catalog", "configMap", w.cm.namespace+"/"+w.cm.name)
+		},
+	})
+	w.log.Info("Watching the catalog ConfigMap", "configMap", w.cm.namespace+"/"+w.cm.name)
+	inf.Run(ctx.Done())
+}
+
+// kubeContents watches exactly the ConfigMaps and Secrets the current
+// catalog's resources reference, one informer per object. mu guards
+// watchers, want and ctx.
+type kubeContents struct {
+	client    kubernetes.Interface
+	namespace string
+	log       *slog.Logger
+	changed   func()
+
+	mu       sync.Mutex
+	ctx      context.Context
+	want     map[string]bool // "configmaps/<name>" or "secrets/<name>"
+	watchers map[string]*refWatcher
+}
+
+type refWatcher struct {
+	store  cache.Store
+	cancel context.CancelFunc
+}
+
+// SetRefs implements ContentSource.
+func (k *kubeContents) SetRefs(configMaps, secrets []string) {
+	want := map[string]bool{}
+	for _, n := range configMaps {
+		want["configmaps/"+n] = true
+	}
+	for _, n := range secrets {
+		want["secrets/"+n] = true
+	}
+	k.mu.Lock()
+	k.want = want
+	k.reconcileLocked()
+	k.mu.Unlock()
+}
+
+func (k *kubeContents) reconcileLocked() {
+	if k.ctx == nil {
+		return // run starts them
+	}
+	for key, w := range k.watchers {
+		if !k.want[key] {
+			w.cancel()
+			delete(k.watchers, key)
+		}
+	}
+	for key := range k.want {
+		if k.watchers[key] != nil {
+			continue
+		}
+		resource, name, _ := strings.Cut(key, "/")
+		var obj runtime.Object = &corev1.ConfigMap{}
+		if resource == "secrets" {
+			obj = &corev1.Secret{}
+		}
+		inf := cache.NewSharedIndexInformer(nameWatch(k.client, resource, k.namespace, name), obj, 0, cache.Indexers{})
+		notify := func(any) {
+			if k.changed != nil {
+				k.changed()
+			}
+		}
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: notify, UpdateFunc: func(_, o any) { notify(o) }, DeleteFunc: notify,
+		})
+		ctx, cancel := context.WithCancel(k.ctx)
+		k.watchers[key] = &refWatcher{store: inf.GetStore(), cancel: cancel}
+		go inf.Run(ctx.Done())
+		k.log.Info("Watching a resource source", "object", k.namespace+"/"+key)
+	}
+}
+
+// run starts the watches and stops them when ctx ends.
+func (k *kubeContents) run(ctx context.Context) {
+	k.mu.Lock()
+	k.ctx = ctx
+	k.reconcileLocked()
+	k.mu.Unlock()
+	<-ctx.Done()
+}
+
+// Content implements ContentSource.
+func (k *kubeContents) Content(secret bool, name, key string) ([]byte, bool) {
+	resource := "configmaps/"
+	if secret {
+		resource = "secrets/"
+	}
+	k.mu.Lock()
+	w := k.watchers[resource+name]
+	k.mu.Unlock()
+	if w == nil {
+		return nil, false
+	}
+	obj, ok, err := w.store.GetByKey(k.namespace + "/" + name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		if v, ok := o.Data[key]; ok {
+			return []byte(v), true
+		}
+		v, ok := o.BinaryData[key]
+		return v, ok
+	case *corev1.Secret:
+		v, ok := o.Data[key]
+		return v, ok
+	}
+	return nil, false
+}
+
+// reporter writes the propagation report (catalog.Report) into the status
+// ConfigMap under the pod's name, by server-side apply with the field
+// manager switchboard-sidecar-<pod>. The newest report wins; failures are
+// retried with backoff. mu guards latest and sent.
+type reporter struct {
+	client kubernetes.Interface
+	ref    kubeObjectRef
+	pod    string
+	log    *slog.Logger
+	m      *Metrics
+	kick   chan struct{}
+
+	mu     sync.Mutex
+	latest *catalog.Report
+}
+
+func (r *reporter) set(rep catalog.Report) {
+	r.mu.Lock()
+	r.latest = &rep
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (r *reporter) run(ctx context.Context) {
+	var sent *catalog.Report
+	backoff := reportBackoffFloor
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+		case <-retry:
+		}
+		retry = nil
+		r.mu.Lock()
+		rep := r.latest
+		r.mu.Unlock()
+		if rep == nil || (sent != nil && *sent == *rep) {
+			continue
+		}
+		if err := r.write(ctx, *rep); err != nil {
+			r.m.reportFailures.Inc()
+			r.log.Warn("Writing the catalog report failed; retrying", "configMap", r.ref.namespace+"/"+r.ref.name, "err", err, "backoff", backoff)
+			retry = time.After(backoff)
+			backoff = min(backoff*2, reportBackoffCeiling)
+			continue
+		}
+		backoff = reportBackoffFloor
+		sent = rep
+		r.log.Debug("Catalog report written", "revision", rep.Revision, "rejectedRevision", rep.RejectedRevision)
+	}
+}
+
+func (r *reporter) write(ctx context.Context, rep catalog.Report) error {
+	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
+	defer cancel()
+	cm := corev1ac.ConfigMap(r.ref.name, r.ref.namespace).WithData(map[string]string{r.pod: rep.String()})
+	_, err := r.client.CoreV1().ConfigMaps(r.ref.namespace).Apply(ctx, cm,
+		metav1.ApplyOptions{FieldManager: catalog.ReportFieldManagerPrefix + r.pod, Force: true})
+	return err
+}

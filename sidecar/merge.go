@@ -1,0 +1,364 @@
+package sidecar
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+)
+
+// This file holds the pure rules of the catalog overlay: how the upstream's
+// lists and the declared catalog merge into the effective lists, how tool
+// calls are routed, how pages are cut and how prompts are rendered. Nothing
+// here does I/O; merge_test.go tables every rule.
+
+// DefaultPageSize is the number of entries on one page of a merged list.
+const DefaultPageSize = 100
+
+// entry is one element of an effective list: its sort key (name, URI or URI
+// template) and its JSON object.
+type entry struct {
+	key string
+	raw json.RawMessage
+}
+
+// decodeObject decodes a JSON object into its members (nil if it is not one).
+func decodeObject(raw json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+func stringMember(m map[string]json.RawMessage, k string) string {
+	var s string
+	_ = json.Unmarshal(m[k], &s)
+	return s
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// encodeObject encodes members with sorted keys (encoding/json sorts maps),
+// so equal lists have equal bytes and equal hashes.
+func encodeObject(m map[string]json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+func sortEntries(es []entry) []entry {
+	slices.SortStableFunc(es, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	return es
+}
+
+// upstreamNameOf is the name a declared tool has on the MCP server.
+func upstreamNameOf(t *catalog.Tool) string {
+	if t.UpstreamName != "" {
+		return t.UpstreamName
+	}
+	return t.Name
+}
+
+// mergeTools returns the effective tool list: with policy All every upstream
+// tool, declared ones overridden and renamed, disabled ones and those renamed
+// away hidden; with policy Declared only the declared tools. A declared tool
+// the upstream does not have is not listed; its name is returned in missing
+// (only when the upstream list is known, up != nil).
+func mergeTools(c *catalog.Catalog, up []json.RawMessage) (list []entry, missing []string) {
+	byUpstream := map[string][]*catalog.Tool{}
+	declared := map[string]bool{}
+	for i := range c.Tools {
+		t := &c.Tools[i]
+		byUpstream[upstreamNameOf(t)] = append(byUpstream[upstreamNameOf(t)], t)
+		declared[t.Name] = true
+	}
+	seen := map[string]bool{}
+	for _, raw := range up {
+		m := decodeObject(raw)
+		if m == nil {
+			continue
+		}
+		name := stringMember(m, "name")
+		seen[name] = true
+		decl := byUpstream[name]
+		if len(decl) == 0 {
+			// An undeclared tool whose name a declared tool takes is hidden:
+			// its name now means the declared one.
+			if c.Server.ToolPolicy == catalog.ToolPolicyAll && !declared[name] {
+				list = append(list, entry{name, raw})
+			}
+			continue
+		}
+		for _, t := range decl {
+			if !t.Disabled {
+				list = append(list, entry{t.Name, overrideTool(m, t)})
+			}
+		}
+	}
+	if up != nil {
+		for i := range c.Tools {
+			t := &c.Tools[i]
+			if !t.Disabled && !seen[upstreamNameOf(t)] {
+				missing = append(missing, t.Name)
+			}
+		}
+	}
+	return sortEntries(list), missing
+}
+
+// overrideTool applies a declared tool to the upstream's definition.
+func overrideTool(up map[string]json.RawMessage, t *catalog.Tool) json.RawMessage {
+	m := make(map[string]json.RawMessage, len(up)+2)
+	for k, v := range up {
+		m[k] = v
+	}
+	m["name"] = jsonString(t.Name)
+	if t.Title != "" {
+		m["title"] = jsonString(t.Title)
+	}
+	if t.Description != "" {
+		m["description"] = jsonString(t.Description)
+	}
+	if len(t.InputSchema) > 0 {
+		m["inputSchema"] = t.InputSchema
+	}
+	if len(t.OutputSchema) > 0 {
+		m["outputSchema"] = t.OutputSchema
+	}
+	if a := t.Annotations; a != nil {
+		ann := decodeObject(m["annotations"])
+		if ann == nil {
+			ann = map[string]json.RawMessage{}
+		}
+		for k, v := range map[string]*bool{"readOnlyHint": a.ReadOnlyHint, "destructiveHint": a.DestructiveHint,
+			"idempotentHint": a.IdempotentHint, "openWorldHint": a.OpenWorldHint} {
+			if v != nil {
+				ann[k] = json.RawMessage(strconv.FormatBool(*v))
+			}
+		}
+		m["annotations"] = encodeObject(ann)
+	}
+	return encodeObject(m)
+}
+
+// routeTool decides where a tools/call for name goes: the upstream tool
+// name to call, or ok=false when the name is unknown to clients (disabled,
+// renamed away, or not declared under policy Declared).
+func routeTool(c *catalog.Catalog, name string) (upstream string, ok bool) {
+	for i := range c.Tools {
+		if t := &c.Tools[i]; t.Name == name {
+			return upstreamNameOf(t), !t.Disabled
+		}
+	}
+	for i := range c.Tools {
+		if upstreamNameOf(&c.Tools[i]) == name {
+			return "", false // renamed away or hidden
+		}
+	}
+	return name, c.Server.ToolPolicy == catalog.ToolPolicyAll
+}
+
+// mergeResources returns the effective resource list (kind "uri") or
+// template list (kind "uriTemplate"): declared entries, overriding the
+// upstream entry with the same key, then the upstream's other entries.
+func mergeResources(c *catalog.Catalog, up []json.RawMessage, keyMember string) []entry {
+	declared := map[string]*catalog.Resource{}
+	for i := range c.Resources {
+		r := &c.Resources[i]
+		if (keyMember == "uri") == (r.URI != "") {
+			declared[r.Key()] = r
+		}
+	}
+	var list []entry
+	for _, raw := range up {
+		m := decodeObject(raw)
+		if m == nil {
+			continue
+		}
+		k := stringMember(m, keyMember)
+		if r := declared[k]; r != nil {
+			if r.Source.Upstream {
+				list = append(list, entry{k, declaredResource(m, r, keyMember)})
+				delete(declared, k)
+			}
+			continue // a sidecar-served resource replaces the upstream's
+		}
+		list = append(list, entry{k, raw})
+	}
+	for k, r := range declared {
+		list = append(list, entry{k, declaredResource(nil, r, keyMember)})
+	}
+	return sortEntries(list)
+}
+
+func declaredResource(up map[string]json.RawMessage, r *catalog.Resource, keyMember string) json.RawMessage {
+	m := make(map[string]json.RawMessage, len(up)+5)
+	for k, v := range up {
+		m[k] = v
+	}
+	m[keyMember] = jsonString(r.Key())
+	m["name"] = jsonString(r.Name)
+	for k, v := range map[string]string{"title": r.Title, "description": r.Description, "mimeType": r.MimeType} {
+		if v != "" {
+			m[k] = jsonString(v)
+		}
+	}
+	return encodeObject(m)
+}
+
+// mergePrompts returns the effective prompt list: declared prompts, then
+// the upstream's prompts whose names are not declared.
+func mergePrompts(c *catalog.Catalog, up []json.RawMessage) []entry {
+	declared := map[string]bool{}
+	list := make([]entry, 0, len(c.Prompts)+len(up))
+	for i := range c.Prompts {
+		p := &c.Prompts[i]
+		declared[p.Name] = true
+		list = append(list, entry{p.Name, declaredPrompt(p)})
+	}
+	for _, raw := range up {
+		m := decodeObject(raw)
+		if m == nil {
+			continue
+		}
+		if n := stringMember(m, "name"); !declared[n] {
+			list = append(list, entry{n, raw})
+		}
+	}
+	return sortEntries(list)
+}
+
+func declaredPrompt(p *catalog.Prompt) json.RawMessage {
+	type arg struct {
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+		Required    bool   `json:"required,omitempty"`
+	}
+	out := struct {
+		Name        string `json:"name"`
+		Title       string `json:"title,omitempty"`
+		Description string `json:"description,omitempty"`
+		Arguments   []arg  `json:"arguments,omitempty"`
+	}{Name: p.Name, Title: p.Title, Description: p.Description}
+	for _, a := range p.Arguments {
+		out.Arguments = append(out.Arguments, arg(a))
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// findPrompt returns the declared prompt called name.
+func findPrompt(c *catalog.Catalog, name string) *catalog.Prompt {
+	for i := range c.Prompts {
+		if c.Prompts[i].Name == name {
+			return &c.Prompts[i]
+		}
+	}
+	return nil
+}
+
+// findResource returns the declared resource with this exact URI.
+func findResource(c *catalog.Catalog, uri string) *catalog.Resource {
+	for i := range c.Resources {
+		if c.Resources[i].URI == uri {
+			return &c.Resources[i]
+		}
+	}
+	return nil
+}
+
+// renderPrompt fills a declared prompt's {{argument}} placeholders. A
+// missing required argument is an error naming it; an absent optional
+// argument renders as the empty string; an argument the prompt does not
+// declare is an error too.
+func renderPrompt(p *catalog.Prompt, args map[string]string) (json.RawMessage, *rpcError) {
+	known := map[string]bool{}
+	for _, a := range p.Arguments {
+		known[a.Name] = true
+		if _, ok := args[a.Name]; a.Required && !ok {
+			return nil, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: missing required argument "+strconv.Quote(a.Name)+" of prompt "+strconv.Quote(p.Name))
+		}
+	}
+	for k := range args {
+		if !known[k] {
+			return nil, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: prompt "+strconv.Quote(p.Name)+" has no argument "+strconv.Quote(k))
+		}
+	}
+	pairs := make([]string, 0, 2*len(p.Arguments))
+	for _, a := range p.Arguments {
+		pairs = append(pairs, "{{"+a.Name+"}}", args[a.Name])
+	}
+	rep := strings.NewReplacer(pairs...)
+	type content struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	type message struct {
+		Role    string  `json:"role"`
+		Content content `json:"content"`
+	}
+	out := struct {
+		ResultType  string    `json:"resultType"`
+		Description string    `json:"description,omitempty"`
+		Messages    []message `json:"messages"`
+	}{ResultType: resultComplete, Description: p.Description}
+	for _, m := range p.Messages {
+		out.Messages = append(out.Messages, message{Role: m.Role, Content: content{Type: "text", Text: rep.Replace(m.Text)}})
+	}
+	b, _ := json.Marshal(out)
+	return b, nil
+}
+
+// Cursors are minted by the sidecar: base64url("sb1|<method>|<offset>").
+// The client never sees an upstream cursor.
+const cursorPrefix = "sb1|"
+
+func mintCursor(method string, offset int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + method + "|" + strconv.Itoa(offset)))
+}
+
+// parseCursor returns the offset a cursor stands for; "" is the start.
+func parseCursor(method, cursor string) (int, bool) {
+	if cursor == "" {
+		return 0, true
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return 0, false
+	}
+	rest, ok := strings.CutPrefix(string(b), cursorPrefix+method+"|")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || strconv.Itoa(n) != rest {
+		return 0, false
+	}
+	return n, true
+}
+
+// page cuts one page out of list. An offset past the end (the list shrank
+// between pages) gives an empty last page.
+func page(list []entry, offset, size int) (items []entry, next int, more bool) {
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	if offset >= len(list) {
+		return nil, 0, false
+	}
+	end := min(offset+size, len(list))
+	return list[offset:end], end, end < len(list)
+}

@@ -1,0 +1,468 @@
+package sidecar
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+)
+
+// Overlay timing.
+const (
+	// CoalesceWindow is how long the overlay waits after the first change
+	// (a catalog revision, a referenced ConfigMap/Secret, an upstream
+	// notification) before it diffs and publishes, so a burst of changes
+	// becomes one notification per list.
+	CoalesceWindow = 10 * time.Millisecond
+	// overlayRetryFloor and overlayRetryCeiling bound the backoff of
+	// re-reading the upstream's lists after a failure.
+	overlayRetryFloor   = 200 * time.Millisecond
+	overlayRetryCeiling = 10 * time.Second
+	// maxUpstreamPages bounds the pages read from one upstream list.
+	maxUpstreamPages = 100
+)
+
+// ContentSource serves the ConfigMap and Secret keys that resources
+// reference. The Kubernetes implementation watches exactly the named
+// objects; the overlay tells it which (SetRefs) after each revision.
+type ContentSource interface {
+	// Content returns the value of key in the named ConfigMap (or Secret).
+	Content(secret bool, name, key string) ([]byte, bool)
+	// SetRefs names the ConfigMaps and Secrets the current catalog uses.
+	SetRefs(configMaps, secrets []string)
+}
+
+// OverlayOptions configure an Overlay.
+type OverlayOptions struct {
+	Hub      Publisher // the listen hub (or a recorder in tests)
+	Upstream *Upstream
+	Logger   *slog.Logger
+	Metrics  *Metrics
+	// PageSize is the page size of merged lists (DefaultPageSize when 0).
+	PageSize int
+	// Contents serves ConfigMap/Secret-backed resources (none when nil).
+	Contents ContentSource
+	// Report receives the propagation report after every applied or
+	// rejected revision (nil: not reported).
+	Report func(catalog.Report)
+}
+
+// Overlay is the live catalog: it holds the last good revision, merges it
+// with the upstream's lists, and turns every change (new revision, changed
+// ConfigMap/Secret content, upstream notification) into exactly the
+// notifications a client could observe.
+//
+// Concurrency: the current catalog is an atomic pointer (read by request
+// handlers, swapped by Apply). pendMu guards the pending changes. Run's
+// goroutine alone owns the upstream lists and the last published snapshot.
+type Overlay struct {
+	opts OverlayOptions
+	log  *slog.Logger
+	m    *Metrics
+
+	cur atomic.Pointer[appliedCatalog]
+
+	pendMu      sync.Mutex
+	report      catalog.Report // last report (guarded by pendMu)
+	upKinds     Kind           // upstream lists to re-read
+	upURIs      map[string]bool
+	kick        chan struct{}
+	appliedC    chan struct{} // closed once the first revision is applied and its changes published
+	appliedOnce sync.Once
+
+	// Owned by Run.
+	upLists map[string][]json.RawMessage // by list method; nil = unknown
+	last    *snapshot
+}
+
+type appliedCatalog struct {
+	cat *catalog.Catalog
+	rev string
+}
+
+// emptyCatalog is what the overlay serves before its first revision: every
+// upstream tool, immediately stale, private.
+var emptyCatalog = func() *catalog.Catalog {
+	h := catalog.CacheHint{TTLMs: 0, CacheScope: catalog.ScopePrivate}
+	return &catalog.Catalog{SchemaVersion: catalog.SchemaVersion, Server: catalog.Server{
+		ToolPolicy: catalog.ToolPolicyAll,
+		Caching:    catalog.CacheDefaults{Discover: h, Tools: h, Prompts: h, Resources: h, ResourceTemplates: h, ResourceRead: h},
+	}}
+}()
+
+// NewOverlay returns an overlay serving the empty catalog until Apply.
+func NewOverlay(o OverlayOptions) *Overlay {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics()
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = DefaultPageSize
+	}
+	return &Overlay{opts: o, log: o.Logger, m: o.Metrics, kick: make(chan struct{}, 1),
+		appliedC: make(chan struct{}), upURIs: map[string]bool{}}
+}
+
+// Catalog returns the catalog being served and its revision ("" before the
+// first one).
+func (o *Overlay) Catalog() (*catalog.Catalog, string) {
+	if a := o.cur.Load(); a != nil {
+		return a.cat, a.rev
+	}
+	return emptyCatalog, ""
+}
+
+// Applied is closed once a first revision has been applied and the changes
+// it made published (readiness waits for it, so clients that connect once
+// the pod is ready never see the switch from the empty catalog).
+func (o *Overlay) Applied() <-chan struct{} { return o.appliedC }
+
+func (o *Overlay) signal() {
+	select {
+	case o.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Apply decodes and applies one catalog revision. revision may be empty
+// (then it is computed from data). A catalog that fails to decode or
+// validate is rejected whole: the last good one keeps serving, the reason
+// is logged, counted and reported.
+func (o *Overlay) Apply(data []byte, revision string) error {
+	if revision == "" {
+		revision = catalog.Revision(data)
+	}
+	if a := o.cur.Load(); a != nil && a.rev == revision {
+		return nil
+	}
+	c, err := catalog.Decode(data)
+	o.pendMu.Lock()
+	if err != nil {
+		o.report.RejectedRevision, o.report.Reason = revision, err.Error()
+		rep := o.report
+		o.pendMu.Unlock()
+		o.m.catalogRejected.Inc()
+		o.m.catalogRejectedNow.Set(1)
+		o.log.Error("Catalog revision rejected; still serving the last good one", "revision", revision, "serving", rep.Revision, "err", err)
+		o.sendReport(rep)
+		return err
+	}
+	o.cur.Store(&appliedCatalog{cat: c, rev: revision})
+	o.report.Revision = revision
+	rep := o.report
+	o.pendMu.Unlock()
+	o.m.catalogApplied.Inc()
+	o.m.catalogRejectedNow.Set(0)
+	o.log.Info("Catalog revision applied", "revision", revision, "tools", len(c.Tools), "resources", len(c.Resources), "prompts", len(c.Prompts))
+	if o.opts.Contents != nil {
+		cms, secrets := refsOf(c)
+		o.opts.Contents.SetRefs(cms, secrets)
+	}
+	o.sendReport(rep)
+	o.signal()
+	return nil
+}
+
+func (o *Overlay) sendReport(r catalog.Report) {
+	if o.opts.Report != nil {
+		o.opts.Report(r)
+	}
+}
+
+// ContentChanged tells the overlay that a referenced ConfigMap or Secret
+// changed.
+func (o *Overlay) ContentChanged() { o.signal() }
+
+// Publish receives the upstream relay's changes. They go through the same
+// diff as catalog changes: a list is re-read and published only if the
+// effective list changed; an update of a URI the sidecar serves itself is
+// dropped.
+func (o *Overlay) Publish(k Kind, uri string) int {
+	o.pendMu.Lock()
+	if k == KindResourceUpdated {
+		o.upURIs[uri] = true
+	} else {
+		o.upKinds |= k
+	}
+	o.pendMu.Unlock()
+	o.signal()
+	return 0
+}
+
+func (o *Overlay) takePending() (Kind, []string) {
+	o.pendMu.Lock()
+	defer o.pendMu.Unlock()
+	k := o.upKinds
+	uris := slices.Sorted(maps.Keys(o.upURIs))
+	o.upKinds = 0
+	clear(o.upURIs)
+	return k, uris
+}
+
+// listMethods are the upstream lists the overlay merges, with the member
+// holding their entries.
+var listMethods = []struct {
+	method, member string
+	kind           Kind
+}{
+	{"tools/list", "tools", KindTools},
+	{"prompts/list", "prompts", KindPrompts},
+	{"resources/list", "resources", KindResources},
+	{"resources/templates/list", "resourceTemplates", KindResources},
+}
+
+// Run owns the diff: it re-reads upstream lists when asked, recomputes the
+// effective catalog after CoalesceWindow and publishes what changed.
+func (o *Overlay) Run(ctx context.Context) {
+	o.upLists = map[string][]json.RawMessage{}
+	refetch := KindTools | KindPrompts | KindResources
+	backoff := overlayRetryFloor
+	var retry <-chan time.Time
+	first := true
+	for {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-o.kick:
+			case <-retry:
+				retry = nil
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(CoalesceWindow):
+			}
+		}
+		first = false
+		asked, uris := o.takePending()
+		refetch |= asked
+		var failed Kind
+		if refetch != 0 {
+			failed = o.fetchUpstream(ctx, refetch)
+			if ctx.Err() != nil {
+				return
+			}
+		}
+		refetch = failed
+		if failed != 0 {
+			retry = time.After(backoff)
+			backoff = min(backoff*2, overlayRetryCeiling)
+		} else {
+			backoff = overlayRetryFloor
+		}
+		snap := o.compute()
+		if o.last != nil {
+			o.publishDiff(o.last, snap, uris, asked&failed)
+		}
+		o.last = snap
+		if _, rev := o.Catalog(); rev != "" {
+			o.appliedOnce.Do(func() { close(o.appliedC) })
+		}
+	}
+}
+
+// fetchUpstream re-reads the upstream lists of the given kinds with the
+// sidecar's own identity; it returns the kinds that failed.
+func (o *Overlay) fetchUpstream(ctx context.Context, kinds Kind) Kind {
+	info, err := o.opts.Upstream.Discover(ctx)
+	if err != nil {
+		o.log.Debug("Overlay: upstream discover failed", "err", err)
+		return kinds
+	}
+	var failed Kind
+	for _, l := range listMethods {
+		if kinds&l.kind == 0 {
+			continue
+		}
+		if !upstreamServes(info, l.method) {
+			o.upLists[l.method] = []json.RawMessage{}
+			continue
+		}
+		items, _, pass, err := o.opts.Upstream.list(l.method, l.member, func(cursor string) (*http.Request, error) {
+			extra := ""
+			if cursor != "" {
+				extra = `,"cursor":` + string(jsonString(cursor))
+			}
+			return modernRequest(ctx, o.opts.Upstream.url, "switchboard-overlay", l.method, extra)
+		})
+		if err == nil && pass != nil {
+			err = fmt.Errorf("upstream answered %s", truncate(pass.msg, 200))
+		}
+		if err != nil {
+			o.log.Debug("Overlay: reading upstream list failed", "method", l.method, "err", err)
+			failed |= l.kind
+			continue
+		}
+		o.upLists[l.method] = items
+	}
+	return failed
+}
+
+// upstreamServes reports whether the upstream advertises the list.
+func upstreamServes(info *upstreamInfo, method string) bool {
+	switch method {
+	case "tools/list":
+		return info.caps.Tools != nil
+	case "prompts/list":
+		return info.caps.Prompts != nil
+	default:
+		return info.caps.Resources != nil
+	}
+}
+
+// snapshot is what the overlay compares between two computations.
+type snapshot struct {
+	lists   map[string]string // list method -> hash of the effective list
+	content map[string]string // URI of a declared resource -> hash of its content
+	missing []string
+}
+
+func hashEntries(es []entry) string {
+	h := sha256.New()
+	for _, e := range es {
+		h.Write(e.raw)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func hashBytes(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// compute derives the snapshot of the current catalog over the upstream
+// lists the overlay last read.
+func (o *Overlay) compute() *snapshot {
+	c, _ := o.Catalog()
+	tools, missing := mergeTools(c, o.upLists["tools/list"])
+	s := &snapshot{
+		lists: map[string]string{
+			"tools/list":               hashEntries(tools),
+			"prompts/list":             hashEntries(mergePrompts(c, o.upLists["prompts/list"])),
+			"resources/list":           hashEntries(mergeResources(c, o.upLists["resources/list"], "uri")),
+			"resources/templates/list": hashEntries(mergeResources(c, o.upLists["resources/templates/list"], "uriTemplate")),
+		},
+		content: map[string]string{},
+		missing: missing,
+	}
+	for i := range c.Resources {
+		r := &c.Resources[i]
+		if r.URI == "" {
+			continue
+		}
+		body, mime, err := o.content(r)
+		switch {
+		case r.Source.Upstream:
+			s.content[r.URI] = "upstream"
+		case err != nil:
+			s.content[r.URI] = "absent"
+		default:
+			s.content[r.URI] = hashBytes(append([]byte(mime+"\x00"), body...))
+		}
+	}
+	if !slices.Equal(missing, o.lastMissing()) {
+		o.m.catalogMissingTools.Set(float64(len(missing)))
+		if len(missing) > 0 {
+			o.log.Warn("Declared tools are missing upstream; they are not listed", "tools", missing)
+		}
+	}
+	return s
+}
+
+func (o *Overlay) lastMissing() []string {
+	if o.last == nil {
+		return nil
+	}
+	return o.last.missing
+}
+
+var errNoContent = errors.New("resource content not found")
+
+// content returns the bytes a declared, sidecar-served resource has now.
+func (o *Overlay) content(r *catalog.Resource) ([]byte, string, error) {
+	switch {
+	case r.Source.Inline != nil:
+		return []byte(r.Source.Inline.Text), r.MimeType, nil
+	case r.Source.ConfigMap != nil && o.opts.Contents != nil:
+		if b, ok := o.opts.Contents.Content(false, r.Source.ConfigMap.Name, r.Source.ConfigMap.Key); ok {
+			return b, r.MimeType, nil
+		}
+	case r.Source.Secret != nil && o.opts.Contents != nil:
+		if b, ok := o.opts.Contents.Content(true, r.Source.Secret.Name, r.Source.Secret.Key); ok {
+			return b, r.MimeType, nil
+		}
+	}
+	return nil, "", errNoContent
+}
+
+// publishDiff sends one notification per changed list and one update per
+// changed URI (the hub delivers it only to its subscribers). conservative
+// lists were announced by the upstream but could not be re-read: they are
+// published as they came.
+func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservative Kind) {
+	var kinds Kind
+	for _, l := range listMethods {
+		if prev.lists[l.method] != next.lists[l.method] {
+			kinds |= l.kind
+		}
+	}
+	kinds |= conservative
+	for _, k := range listKinds {
+		if kinds&k != 0 {
+			o.opts.Hub.Publish(k, "")
+		}
+	}
+	changed := map[string]bool{}
+	for u, h := range next.content {
+		if prev.content[u] != h {
+			changed[u] = true
+		}
+	}
+	for u := range prev.content {
+		if _, ok := next.content[u]; !ok {
+			changed[u] = true
+		}
+	}
+	c, _ := o.Catalog()
+	for _, u := range upURIs {
+		// The upstream's update is visible only where the upstream serves
+		// the URI.
+		if r := findResource(c, u); r == nil || r.Source.Upstream {
+			changed[u] = true
+		}
+	}
+	for _, u := range slices.Sorted(maps.Keys(changed)) {
+		o.opts.Hub.Publish(KindResourceUpdated, u)
+	}
+	if kinds != 0 || len(changed) > 0 {
+		o.log.Debug("Overlay published changes", "kinds", kinds, "uris", len(changed))
+	}
+}
+
+// refsOf lists the ConfigMaps and Secrets a catalog's resources read.
+func refsOf(c *catalog.Catalog) (configMaps, secrets []string) {
+	for _, r := range c.Resources {
+		if r.Source.ConfigMap != nil {
+			configMaps = append(configMaps, r.Source.ConfigMap.Name)
+		}
+		if r.Source.Secret != nil {
+			secrets = append(secrets, r.Source.Secret.Name)
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(configMaps))), slices.Compact(slices.Sorted(slices.Values(secrets)))
+}
