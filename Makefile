@@ -68,8 +68,9 @@ test: $(HELM) ## Run every test against a real API server (builds the control pl
 
 .PHONY: dev
 dev: build ## The main job on this machine: control plane, manager, samples, sample server and sidecar (Ctrl-C stops all).
+	go build -o $(LOCALBIN)/dev ./hack/dev
 	@assets="$$(hack/k8s-test-bins.sh | tail -n 1)"; \
-	KUBEBUILDER_ASSETS="$$assets" go run ./hack/dev
+	KUBEBUILDER_ASSETS="$$assets" exec $(LOCALBIN)/dev --bin=$(LOCALBIN)
 
 .PHONY: chart-lint
 chart-lint: $(HELM) ## Lint the Helm chart.

@@ -162,16 +162,21 @@ Try: kubectl get mcp        (every Switchboard object)
 Press Ctrl-C to stop everything.
 `, o.mcpAddr, o.adminAddr, kubeconfig, filepath.Join(env.Assets, "kubectl"))
 
+	var exited *proc
 	select {
 	case <-ctx.Done():
 		return nil
 	case <-sidecar.done:
-		return fmt.Errorf("the sidecar exited: %s", sidecar.tail())
+		exited = sidecar
 	case <-server.done:
-		return fmt.Errorf("the sample server exited: %s", server.tail())
+		exited = server
 	case <-manager.done:
-		return fmt.Errorf("the manager exited: %s", manager.tail())
+		exited = manager
 	}
+	if ctx.Err() != nil { // interrupted: the child went down with us
+		return nil
+	}
+	return fmt.Errorf("the %s exited: %s", exited.name, exited.tail())
 }
 
 // sidecarArgs takes the sidecar container's arguments from the pod the controller built and
@@ -295,8 +300,9 @@ func start(dir, name string, env []string, path string, args ...string) (*proc, 
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
-	// Children die with this process even if it is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Children die with this process even if it is killed, and sit in their own process group, so
+	// a terminal's Ctrl-C reaches only this process, which stops them in order (sidecar first).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)

@@ -122,6 +122,8 @@ func Start(opts Options) (*Env, error) {
 	}
 	cfg, err := e.Environment.Start()
 	if err != nil {
+		// Start can fail after etcd and kube-apiserver run (e.g. a CRD is refused): stop them.
+		_ = e.Environment.Stop()
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
 	}
