@@ -23,12 +23,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/controllers"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
+	"github.com/switchboard-mcp/switchboard/internal/mcptest"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 )
 
@@ -125,7 +125,7 @@ func run(ctx context.Context, o options) error {
 	}
 	say("Pod %s is Ready (kwok); running its containers here", pod.Name)
 
-	sidecarKubeconfig, err := impersonating(env.Environment.KubeConfig, dir, pod.Spec.ServiceAccountName)
+	sidecarKubeconfig, err := mcptest.ImpersonatingKubeconfig(env.Environment.KubeConfig, dir, namespace, pod.Spec.ServiceAccountName)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func run(ctx context.Context, o options) error {
 	}
 	procs = append(procs, server)
 
-	args, err := sidecarArgs(pod, o)
+	args, err := mcptest.SidecarArgs(pod, o.mcpAddr, o.adminAddr, "http://"+o.serverAddr+"/mcp")
 	if err != nil {
 		return err
 	}
@@ -177,52 +177,6 @@ Press Ctrl-C to stop everything.
 		return nil
 	}
 	return fmt.Errorf("the %s exited: %s", exited.name, exited.tail())
-}
-
-// sidecarArgs takes the sidecar container's arguments from the pod the controller built and
-// rewrites only what differs on this machine: listen addresses on loopback, the upstream
-// address, the pod name the downward API would fill in, and the drain delay (no endpoints to
-// propagate here).
-func sidecarArgs(pod *corev1.Pod, o options) ([]string, error) {
-	i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == inject.ContainerName })
-	if i < 0 {
-		return nil, fmt.Errorf("pod %s has no %s container", pod.Name, inject.ContainerName)
-	}
-	set := func(name string) string { return "--" + name + "=" }
-	var args []string
-	for _, a := range pod.Spec.InitContainers[i].Args {
-		switch {
-		case strings.HasPrefix(a, set(inject.FlagListen)):
-			a = set(inject.FlagListen) + o.mcpAddr
-		case strings.HasPrefix(a, set(inject.FlagAdminListen)):
-			a = set(inject.FlagAdminListen) + o.adminAddr
-		case strings.HasPrefix(a, set(inject.FlagUpstream)):
-			a = set(inject.FlagUpstream) + "http://" + o.serverAddr + "/mcp"
-		case strings.HasPrefix(a, set(inject.FlagPodName)):
-			a = set(inject.FlagPodName) + pod.Name
-		case strings.HasPrefix(a, set(inject.FlagDrainDelay)):
-			a = set(inject.FlagDrainDelay) + "0s"
-		case strings.HasPrefix(a, set(inject.FlagAllowedHosts)):
-			_, port, _ := net.SplitHostPort(o.mcpAddr)
-			a += ",127.0.0.1:" + port + ",localhost:" + port
-		}
-		args = append(args, a)
-	}
-	return args, nil
-}
-
-// impersonating writes a kubeconfig that acts as the sidecar's ServiceAccount, so the local
-// sidecar has exactly the rights the controller granted the real one.
-func impersonating(admin []byte, dir, serviceAccount string) (string, error) {
-	cfg, err := clientcmd.Load(admin)
-	if err != nil {
-		return "", err
-	}
-	for _, auth := range cfg.AuthInfos {
-		auth.Impersonate = "system:serviceaccount:" + namespace + ":" + serviceAccount
-	}
-	path := filepath.Join(dir, "sidecar-kubeconfig")
-	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
 func firstReadyPod(ctx context.Context, c client.Client, timeout time.Duration, manager *proc) (*corev1.Pod, error) {

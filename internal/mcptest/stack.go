@@ -112,12 +112,12 @@ func StartStack(ctx context.Context, o StackOptions) (s *Stack, err error) {
 	s.Pod = pod.Name
 
 	s.upstream = httptest.NewServer(sampleserver.Handler())
-	kubeconfig, err := s.impersonating(pod.Spec.ServiceAccountName)
+	kubeconfig, err := ImpersonatingKubeconfig(s.Env.Environment.KubeConfig, s.Dir, s.Namespace, pod.Spec.ServiceAccountName)
 	if err != nil {
 		return s, err
 	}
 	mcpAddr, adminAddr := freeAddr(), freeAddr()
-	args, err := sidecarArgs(pod, mcpAddr, adminAddr, s.upstream.URL+"/mcp")
+	args, err := SidecarArgs(pod, mcpAddr, adminAddr, s.upstream.URL+"/mcp")
 	if err != nil {
 		return s, err
 	}
@@ -148,7 +148,7 @@ func (s *Stack) onlyReadyPod(ctx context.Context) (*corev1.Pod, error) {
 	for {
 		var pods corev1.PodList
 		if err := s.Env.Client.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{"mcp.switchboard.dev/server": s.Server}); err == nil {
-			if len(pods.Items) == 1 && podReady(&pods.Items[0]) {
+			if len(pods.Items) == 1 && controllers.PodReady(&pods.Items[0]) {
 				return &pods.Items[0], nil
 			}
 		}
@@ -162,34 +162,24 @@ func (s *Stack) onlyReadyPod(ctx context.Context) (*corev1.Pod, error) {
 	}
 }
 
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// impersonating writes a kubeconfig that acts as the sidecar's ServiceAccount.
-func (s *Stack) impersonating(serviceAccount string) (string, error) {
-	cfg, err := clientcmd.Load(s.Env.Environment.KubeConfig)
+// ImpersonatingKubeconfig writes dir/sidecar-kubeconfig: the admin kubeconfig acting as the
+// sidecar's ServiceAccount, so a local sidecar has exactly the rights the controller granted.
+func ImpersonatingKubeconfig(admin []byte, dir, namespace, serviceAccount string) (string, error) {
+	cfg, err := clientcmd.Load(admin)
 	if err != nil {
 		return "", err
 	}
 	for _, auth := range cfg.AuthInfos {
-		auth.Impersonate = "system:serviceaccount:" + s.Namespace + ":" + serviceAccount
+		auth.Impersonate = "system:serviceaccount:" + namespace + ":" + serviceAccount
 	}
-	path := filepath.Join(s.Dir, "sidecar-kubeconfig")
+	path := filepath.Join(dir, "sidecar-kubeconfig")
 	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
-// sidecarArgs takes the sidecar container's arguments from the pod and rewrites what differs on
-// this machine (addresses, the pod name the downward API fills in, the drain delay).
-func sidecarArgs(pod *corev1.Pod, mcpAddr, adminAddr, upstream string) ([]string, error) {
+// SidecarArgs takes the sidecar container's arguments from the pod the controller built and
+// rewrites only what differs on this machine: listen addresses on loopback, the upstream address,
+// the pod name the downward API would fill in, and the drain timing (no endpoints to propagate).
+func SidecarArgs(pod *corev1.Pod, mcpAddr, adminAddr, upstream string) ([]string, error) {
 	i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == inject.ContainerName })
 	if i < 0 {
 		return nil, fmt.Errorf("pod %s has no %s container", pod.Name, inject.ContainerName)
