@@ -178,7 +178,10 @@ func TestSampleCatalogIsServedAndReported(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("CatalogPropagated not True: err=%v cond=%+v upToDate=%d", err, cond, s.Status.CatalogUpToDateReplicas)
+			var status corev1.ConfigMap
+			_ = stack.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server + "-catalog-status"}, &status)
+			t.Fatalf("CatalogPropagated not True: err=%v cond=%+v upToDate=%d revision=%s reports=%v (pod %s)\n%s",
+				err, cond, s.Status.CatalogUpToDateReplicas, s.Status.CatalogRevision, status.Data, stack.Pod, stack.SidecarLog(30))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -280,7 +283,7 @@ func TestInvalidCatalogIsRefusedAndTheLastGoodKeepsServing(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no rejection reported: %v %+v", err, status.Data)
+			t.Fatalf("no rejection reported: %v %+v (pod %s)\n%s", err, status.Data, stack.Pod, stack.SidecarLog(30))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
