@@ -146,6 +146,9 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 		revision = catalog.Revision(data)
 	}
 	if a := o.cur.Load(); a != nil && a.rev == revision {
+		// The newest revision seen is the one being served (e.g. a bad
+		// edit was reverted): nothing to apply, but no longer rejecting.
+		o.m.catalogRejectedNow.Set(0)
 		return nil
 	}
 	c, err := catalog.Decode(data)

@@ -42,6 +42,8 @@ type Stack struct {
 	MCPURL    string
 	AdminURL  string
 	Dir       string // logs and kubeconfigs
+	// UpstreamURL is the sample MCP server's endpoint the sidecar fronts.
+	UpstreamURL string
 
 	stopMgr  context.CancelFunc
 	mgrDone  chan error
@@ -112,12 +114,13 @@ func StartStack(ctx context.Context, o StackOptions) (s *Stack, err error) {
 	s.Pod = pod.Name
 
 	s.upstream = httptest.NewServer(sampleserver.Handler())
+	s.UpstreamURL = s.upstream.URL + "/mcp"
 	kubeconfig, err := ImpersonatingKubeconfig(s.Env.Environment.KubeConfig, s.Dir, s.Namespace, pod.Spec.ServiceAccountName)
 	if err != nil {
 		return s, err
 	}
 	mcpAddr, adminAddr := freeAddr(), freeAddr()
-	args, err := SidecarArgs(pod, mcpAddr, adminAddr, s.upstream.URL+"/mcp")
+	args, err := SidecarArgs(pod, mcpAddr, adminAddr, s.UpstreamURL)
 	if err != nil {
 		return s, err
 	}

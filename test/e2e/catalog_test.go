@@ -25,7 +25,10 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 )
 
-var stack *mcptest.Stack
+var (
+	stack      *mcptest.Stack
+	sidecarBin string // the built cmd/sidecar, for tests that start more sidecars
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -44,6 +47,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	bin := filepath.Join(dir, "sidecar")
+	sidecarBin = bin
 	build := exec.Command("go", "build", "-o", bin, "./cmd/sidecar")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
