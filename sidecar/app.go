@@ -235,6 +235,12 @@ func (a *App) adminHandler() http.Handler {
 				http.Error(w, "no catalog revision applied yet", http.StatusServiceUnavailable)
 				return
 			}
+			// Nor before the ConfigMaps and Secrets behind resources are read once: their
+			// resources would answer "not found".
+			if a.catalog.refs != nil && !a.catalog.refs.Synced() {
+				http.Error(w, "resource sources not synced yet", http.StatusServiceUnavailable)
+				return
+			}
 		}
 		if err := a.Server.Upstream().Ready(r.Context()); err != nil {
 			http.Error(w, "upstream not ready: "+err.Error(), http.StatusServiceUnavailable)

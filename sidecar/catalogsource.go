@@ -223,6 +223,7 @@ type kubeContents struct {
 
 type refWatcher struct {
 	store  cache.Store
+	synced cache.InformerSynced
 	cancel context.CancelFunc
 }
 
@@ -270,10 +271,26 @@ func (k *kubeContents) reconcileLocked() {
 			AddFunc: notify, UpdateFunc: func(_, o any) { notify(o) }, DeleteFunc: notify,
 		})
 		ctx, cancel := context.WithCancel(k.ctx)
-		k.watchers[key] = &refWatcher{store: inf.GetStore(), cancel: cancel}
+		k.watchers[key] = &refWatcher{store: inf.GetStore(), synced: inf.HasSynced, cancel: cancel}
 		go inf.Run(ctx.Done())
 		k.log.Info("Watching a resource source", "object", k.namespace+"/"+key)
 	}
+}
+
+// Synced reports whether every watched source has been listed once, so reads of ConfigMap- and
+// Secret-backed resources answer with their content rather than "not found".
+func (k *kubeContents) Synced() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ctx == nil && len(k.want) > 0 {
+		return false
+	}
+	for _, w := range k.watchers {
+		if !w.synced() {
+			return false
+		}
+	}
+	return true
 }
 
 // run starts the watches and stops them when ctx ends.
