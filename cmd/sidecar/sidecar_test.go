@@ -211,14 +211,7 @@ func TestCancellation(t *testing.T) {
 		}
 		return &mcp.CallToolResult{}, nil, nil
 	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
-	upAddr := freePort(t)
-	hs := &http.Server{Addr: upAddr, Handler: h}
-	go hs.ListenAndServe()
-	t.Cleanup(func() { hs.Close() })
-	e := &env{upAddr: upAddr}
-	e.startSidecar(t)
+	e := sidecarInFrontOf(t, srv, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -598,14 +591,7 @@ func TestJSONUpstream(t *testing.T) {
 	srv.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: "hello"}}}, nil
 	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	upAddr := freePort(t)
-	hs := &http.Server{Addr: upAddr, Handler: h}
-	go hs.ListenAndServe()
-	t.Cleanup(func() { hs.Close() })
-	e := &env{upAddr: upAddr}
-	e.startSidecar(t)
+	e := sidecarInFrontOf(t, srv, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 
 	for _, c := range []struct {
 		method, name, extra string
@@ -638,4 +624,18 @@ func TestJSONUpstream(t *testing.T) {
 	if n["toolsListChanged"] != true || fmt.Sprint(n["resourceSubscriptions"]) != "[test://r]" {
 		t.Errorf("ack = %v", ack)
 	}
+}
+
+// sidecarInFrontOf serves srv over Streamable HTTP on a free port as the upstream and starts the
+// sidecar in front of it.
+func sidecarInFrontOf(t *testing.T, srv *mcp.Server, opts *mcp.StreamableHTTPOptions) *env {
+	t.Helper()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
+	upAddr := freePort(t)
+	hs := &http.Server{Addr: upAddr, Handler: h}
+	go hs.ListenAndServe()
+	t.Cleanup(func() { hs.Close() })
+	e := &env{upAddr: upAddr}
+	e.startSidecar(t)
+	return e
 }
