@@ -161,6 +161,7 @@ func (a *App) Run(ctx context.Context) error {
 	mux.Handle(a.cfg.Path, a.closeWhenDraining(a.Server))
 	mcpSrv := &http.Server{
 		Handler:           mux,
+		BaseContext:       a.Server.BaseContext,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    a.cfg.MaxHeaderBytes,

@@ -184,7 +184,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		up, private, pass, err = s.up.list(spec.method, spec.member, s.clientListRequest(r, req))
 		s.m.observeUpstream(spec.method, time.Since(start))
 		if err != nil {
-			if r.Context().Err() != nil {
+			if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
 				return
 			}
 			s.log.Warn("Upstream list failed", "method", spec.method, "err", err)

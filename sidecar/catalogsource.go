@@ -3,6 +3,7 @@ package sidecar
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,11 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 )
@@ -62,9 +64,14 @@ func parseNamespacedName(s string) (*kubeObjectRef, error) {
 	return &kubeObjectRef{ns, name}, nil
 }
 
-// kubeClient loads client configuration the standard way: the explicit
-// kubeconfig, else KUBECONFIG or ~/.kube/config, else in-cluster.
-func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+// kubeClient loads client configuration the standard way (the explicit
+// kubeconfig, else KUBECONFIG or ~/.kube/config, else in-cluster) and
+// returns a REST client for the core/v1 API, which is all the sidecar
+// reads and writes. It deliberately avoids client-go's full clientset: that
+// registers every built-in API group at start-up, which would triple the
+// sidecar's live heap and with it the garbage collector's work on every
+// forwarded request (docs/performance.md).
+func kubeClient(kubeconfig string) (rest.Interface, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -74,8 +81,24 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = kubeQPS, kubeBurst
 	cfg.UserAgent = "switchboard-sidecar"
-	return kubernetes.NewForConfig(cfg)
+	cfg.APIPath = "/api"
+	cfg.GroupVersion = &corev1.SchemeGroupVersion
+	cfg.NegotiatedSerializer = coreCodecs.WithoutConversion()
+	if cfg.ContentType == "" {
+		cfg.ContentType = runtime.ContentTypeJSON
+	}
+	return rest.RESTClientFor(cfg)
 }
+
+// coreCodecs decodes the core/v1 objects the sidecar watches (and the
+// meta/v1 lists, watch events and statuses around them).
+var coreCodecs = func() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return serializer.NewCodecFactory(s)
+}()
 
 // newCatalogWiring builds the overlay and its sources from the command
 // line; it returns nil when no catalog source is configured.
@@ -90,7 +113,7 @@ func newCatalogWiring(cfg Config, hub *Hub, up *Upstream, m *Metrics) (*catalogW
 		return nil, errors.New("set one of --catalog-configmap and --catalog-file")
 	}
 	w := &catalogWiring{log: cfg.Logger, file: cfg.CatalogFile}
-	var client kubernetes.Interface
+	var client rest.Interface
 	needKube := cfg.CatalogConfigMap != "" || cfg.ReportConfigMap != ""
 	if needKube {
 		var err error
@@ -173,8 +196,8 @@ func (w *catalogWiring) watchFile(ctx context.Context) {
 
 // nameWatch lists and watches exactly one object by name (RBAC by
 // resourceNames allows list/watch only with this field selector).
-func nameWatch(client kubernetes.Interface, resource, namespace, name string) *cache.ListWatch {
-	return cache.NewListWatchFromClient(client.CoreV1().RESTClient(), resource, namespace,
+func nameWatch(client rest.Interface, resource, namespace, name string) *cache.ListWatch {
+	return cache.NewListWatchFromClient(client, resource, namespace,
 		fields.OneTermEqualSelector("metadata.name", name))
 }
 
@@ -210,7 +233,7 @@ func (w *catalogWiring) watchConfigMap(ctx context.Context) {
 // catalog's resources reference, one informer per object. mu guards
 // watchers, want and ctx.
 type kubeContents struct {
-	client    kubernetes.Interface
+	client    rest.Interface
 	namespace string
 	log       *slog.Logger
 	changed   func()
@@ -337,7 +360,7 @@ func (k *kubeContents) Content(secret bool, name, key string) ([]byte, bool) {
 // manager switchboard-sidecar-<pod>. The newest report wins; failures are
 // retried with backoff. mu guards latest and sent.
 type reporter struct {
-	client kubernetes.Interface
+	client rest.Interface
 	ref    kubeObjectRef
 	pod    string
 	log    *slog.Logger
@@ -392,8 +415,29 @@ func (r *reporter) run(ctx context.Context) {
 func (r *reporter) write(ctx context.Context, rep catalog.Report) error {
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	cm := corev1ac.ConfigMap(r.ref.name, r.ref.namespace).WithData(map[string]string{r.pod: rep.String()})
-	_, err := r.client.CoreV1().ConfigMaps(r.ref.namespace).Apply(ctx, cm,
-		metav1.ApplyOptions{FieldManager: catalog.ReportFieldManagerPrefix + r.pod, Force: true})
-	return err
+	body, err := json.Marshal(reportApply{
+		APIVersion: "v1", Kind: "ConfigMap",
+		Metadata: reportMeta{Name: r.ref.name, Namespace: r.ref.namespace},
+		Data:     map[string]string{r.pod: rep.String()},
+	})
+	if err != nil {
+		return err
+	}
+	return r.client.Patch(types.ApplyPatchType).Namespace(r.ref.namespace).Resource("configmaps").Name(r.ref.name).
+		VersionedParams(&metav1.PatchOptions{FieldManager: catalog.ReportFieldManagerPrefix + r.pod, Force: ptr.To(true)}, metav1.ParameterCodec).
+		Body(body).Do(ctx).Error()
+}
+
+// reportApply is the apply configuration of the report: only this pod's
+// key in the status ConfigMap's data.
+type reportApply struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   reportMeta        `json:"metadata"`
+	Data       map[string]string `json:"data"`
+}
+
+type reportMeta struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
 }

@@ -25,7 +25,7 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 	status, msg, err := s.up.roundTrip(ureq)
 	s.m.observeUpstream(methodDiscover, time.Since(start))
 	if err != nil {
-		if r.Context().Err() != nil {
+		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
 			return
 		}
 		s.log.Warn("Upstream server/discover failed", "err", err)

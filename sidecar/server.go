@@ -96,11 +96,13 @@ type Server struct {
 
 	inflight atomic.Int64 // forwarded requests in progress (for drain)
 	draining atomic.Bool
-	// abortCtx ends when the drain budget is over (AbortInflight): every
-	// forwarded request still waiting on the upstream is then answered with
-	// a JSON-RPC error carrying its id instead of being cut.
+	// abortCtx ends with errDrainBudget when the drain budget is over
+	// (AbortInflight). It is the base of every request context (see
+	// BaseContext), so every forwarded request still waiting on the upstream
+	// is then answered with a JSON-RPC error carrying its id instead of
+	// being cut.
 	abortCtx context.Context
-	abort    context.CancelFunc
+	abort    context.CancelCauseFunc
 	aborted  atomic.Int64 // forwarded requests answered by AbortInflight
 	// pol caches the version policy derived from one upstream discover
 	// result; it is replaced whenever that result is.
@@ -151,7 +153,7 @@ func NewServer(o Options) (*Server, error) {
 			methodListen:   (*Server).serveListen,
 		},
 	}
-	s.abortCtx, s.abort = context.WithCancel(context.Background())
+	s.abortCtx, s.abort = context.WithCancelCause(context.Background())
 	if o.Overlay != nil {
 		for m := range listSpecs {
 			s.owned[m] = (*Server).serveList
@@ -167,7 +169,26 @@ func NewServer(o Options) (*Server, error) {
 // progress (and any started later): each is answered with a JSON-RPC error
 // that carries its id, on its JSON or SSE response. The drain calls it when
 // its budget is over, so no client sees a reset.
-func (s *Server) AbortInflight() { s.abort() }
+func (s *Server) AbortInflight() { s.abort(errDrainBudget) }
+
+// errDrainBudget is the cause of the request contexts AbortInflight ends.
+var errDrainBudget = errors.New("drain budget over")
+
+// endedByDrain answers a request whose upstream call the drain budget ended
+// (see AbortInflight) and reports whether it did.
+func (s *Server) endedByDrain(w http.ResponseWriter, r *http.Request, req *request) bool {
+	if !errors.Is(context.Cause(r.Context()), errDrainBudget) {
+		return false
+	}
+	s.fail(w, req.id, errDrained())
+	return true
+}
+
+// BaseContext must be the BaseContext of the http.Server that serves s:
+// every request context then derives from the drain's abort context, which
+// costs nothing per request (a per-request context joined to it did, on
+// the forwarding path).
+func (s *Server) BaseContext(net.Listener) context.Context { return s.abortCtx }
 
 // Aborted returns how many forwarded requests AbortInflight answered.
 func (s *Server) Aborted() int64 { return s.aborted.Load() }
@@ -261,7 +282,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, id, e)
 		return
 	}
-	if !mediaTypeIs(r.Header.Get("Content-Type"), "application/json") {
+	if !mediaTypeIs(headerValue(r.Header, "Content-Type"), "application/json") {
 		s.fail(w, id, newErr(http.StatusUnsupportedMediaType, codeInvalidRequest, "Content-Type must be application/json"))
 		return
 	}
@@ -286,15 +307,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func acceptsBoth(h http.Header) bool {
 	var j, e bool
-	for _, v := range h.Values("Accept") {
+	for _, v := range h["Accept"] {
 		for part := range strings.SplitSeq(v, ",") {
 			mt, _, _ := strings.Cut(part, ";")
-			switch strings.ToLower(strings.TrimSpace(mt)) {
-			case "application/json":
+			mt = strings.TrimSpace(mt)
+			switch {
+			case strings.EqualFold(mt, "application/json"):
 				j = true
-			case "text/event-stream":
+			case strings.EqualFold(mt, "text/event-stream"):
 				e = true
-			case "*/*":
+			case mt == "*/*":
 				j, e = true, true
 			}
 		}
@@ -336,7 +358,7 @@ func (s *Server) checkHostOrigin(r *http.Request) *rpcError {
 	if !hostOK {
 		return newErr(http.StatusForbidden, codeInvalidRequest, "Forbidden: Host "+strconv.Quote(host)+" is not allowed")
 	}
-	origin := r.Header.Get("Origin")
+	origin := headerValue(r.Header, "Origin")
 	if origin == "" {
 		return nil
 	}
@@ -370,25 +392,31 @@ func netipAddrPort(a string) (bool, error) {
 	return ip != nil && ip.IsLoopback(), nil
 }
 
-// hopHeaders are not forwarded in either direction (RFC 9110 §7.6.1), nor
-// are Host (the upstream's own is used), Content-Length (recomputed) and
-// Accept-Encoding (the localhost hop is never compressed).
-var hopHeaders = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", "Accept-Encoding", "Host",
+// isHopHeader reports the headers that are not forwarded in either
+// direction (RFC 9110 §7.6.1), nor are Host (the upstream's own is used),
+// Content-Length (recomputed) and Accept-Encoding (the localhost hop is
+// never compressed). Keys arrive canonical from net/http's parsers.
+func isHopHeader(canonicalKey string) bool {
+	switch canonicalKey {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", "Accept-Encoding", "Host":
+		return true
+	}
+	return false
 }
 
+// copyHeaders copies src into dst without the hop-by-hop headers and those
+// that src's Connection header names.
 func copyHeaders(dst, src http.Header) {
 	for k, vs := range src {
-		dst[k] = vs
+		if !isHopHeader(k) {
+			dst[k] = vs
+		}
 	}
-	for _, f := range src.Values("Connection") {
+	for _, f := range src["Connection"] {
 		for name := range strings.SplitSeq(f, ",") {
 			dst.Del(strings.TrimSpace(name))
 		}
-	}
-	for _, h := range hopHeaders {
-		dst.Del(h)
 	}
 }
 
@@ -404,15 +432,14 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 		s.m.inflight.Dec()
 	}()
 	// The upstream call ends when the client goes away or when the drain
-	// budget is over (AbortInflight), whichever comes first.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(s.abortCtx, cancel)
-	defer stop()
+	// budget is over (AbortInflight), whichever comes first: both end the
+	// request context (BaseContext).
+	ctx := r.Context()
 	// abortedNow reports whether the upstream call ended because of the
-	// drain budget (and the client is still there to be told).
+	// drain budget, rather than because the client went away (then its
+	// connection's cancellation is the cause, and nobody is left to tell).
 	abortedNow := func() bool {
-		if s.abortCtx.Err() != nil && r.Context().Err() == nil {
+		if errors.Is(context.Cause(ctx), errDrainBudget) {
 			s.aborted.Add(1)
 			return true
 		}
@@ -463,7 +490,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 			return
 		}
 		b := s.stamp(req, buf.Bytes())
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.Header()["Content-Length"] = []string{strconv.Itoa(len(b))}
 		w.WriteHeader(resp.StatusCode)
 		_, _ = w.Write(b)
 	default:

@@ -205,10 +205,20 @@ func isResponse(msg []byte) bool {
 }
 
 func isEventStream(h http.Header) bool {
-	return mediaTypeIs(h.Get("Content-Type"), "text/event-stream")
+	return mediaTypeIs(headerValue(h, "Content-Type"), "text/event-stream")
 }
 
-func isJSON(h http.Header) bool { return mediaTypeIs(h.Get("Content-Type"), "application/json") }
+func isJSON(h http.Header) bool { return mediaTypeIs(headerValue(h, "Content-Type"), "application/json") }
+
+// headerValue is h.Get for a key already in canonical form: the forwarding
+// path looks up a handful of fixed headers on every request, and skipping
+// the canonicalisation that Get does on each call is measurable there.
+func headerValue(h http.Header, canonicalKey string) string {
+	if vs := h[canonicalKey]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
 
 // mediaTypeIs compares the media type of a Content-Type value, ignoring
 // parameters and case.

@@ -252,8 +252,9 @@ func nameMember(method string) (string, bool) {
 
 // singleHeader returns the OWS-trimmed value of a header that must appear at
 // most once and carry only safe ASCII.
+// name must be in canonical form (see headerValue).
 func singleHeader(h http.Header, name string) (string, *rpcError) {
-	vs := h.Values(name)
+	vs := h[name]
 	switch len(vs) {
 	case 0:
 		return "", nil
