@@ -94,7 +94,8 @@ fuzz: ## Fuzz the sidecar's request parser/validator and SSE reader, FUZZTIME ea
 bench: build ## Benchmark the sidecar against bare Go baselines (docs/performance.md); bounded, 127.0.0.1 only.
 	mkdir -p results
 	go build -o $(LOCALBIN)/sidecarbench ./hack/sidecarbench
-	$(LOCALBIN)/sidecarbench -sidecar $(LOCALBIN)/sidecar -json results/sidecarbench.jsonl
+	go build -o $(LOCALBIN)/sidecarbench-baselines ./hack/sidecarbench/baselines
+	$(LOCALBIN)/sidecarbench -sidecar $(LOCALBIN)/sidecar -baselines $(LOCALBIN)/sidecarbench-baselines -json results/sidecarbench.jsonl
 
 .PHONY: bench-drain
 bench-drain: build ## Benchmark the graceful drain with 10,000 listen streams (docs/drain.md); 127.0.0.1 only.

@@ -208,7 +208,9 @@ func isEventStream(h http.Header) bool {
 	return mediaTypeIs(headerValue(h, "Content-Type"), "text/event-stream")
 }
 
-func isJSON(h http.Header) bool { return mediaTypeIs(headerValue(h, "Content-Type"), "application/json") }
+func isJSON(h http.Header) bool {
+	return mediaTypeIs(headerValue(h, "Content-Type"), "application/json")
+}
 
 // headerValue is h.Get for a key already in canonical form: the forwarding
 // path looks up a handful of fixed headers on every request, and skipping

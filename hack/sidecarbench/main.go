@@ -32,22 +32,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/hack/sidecarbench/benchkit"
 )
 
 func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case "sse":
-			serveSSE(os.Args[2], os.Args[3])
-			return
 		case "upstream":
 			serveUpstream(os.Args[2])
-			return
-		case "minproxy":
-			serveMinProxy(os.Args[2], os.Args[3])
-			return
-		case "rproxy":
-			serveReverseProxy(os.Args[2], os.Args[3])
 			return
 		case "load": // load URL C N: one closed-loop run, for profiling
 			c, _ := strconv.Atoi(os.Args[3])
@@ -58,6 +51,7 @@ func main() {
 		}
 	}
 	sidecar := flag.String("sidecar", "bin/sidecar", "sidecar binary")
+	baselines := flag.String("baselines", "bin/sidecarbench-baselines", "binary of the bare baseline servers (./hack/sidecarbench/baselines)")
 	streams := flag.String("streams", "1000,10000,19000", "idle stream counts")
 	fanoutN := flag.Int("fanout-n", 10000, "streams for the fan-out measurement")
 	rounds := flag.Int("rounds", 5, "fan-out rounds (median reported)")
@@ -68,7 +62,7 @@ func main() {
 	repeats := flag.Int("repeats", 3, "forwarding repeats (medians reported)")
 	cycles := flag.Int("cycles", 2, "fan-out cycles over the targets (medians reported)")
 	flag.Parse()
-	b := &bench{sidecar: *sidecar, self: must(os.Executable()), repeats: max(1, *repeats), cycles: max(1, *cycles)}
+	b := &bench{sidecar: *sidecar, baselines: *baselines, self: must(os.Executable()), repeats: max(1, *repeats), cycles: max(1, *cycles)}
 	if *out != "" {
 		f, err := os.OpenFile(*out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -89,6 +83,7 @@ func main() {
 
 type bench struct {
 	sidecar, self string
+	baselines     string
 	repeats       int
 	cycles        int
 	procs         []*exec.Cmd
@@ -240,7 +235,7 @@ func (b *bench) startTarget(name string) *target {
 	t := &target{name: name, addr: addr, request: func(i int) []byte { return listenRequest(addr, i) }}
 	switch name {
 	case "plain", "hijack":
-		t.cmd = b.start(b.self, "sse", addr, name)
+		t.cmd = b.start(b.baselines, "sse", addr, name)
 		t.trigger = func() { post("http://" + addr + "/broadcast") }
 		waitUp(addr)
 	case "sidecar":
@@ -435,8 +430,8 @@ func (b *bench) forwarding(c1, c8 int) {
 	paths := []path{{name: "direct", url: upURL}}
 	minAddr, rpAddr, scAddr, scAdmin := freeAddr(), freeAddr(), freeAddr(), freeAddr()
 	paths = append(paths,
-		path{"minimal proxy", "http://" + minAddr + "/mcp", b.start(b.self, "minproxy", minAddr, upURL)},
-		path{"ReverseProxy+pool", "http://" + rpAddr + "/mcp", b.start(b.self, "rproxy", rpAddr, upURL)},
+		path{"minimal proxy", "http://" + minAddr + "/mcp", b.start(b.baselines, "minproxy", minAddr, upURL)},
+		path{"ReverseProxy+pool", "http://" + rpAddr + "/mcp", b.start(b.baselines, "rproxy", rpAddr, upURL)},
 		path{"sidecar", "http://" + scAddr + "/mcp", b.start(b.sidecar, "--upstream", upURL, "--listen", scAddr, "--admin-listen", scAdmin, "--log-level", "error")},
 	)
 	for _, p := range paths {
@@ -527,7 +522,7 @@ var callBody = func() []byte {
 // load runs a closed loop of n measured requests (after n/10 warm-up) with
 // c workers, bounded to 60 s.
 func load(url string, c, n int) loadResult {
-	client := &http.Client{Transport: tunedTransport(), Timeout: 10 * time.Second}
+	client := &http.Client{Transport: benchkit.TunedTransport(), Timeout: 10 * time.Second}
 	warm := n / 10
 	lat := make([]time.Duration, 0, n)
 	var mu sync.Mutex

@@ -1,0 +1,82 @@
+// Package benchkit holds what the benchmark's processes share: the stream
+// registry the SSE servers fan out from, and the HTTP client settings.
+package benchkit
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// BroadcastFrame is the ~150 B event the bare servers fan out.
+func BroadcastFrame(seq int64) []byte {
+	return fmt.Appendf(nil, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"broadcast\",\"seq\":%010d}}\n\n", seq)
+}
+
+// Registry is a list of open streams; mu guards conns.
+type Registry struct {
+	mu    sync.Mutex
+	conns []func([]byte) error
+	seq   atomic.Int64
+}
+
+// Add registers a stream's write function.
+func (r *Registry) Add(w func([]byte) error) {
+	r.mu.Lock()
+	r.conns = append(r.conns, w)
+	r.mu.Unlock()
+}
+
+// Broadcast writes one frame to every stream with GOMAXPROCS writers.
+func (r *Registry) Broadcast() {
+	r.mu.Lock()
+	targets := append([]func([]byte) error(nil), r.conns...)
+	r.mu.Unlock()
+	frame := BroadcastFrame(r.seq.Add(1))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(targets) {
+					return
+				}
+				_ = targets[i](frame)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// ReadBody reads a request body (at most 1 MiB).
+func ReadBody(r *http.Request) []byte {
+	b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	return b
+}
+
+// Conns returns the registered write functions.
+func (r *Registry) Conns() []func([]byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]func([]byte) error(nil), r.conns...)
+}
+
+// TunedTransport is the HTTP client transport of the load generator and the
+// bare proxies: a large keep-alive pool, no proxy, no compression.
+func TunedTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		MaxIdleConns:        512,
+		MaxIdleConnsPerHost: 512,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+}
+
+// Hop lists the hop-by-hop headers a proxy does not forward.
+var Hop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
