@@ -173,6 +173,9 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 	c, _ := s.opts.Overlay.Catalog()
 	info, err := s.upstreamInfoFor(r.Context())
 	if err != nil {
+		if s.endedByDrain(w, r, req) {
+			return
+		}
 		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
 		return
 	}

@@ -61,7 +61,7 @@ func NewMetrics() *Metrics {
 		}, []string{"code"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchboard_sidecar_inflight_requests",
-			Help: "Requests currently being forwarded to the upstream.",
+			Help: "Requests in progress (forwarded, or answered by the sidecar), listen streams aside.",
 		}),
 		relayConnected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchboard_sidecar_upstream_listen_connected",

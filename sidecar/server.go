@@ -94,7 +94,7 @@ type Server struct {
 	hub   *Hub
 	owned map[string]ownedHandler
 
-	inflight atomic.Int64 // forwarded requests in progress (for drain)
+	inflight atomic.Int64 // requests in progress, listen streams aside (for drain)
 	draining atomic.Bool
 	// abortCtx ends with errDrainBudget when the drain budget is over
 	// (AbortInflight). It is the base of every request context (see
@@ -174,10 +174,21 @@ func (s *Server) AbortInflight() { s.abort(errDrainBudget) }
 // errDrainBudget is the cause of the request contexts AbortInflight ends.
 var errDrainBudget = errors.New("drain budget over")
 
+// abortedByDrain reports (and counts) a request whose context the drain
+// budget ended, rather than its client going away: then the connection's
+// own cancellation is the cause, and nobody is left to tell.
+func (s *Server) abortedByDrain(r *http.Request) bool {
+	if !errors.Is(context.Cause(r.Context()), errDrainBudget) {
+		return false
+	}
+	s.aborted.Add(1)
+	return true
+}
+
 // endedByDrain answers a request whose upstream call the drain budget ended
 // (see AbortInflight) and reports whether it did.
 func (s *Server) endedByDrain(w http.ResponseWriter, r *http.Request, req *request) bool {
-	if !errors.Is(context.Cause(r.Context()), errDrainBudget) {
+	if !s.abortedByDrain(r) {
 		return false
 	}
 	s.fail(w, req.id, errDrained())
@@ -190,7 +201,7 @@ func (s *Server) endedByDrain(w http.ResponseWriter, r *http.Request, req *reque
 // the forwarding path).
 func (s *Server) BaseContext(net.Listener) context.Context { return s.abortCtx }
 
-// Aborted returns how many forwarded requests AbortInflight answered.
+// Aborted returns how many requests AbortInflight answered.
 func (s *Server) Aborted() int64 { return s.aborted.Load() }
 
 // errDrained is the answer to a forwarded request the drain budget cut short.
@@ -298,7 +309,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, id, newErr(http.StatusBadRequest, codeInvalidRequest, "Accept must list both application/json and text/event-stream"))
 		return
 	}
-	if h := s.owned[req.method]; h != nil && !req.legacy && !req.isNotification() {
+	h := s.owned[req.method]
+	if req.legacy || req.isNotification() {
+		h = nil
+	}
+	if h != nil && req.method == methodListen {
+		h(s, w, r, req) // a stream, ended by the drain itself
+		return
+	}
+	// Every other request is in flight until it is answered: the drain
+	// waits for it, and at the budget's end it is answered with an error.
+	s.inflight.Add(1)
+	s.m.inflight.Inc()
+	defer func() {
+		s.inflight.Add(-1)
+		s.m.inflight.Dec()
+	}()
+	if h != nil {
 		h(s, w, r, req)
 		return
 	}
@@ -425,27 +452,11 @@ func copyHeaders(dst, src http.Header) {
 // every response asks the client to close its connection, so that clients
 // reconnect (through the Service) to a replica that is staying.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
-	s.inflight.Add(1)
-	s.m.inflight.Inc()
-	defer func() {
-		s.inflight.Add(-1)
-		s.m.inflight.Dec()
-	}()
 	// The upstream call ends when the client goes away or when the drain
 	// budget is over (AbortInflight), whichever comes first: both end the
 	// request context (BaseContext).
-	ctx := r.Context()
-	// abortedNow reports whether the upstream call ended because of the
-	// drain budget, rather than because the client went away (then its
-	// connection's cancellation is the cause, and nobody is left to tell).
-	abortedNow := func() bool {
-		if errors.Is(context.Cause(ctx), errDrainBudget) {
-			s.aborted.Add(1)
-			return true
-		}
-		return false
-	}
-	ureq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.up.url, bytes.NewReader(req.body))
+	abortedNow := func() bool { return s.abortedByDrain(r) }
+	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(req.body))
 	if err != nil {
 		s.fail(w, req.id, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
 		return
