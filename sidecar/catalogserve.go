@@ -372,7 +372,8 @@ func (s *Server) servePromptGet(w http.ResponseWriter, r *http.Request, req *req
 }
 
 // hints is the HintFunc of a server with an overlay: the catalog's
-// defaults, and for resources/read the matching resource's own hint.
+// defaults, and for resources/read the matching resource's (or resource
+// template's) own hint.
 func (o *Overlay) hints(method string, params []byte) (int64, string) {
 	c, _ := o.Catalog()
 	d := &c.Server.Caching
@@ -385,7 +386,7 @@ func (o *Overlay) hints(method string, params []byte) (int64, string) {
 		if raw, ok, _ := field(params, "uri"); ok {
 			uri, _ = stringValue(raw)
 		}
-		h = readHint(c, findResource(c, uri))
+		h = o.readHintFor(uri)
 	default:
 		if spec, ok := listSpecs[method]; ok {
 			h = spec.hint(d)

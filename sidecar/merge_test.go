@@ -283,7 +283,12 @@ func TestHints(t *testing.T) {
 	c.Server.Caching.Discover = catalog.CacheHint{TTLMs: 3600000, CacheScope: "public"}
 	c.Server.Caching.Tools = catalog.CacheHint{TTLMs: 300000, CacheScope: "public"}
 	c.Server.Caching.ResourceRead = catalog.CacheHint{TTLMs: 5, CacheScope: "private"}
-	c.Resources = []catalog.Resource{{URI: "docs://h", Name: "h", Source: catalog.Source{Upstream: true}, Cache: &catalog.CacheHint{TTLMs: 600000, CacheScope: "public"}}}
+	c.Resources = []catalog.Resource{
+		{URI: "docs://h", Name: "h", Source: catalog.Source{Upstream: true}, Cache: &catalog.CacheHint{TTLMs: 600000, CacheScope: "public"}},
+		{URITemplate: "weather://station/{id}", Name: "station", Source: catalog.Source{Upstream: true}, Cache: &catalog.CacheHint{TTLMs: 60000, CacheScope: "public"}},
+		{URITemplate: "files://{+path}", Name: "files", Source: catalog.Source{Upstream: true}, Cache: &catalog.CacheHint{TTLMs: 7000, CacheScope: "private"}},
+		{URITemplate: "logs://{day}", Name: "logs", Source: catalog.Source{Upstream: true}}, // no hint of its own
+	}
 	data, err := catalog.Encode(c)
 	if err != nil {
 		t.Fatal(err)
@@ -301,6 +306,12 @@ func TestHints(t *testing.T) {
 		{"prompts/list", `{}`, 0, "private"},
 		{"resources/read", `{"uri":"docs://h"}`, 600000, "public"},
 		{"resources/read", `{"uri":"docs://other"}`, 5, "private"},
+		// Reads of URIs a declared template matches get that template's
+		// hint; the template syntax is RFC 6570's, as the go-sdk matches it.
+		{"resources/read", `{"uri":"weather://station/KSEA"}`, 60000, "public"},
+		{"resources/read", `{"uri":"weather://station/KSEA/history"}`, 5, "private"}, // {id} does not span "/"
+		{"resources/read", `{"uri":"files://etc/app/config.yaml"}`, 7000, "private"}, // {+path} does
+		{"resources/read", `{"uri":"logs://2026-11-29"}`, 5, "private"},              // a template without a hint: the default
 	}
 	for _, tt := range tests {
 		if ttl, scope := o.hints(tt.method, []byte(tt.params)); ttl != tt.ttl || scope != tt.scope {

@@ -10,10 +10,13 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 )
@@ -89,6 +92,35 @@ type Overlay struct {
 type appliedCatalog struct {
 	cat *catalog.Catalog
 	rev string
+	// templates are the resource templates with their own cache hint,
+	// compiled once per revision, in catalog order (see readHintFor).
+	templates []hintTemplate
+}
+
+// hintTemplate is a resource template that carries its own cache hint.
+type hintTemplate struct {
+	re   *regexp.Regexp
+	hint catalog.CacheHint
+}
+
+// compileHintTemplates compiles the templates of c that carry a cache hint.
+// They match URIs the way the go-sdk's server routes resources/read to a
+// template (github.com/yosida95/uritemplate). A template that does not parse
+// is skipped: its reads get the server's default hint, and the log says so.
+func compileHintTemplates(c *catalog.Catalog, log *slog.Logger) []hintTemplate {
+	var out []hintTemplate
+	for _, r := range c.Resources {
+		if r.URITemplate == "" || r.Cache == nil {
+			continue
+		}
+		t, err := uritemplate.New(r.URITemplate)
+		if err != nil {
+			log.Warn("Resource template does not parse; its reads get the default cache hint", "resource", r.Name, "uriTemplate", r.URITemplate, "err", err)
+			continue
+		}
+		out = append(out, hintTemplate{re: t.Regexp(), hint: *r.Cache})
+	}
+	return out
 }
 
 // emptyCatalog is what the overlay serves before its first revision: every
@@ -123,6 +155,25 @@ func (o *Overlay) Catalog() (*catalog.Catalog, string) {
 		return a.cat, a.rev
 	}
 	return emptyCatalog, ""
+}
+
+// readHintFor is the cache hint of resources/read for uri: the declared
+// resource with that URI, else the first declared template that matches it,
+// else the server's default.
+func (o *Overlay) readHintFor(uri string) catalog.CacheHint {
+	a := o.cur.Load()
+	if a == nil {
+		return emptyCatalog.Server.Caching.ResourceRead
+	}
+	if r := findResource(a.cat, uri); r != nil {
+		return readHint(a.cat, r)
+	}
+	for _, t := range a.templates {
+		if t.re.MatchString(uri) {
+			return t.hint
+		}
+	}
+	return a.cat.Server.Caching.ResourceRead
 }
 
 // Applied is closed once a first revision has been applied and the changes
@@ -163,7 +214,7 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 		o.sendReport(rep)
 		return err
 	}
-	o.cur.Store(&appliedCatalog{cat: c, rev: revision})
+	o.cur.Store(&appliedCatalog{cat: c, rev: revision, templates: compileHintTemplates(c, o.log)})
 	o.report.Revision = revision
 	rep := o.report
 	o.pendMu.Unlock()
