@@ -204,3 +204,82 @@ func TestCatalogFileIsServedLive(t *testing.T) {
 		t.Errorf("after v3 %s = %v, want 3; %s = %v, want 0", applied, n, rejectedNow, r)
 	}
 }
+
+// TestCatalogListsArePagedOverHTTP walks tools/list page by page through a sidecar process
+// with a small --page-size: every page is at most that long, stamped, and the pages together
+// are exactly the upstream's tools, each once and in name order; cursors that are not the
+// sidecar's own for that list are refused with -32602.
+func TestCatalogListsArePagedOverHTTP(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "catalog.json")
+	writeFile(t, path, encodeCatalog(t))
+	e := newEnv(t, "--catalog-file", path, "--page-size", "3")
+	want := toolList(t, "http://"+e.upAddr+"/mcp") // the upstream, directly
+	slices.Sort(want)
+	if len(want) < 7 {
+		t.Fatalf("the upstream lists %d tools; the test needs at least three pages", len(want))
+	}
+
+	page := func(method, cursor string) (int, map[string]any) {
+		t.Helper()
+		extra := ""
+		if cursor != "" {
+			extra = `,"cursor":` + strconv.Quote(cursor)
+		}
+		st, _, msg := do(t, rpcReq(t, e.mcp, "page", method, "", extra))
+		return st, msg
+	}
+	var got []string
+	cursor, pages := "", 0
+	for {
+		st, msg := page("tools/list", cursor)
+		res, _ := msg["result"].(map[string]any)
+		if st != 200 || res == nil {
+			t.Fatalf("page %d (cursor %q): HTTP %d %v", pages+1, cursor, st, msg)
+		}
+		pages++
+		tools, _ := res["tools"].([]any)
+		if len(tools) == 0 || len(tools) > 3 {
+			t.Fatalf("page %d has %d tools, want 1 to 3", pages, len(tools))
+		}
+		for _, tl := range tools {
+			got = append(got, tl.(map[string]any)["name"].(string))
+		}
+		if res["ttlMs"] != 60000.0 || res["cacheScope"] != "public" || res["resultType"] != "complete" {
+			t.Errorf("page %d is stamped %v/%v/%v, want 60000/public/complete", pages, res["ttlMs"], res["cacheScope"], res["resultType"])
+		}
+		next, _ := res["nextCursor"].(string)
+		if next == "" {
+			break
+		}
+		if pages > len(want) {
+			t.Fatalf("more pages than tools: the cursors do not advance")
+		}
+		cursor = next
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the pages list %v, want the upstream's %v in name order, each once", got, want)
+	}
+	if wantPages := (len(want) + 2) / 3; pages != wantPages {
+		t.Errorf("%d pages for %d tools, want %d", pages, len(want), wantPages)
+	}
+
+	// A tools/list cursor is not valid for prompts/list, and neither is anything the sidecar
+	// did not mint.
+	_, first := page("tools/list", "")
+	toolsCursor := first["result"].(map[string]any)["nextCursor"].(string)
+	for _, c := range []struct{ method, cursor string }{
+		{"prompts/list", toolsCursor},
+		{"tools/list", "not-a-cursor"},
+		{"tools/list", toolsCursor + "x"},
+	} {
+		st, msg := page(c.method, c.cursor)
+		errObj, _ := msg["error"].(map[string]any)
+		if st != http.StatusBadRequest || errObj == nil || errObj["code"] != -32602.0 || msg["id"] != "page" {
+			t.Errorf("%s with cursor %q: HTTP %d %v, want 400 and -32602 with the request id", c.method, c.cursor, st, msg)
+		}
+	}
+	st, _, msg := do(t, rpcReq(t, e.mcp, "page", "tools/list", "", `,"cursor":7`))
+	if errObj, _ := msg["error"].(map[string]any); st != http.StatusBadRequest || errObj == nil || errObj["code"] != -32602.0 {
+		t.Errorf("a numeric cursor: HTTP %d %v, want 400 and -32602", st, msg)
+	}
+}
