@@ -412,6 +412,7 @@ func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconci
 		set(available)
 		set(propagated)
 		set(readyCondition(available, propagated))
+		set(toolsServedCondition(s.propagation))
 		st.CatalogUpToDateReplicas = upToDate
 		if s.workload.External {
 			sidecars, stale := sidecarsCondition(s.cfg, s.pods)

@@ -130,6 +130,42 @@ func propagationCondition(p propagation) (metav1.Condition, int32) {
 		fmt.Sprintf("%d of %d ready replicas serve catalog revision %s", upToDate, len(p.ReadyPods), p.Revision)), upToDate
 }
 
+// toolsServedCondition decides ToolsServed from the reports of the ready replicas that serve the
+// current revision: False, naming the tools, when any of them says its MCP server container does
+// not list an enabled declared tool.
+func toolsServedCondition(p propagation) metav1.Condition {
+	const typ = mcpv1alpha1.ConditionToolsServed
+	reported := 0
+	var missing []string
+	for _, pod := range p.ReadyPods {
+		r, err := catalog.ParseReport(p.Reports[pod])
+		if err != nil || r.Revision != p.Revision || p.Revision == "" {
+			continue
+		}
+		reported++
+		if r.MissingToolCount == 0 {
+			continue
+		}
+		names := strings.Join(r.MissingTools, ", ")
+		if more := r.MissingToolCount - len(r.MissingTools); more > 0 {
+			names += fmt.Sprintf(" and %d more", more)
+		}
+		missing = append(missing, fmt.Sprintf("pod %s: %s", pod, names))
+	}
+	switch {
+	case len(missing) > 0:
+		slices.Sort(missing)
+		return condition(typ, false, mcpv1alpha1.ReasonToolsMissingUpstream, fmt.Sprintf(
+			"the MCP server does not list these enabled MCPTools, so clients do not see them; fix their spec.upstreamName (or spec.name), or the server's image: %s",
+			strings.Join(missing, "; ")))
+	case reported == 0:
+		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: mcpv1alpha1.ReasonToolsNotYetReported,
+			Message: "no ready replica has reported on catalog revision " + p.Revision + " yet"}
+	}
+	return condition(typ, true, mcpv1alpha1.ReasonAllToolsServed,
+		fmt.Sprintf("the MCP server of all %d reporting ready replicas lists every enabled MCPTool", reported))
+}
+
 // readyCondition summarises Available and CatalogPropagated: the first one that is not True
 // gives its reason and message.
 func readyCondition(available, propagated metav1.Condition) metav1.Condition {
@@ -157,6 +193,7 @@ var warningReasons = []string{
 	mcpv1alpha1.ReasonInvalidSpec, mcpv1alpha1.ReasonReconcileFailed, mcpv1alpha1.ReasonDeploymentUnavailable,
 	mcpv1alpha1.ReasonCatalogRejected, mcpv1alpha1.ReasonCatalogTooLarge, mcpv1alpha1.ReasonNameConflict,
 	mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.ReasonSourceNotFound, mcpv1alpha1.ReasonStaleSidecars,
+	mcpv1alpha1.ReasonToolsMissingUpstream,
 }
 
 func eventType(reason string) string {

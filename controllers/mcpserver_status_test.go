@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -88,6 +89,46 @@ func TestPropagationCondition(t *testing.T) {
 			c, n := propagationCondition(tc.p)
 			if c.Status != tc.wantStatus || c.Reason != tc.wantReason || n != tc.wantUpToDate {
 				t.Fatalf("got %s/%s (%s), %d up to date; want %s/%s, %d", c.Status, c.Reason, c.Message, n, tc.wantStatus, tc.wantReason, tc.wantUpToDate)
+			}
+		})
+	}
+}
+
+func TestToolsServedCondition(t *testing.T) {
+	rep := func(rev string, missing ...string) string {
+		r := catalog.Report{Revision: rev, MissingTools: missing, MissingToolCount: len(missing)}
+		return r.String()
+	}
+	many := catalog.Report{Revision: "r2", MissingTools: []string{"a1", "a2"}, MissingToolCount: 25}.String()
+	for name, tc := range map[string]struct {
+		p           propagation
+		wantStatus  metav1.ConditionStatus
+		wantReason  string
+		wantMessage []string // substrings
+	}{
+		"every tool served": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": rep("r2"), "b": rep("r2")}},
+			metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed, []string{"all 2 reporting"}},
+		"one pod misses two tools": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": rep("r2"), "b": rep("r2", "ghost", "phantom")}},
+			metav1.ConditionFalse, mcpv1alpha1.ReasonToolsMissingUpstream, []string{"pod b: ghost, phantom", "spec.upstreamName"}},
+		"more missing than reported": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": many}},
+			metav1.ConditionFalse, mcpv1alpha1.ReasonToolsMissingUpstream, []string{"pod a: a1, a2 and 23 more"}},
+		"a report of an older revision does not count": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": rep("r2"), "b": rep("r1", "ghost")}},
+			metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed, []string{"all 1 reporting"}},
+		"an unready pod does not count": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": rep("r2"), "gone": rep("r2", "ghost")}},
+			metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed, nil},
+		"nobody reported yet": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": rep("r1")}},
+			metav1.ConditionUnknown, mcpv1alpha1.ReasonToolsNotYetReported, []string{"r2"}},
+		"no ready replicas": {propagation{Revision: "r2"}, metav1.ConditionUnknown, mcpv1alpha1.ReasonToolsNotYetReported, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := toolsServedCondition(tc.p)
+			if c.Type != mcpv1alpha1.ConditionToolsServed || c.Status != tc.wantStatus || c.Reason != tc.wantReason {
+				t.Fatalf("got %s %s/%s (%s); want %s/%s", c.Type, c.Status, c.Reason, c.Message, tc.wantStatus, tc.wantReason)
+			}
+			for _, m := range tc.wantMessage {
+				if !strings.Contains(c.Message, m) {
+					t.Errorf("message %q does not say %q", c.Message, m)
+				}
 			}
 		})
 	}

@@ -396,7 +396,7 @@ func (r *reporter) run(ctx context.Context) {
 		r.mu.Lock()
 		rep := r.latest
 		r.mu.Unlock()
-		if rep == nil || (sent != nil && *sent == *rep) {
+		if rep == nil || (sent != nil && sent.Equal(*rep)) {
 			continue
 		}
 		if err := r.write(ctx, *rep); err != nil {

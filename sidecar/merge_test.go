@@ -432,7 +432,7 @@ func TestApplyRejectsAndKeepsServing(t *testing.T) {
 		t.Errorf("serving %s %s after a rejection", rev, c.Server.ToolPolicy)
 	}
 	want := []catalog.Report{{Revision: "r1"}, {Revision: "r1", RejectedRevision: "r2", Reason: reports[1].Reason}}
-	if !slices.Equal(reports, want) || !strings.Contains(reports[1].Reason, "bogus") {
+	if !slices.EqualFunc(reports, want, catalog.Report.Equal) || !strings.Contains(reports[1].Reason, "bogus") {
 		t.Errorf("reports = %+v", reports)
 	}
 }

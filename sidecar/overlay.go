@@ -216,6 +216,8 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 	}
 	o.cur.Store(&appliedCatalog{cat: c, rev: revision, templates: compileHintTemplates(c, o.log)})
 	o.report.Revision = revision
+	// Not known for the new revision until the next computation.
+	o.report.MissingTools, o.report.MissingToolCount = nil, 0
 	rep := o.report
 	o.pendMu.Unlock()
 	o.m.catalogApplied.Inc()
@@ -402,8 +404,12 @@ func hashBytes(b []byte) string {
 // compute derives the snapshot of the current catalog over the upstream
 // lists the overlay last read.
 func (o *Overlay) compute() *snapshot {
-	c, _ := o.Catalog()
-	tools, missing := mergeTools(c, o.upLists["tools/list"])
+	c, rev := o.Catalog()
+	upTools := o.upLists["tools/list"]
+	tools, missing := mergeTools(c, upTools)
+	if upTools == nil {
+		missing = nil // the server's list was never read: nothing is known to be missing
+	}
 	s := &snapshot{
 		lists: map[string]string{
 			"tools/list":               hashEntries(tools),
@@ -435,7 +441,26 @@ func (o *Overlay) compute() *snapshot {
 			o.log.Warn("Declared tools are missing upstream; they are not listed", "tools", missing)
 		}
 	}
+	o.reportMissing(rev, missing)
 	return s
+}
+
+// reportMissing puts the declared tools of revision rev that the upstream
+// does not list into the propagation report, and sends it when that
+// changed. A list computed for a revision that is no longer the reported one
+// is dropped (the next computation, which Apply asked for, covers the new
+// one).
+func (o *Overlay) reportMissing(rev string, missing []string) {
+	names := missing[:min(len(missing), catalog.MaxReportedMissingTools)]
+	o.pendMu.Lock()
+	if rev != o.report.Revision || (slices.Equal(names, o.report.MissingTools) && len(missing) == o.report.MissingToolCount) {
+		o.pendMu.Unlock()
+		return
+	}
+	o.report.MissingTools, o.report.MissingToolCount = slices.Clone(names), len(missing)
+	rep := o.report
+	o.pendMu.Unlock()
+	o.sendReport(rep)
 }
 
 func (o *Overlay) lastMissing() []string {

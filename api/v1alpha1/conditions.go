@@ -21,6 +21,12 @@ const (
 	// workload runs the sidecar the MCPServer's current settings give. Switchboard never restarts
 	// user workloads: when it is False, the message says which workloads to roll.
 	ConditionSidecarsUpToDate = "SidecarsUpToDate"
+
+	// ConditionToolsServed is True when the MCP server container of every ready replica lists
+	// every enabled MCPTool of the current catalog revision. A declared tool the server does not
+	// list is not shown to clients; the message names it. It is advisory: it does not change
+	// Ready.
+	ConditionToolsServed = "ToolsServed"
 )
 
 // Condition types shared by MCPTool, MCPResource and MCPPrompt.
@@ -73,6 +79,15 @@ const (
 	// ReasonStaleSidecars: some pods run a sidecar injected with older settings, or none; roll
 	// the workloads the message names (kubectl rollout restart) to re-inject them.
 	ReasonStaleSidecars = "StaleSidecars"
+
+	// ReasonAllToolsServed: the server lists every enabled MCPTool.
+	ReasonAllToolsServed = "AllToolsServed"
+	// ReasonToolsMissingUpstream: the MCP server container does not list some enabled MCPTools,
+	// so clients do not see them; fix spec.upstreamName (or spec.name) of the MCPTools the
+	// message names, or the server's image.
+	ReasonToolsMissingUpstream = "ToolsMissingUpstream"
+	// ReasonToolsNotYetReported: no ready replica has reported on the current catalog revision.
+	ReasonToolsNotYetReported = "NotYetReported"
 )
 
 // Reasons for MCPTool, MCPResource and MCPPrompt conditions.

@@ -384,6 +384,21 @@ type Report struct {
 	RejectedRevision string `json:"rejectedRevision"`
 	// Reason says why RejectedRevision was refused.
 	Reason string `json:"reason"`
+	// MissingTools are declared, enabled tools of Revision that the MCP server container does
+	// not list (so clients do not see them), at most MaxReportedMissingTools of them, in catalog
+	// order; MissingToolCount is how many there are in all. Both are empty until the sidecar
+	// has read the server's tool list.
+	MissingTools     []string `json:"missingTools,omitempty"`
+	MissingToolCount int      `json:"missingToolCount,omitempty"`
+}
+
+// MaxReportedMissingTools bounds Report.MissingTools (and with it the status ConfigMap).
+const MaxReportedMissingTools = 20
+
+// Equal reports whether two reports say the same.
+func (r Report) Equal(o Report) bool {
+	return r.Revision == o.Revision && r.RejectedRevision == o.RejectedRevision && r.Reason == o.Reason &&
+		slices.Equal(r.MissingTools, o.MissingTools) && r.MissingToolCount == o.MissingToolCount
 }
 
 // ParseReport decodes one status ConfigMap value.

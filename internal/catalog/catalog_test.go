@@ -134,7 +134,14 @@ func TestReport(t *testing.T) {
 		t.Fatal(r.String())
 	}
 	got, err := ParseReport(r.String())
-	if err != nil || got != r {
+	if err != nil || !got.Equal(r) {
+		t.Fatal(got, err)
+	}
+	m := Report{Revision: "a", MissingTools: []string{"ghost"}, MissingToolCount: 1}
+	if m.String() != `{"revision":"a","rejectedRevision":"","reason":"","missingTools":["ghost"],"missingToolCount":1}` {
+		t.Fatal(m.String())
+	}
+	if got, err := ParseReport(m.String()); err != nil || !got.Equal(m) || got.Equal(r) {
 		t.Fatal(got, err)
 	}
 }

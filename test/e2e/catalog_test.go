@@ -16,7 +16,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
@@ -295,4 +297,82 @@ func TestInvalidCatalogIsRefusedAndTheLastGoodKeepsServing(t *testing.T) {
 	if after := toolNames(t); !slices.Equal(before, after) {
 		t.Errorf("tools changed from %v to %v after an invalid catalog", before, after)
 	}
+}
+
+const ghostToolYAML = `apiVersion: mcp.switchboard.dev/v1alpha1
+kind: MCPTool
+metadata:
+  name: weather-ghost
+spec:
+  serverRef: {name: weather}
+  name: ghost_tool
+  upstreamName: no_such_tool
+  description: A tool the weather server does not have.
+`
+
+// TestToolMissingUpstreamShowsInStatus: an MCPTool whose upstreamName the MCP server does not
+// list is not shown to clients, the sidecar reports it, and the MCPServer's ToolsServed
+// condition names it (with a Warning Event) until the MCPTool is fixed or removed.
+func TestToolMissingUpstreamShowsInStatus(t *testing.T) {
+	key := client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server}
+	waitToolsServed := func(step string, want metav1.ConditionStatus, wantInMessage string) *metav1.Condition {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var s mcpv1alpha1.MCPServer
+			err := stack.Env.Client.Get(t.Context(), key, &s)
+			cond := meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionToolsServed)
+			if err == nil && cond != nil && cond.Status == want && strings.Contains(cond.Message, wantInMessage) {
+				return cond
+			}
+			if time.Now().After(deadline) {
+				var status corev1.ConfigMap
+				_ = stack.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server + "-catalog-status"}, &status)
+				t.Fatalf("%s: ToolsServed not %s with %q: err=%v cond=%+v revision=%s reports=%v\n%s",
+					step, want, wantInMessage, err, cond, s.Status.CatalogRevision, status.Data, stack.SidecarLog(30))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitToolsServed("the sample", metav1.ConditionTrue, "lists every enabled MCPTool")
+
+	if _, err := stack.Kubectl(t.Context(), ghostToolYAML, "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	cond := waitToolsServed("a tool the server lacks", metav1.ConditionFalse, "ghost_tool")
+	if cond.Reason != mcpv1alpha1.ReasonToolsMissingUpstream || !strings.Contains(cond.Message, "pod "+stack.Pod) {
+		t.Errorf("ToolsServed = %+v, want reason %s naming pod %s", cond, mcpv1alpha1.ReasonToolsMissingUpstream, stack.Pod)
+	}
+	if slices.Contains(toolNames(t), "ghost_tool") {
+		t.Error("ghost_tool is listed to clients")
+	}
+	var ready mcpv1alpha1.MCPServer
+	if err := stack.Env.Client.Get(t.Context(), key, &ready); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(ready.Status.Conditions, mcpv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready = %+v; ToolsServed is advisory and must not change it", c)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var list eventsv1.EventList
+		err := stack.Env.Client.List(t.Context(), &list, client.InNamespace(stack.Namespace))
+		found := false
+		for _, e := range list.Items {
+			found = found || (e.Reason == mcpv1alpha1.ReasonToolsMissingUpstream && e.Regarding.Name == stack.Server &&
+				e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "ghost_tool"))
+		}
+		if err == nil && found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Warning event %s naming ghost_tool: err=%v, %d events", mcpv1alpha1.ReasonToolsMissingUpstream, err, len(list.Items))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	if _, err := stack.Kubectl(t.Context(), "", "delete", "mcptool", "weather-ghost"); err != nil {
+		t.Fatal(err)
+	}
+	waitToolsServed("the tool removed", metav1.ConditionTrue, "lists every enabled MCPTool")
 }
