@@ -43,6 +43,7 @@ func main() {
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, then in-cluster)")
 	fs.IntVar(&cfg.PageSize, "page-size", sidecar.DefaultPageSize, "entries per page of the merged lists")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	minHeap := fs.Uint64("min-heap-bytes", sidecar.DefaultMinHeapBytes, "heap size below which the garbage collector does not run (0 = Go's default; ignored when GOGC is set)")
 	_ = fs.Parse(os.Args[1:])
 
 	var lvl slog.Level
@@ -53,6 +54,9 @@ func main() {
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 	cfg.AllowedOrigins = splitList(origins)
 	cfg.AllowedHosts = splitList(hosts)
+
+	_, gogcSet := os.LookupEnv("GOGC")
+	defer sidecar.KeepHeapFloor(*minHeap, gogcSet)()
 
 	app, err := sidecar.New(cfg)
 	if err != nil {
