@@ -9,8 +9,15 @@
 //
 // Every loop is bounded in count and in time. Usage:
 //
+//	make bench
+//
+// or by hand:
+//
 //	go build -o bin/sidecarbench ./hack/sidecarbench
-//	bin/sidecarbench -sidecar bin/sidecar [-streams 1000,10000,19000] [-fanout-n 10000]
+//	go build -o bin/sidecarbench-baselines ./hack/sidecarbench/baselines
+//	bin/sidecarbench -sidecar bin/sidecar -baselines bin/sidecarbench-baselines [-streams 1000,10000,19000] [-fanout-n 10000]
+//
+// The bare baselines run from their own binary; see ./baselines for why.
 package main
 
 import (
