@@ -131,15 +131,15 @@ func propagationCondition(p propagation) (metav1.Condition, int32) {
 }
 
 // toolsServedCondition decides ToolsServed from the reports of the ready replicas that serve the
-// current revision: False, naming the tools, when any of them says its MCP server container does
-// not list an enabled declared tool.
+// current revision and have checked its tools against their MCP server container: False, naming
+// the tools, when any of them says the server does not list an enabled declared tool.
 func toolsServedCondition(p propagation) metav1.Condition {
 	const typ = mcpv1alpha1.ConditionToolsServed
 	reported := 0
 	var missing []string
 	for _, pod := range p.ReadyPods {
 		r, err := catalog.ParseReport(p.Reports[pod])
-		if err != nil || r.Revision != p.Revision || p.Revision == "" {
+		if err != nil || r.Revision != p.Revision || p.Revision == "" || !r.ToolsChecked {
 			continue
 		}
 		reported++
@@ -160,7 +160,7 @@ func toolsServedCondition(p propagation) metav1.Condition {
 			strings.Join(missing, "; ")))
 	case reported == 0:
 		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: mcpv1alpha1.ReasonToolsNotYetReported,
-			Message: "no ready replica has reported on catalog revision " + p.Revision + " yet"}
+			Message: "no ready replica has checked the tools of catalog revision " + p.Revision + " against its MCP server yet"}
 	}
 	return condition(typ, true, mcpv1alpha1.ReasonAllToolsServed,
 		fmt.Sprintf("the MCP server of all %d reporting ready replicas lists every enabled MCPTool", reported))

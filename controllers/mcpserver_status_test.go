@@ -96,10 +96,11 @@ func TestPropagationCondition(t *testing.T) {
 
 func TestToolsServedCondition(t *testing.T) {
 	rep := func(rev string, missing ...string) string {
-		r := catalog.Report{Revision: rev, MissingTools: missing, MissingToolCount: len(missing)}
+		r := catalog.Report{Revision: rev, ToolsChecked: true, MissingTools: missing, MissingToolCount: len(missing)}
 		return r.String()
 	}
-	many := catalog.Report{Revision: "r2", MissingTools: []string{"a1", "a2"}, MissingToolCount: 25}.String()
+	many := catalog.Report{Revision: "r2", ToolsChecked: true, MissingTools: []string{"a1", "a2"}, MissingToolCount: 25}.String()
+	unchecked := catalog.Report{Revision: "r2"}.String() // not compared yet, or an older sidecar
 	for name, tc := range map[string]struct {
 		p           propagation
 		wantStatus  metav1.ConditionStatus
@@ -119,6 +120,10 @@ func TestToolsServedCondition(t *testing.T) {
 		"nobody reported yet": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": rep("r1")}},
 			metav1.ConditionUnknown, mcpv1alpha1.ReasonToolsNotYetReported, []string{"r2"}},
 		"no ready replicas": {propagation{Revision: "r2"}, metav1.ConditionUnknown, mcpv1alpha1.ReasonToolsNotYetReported, nil},
+		"not checked yet": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": unchecked}},
+			metav1.ConditionUnknown, mcpv1alpha1.ReasonToolsNotYetReported, []string{"checked"}},
+		"only checked reports count": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": unchecked, "b": rep("r2")}},
+			metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed, []string{"all 1 reporting"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := toolsServedCondition(tc.p)

@@ -217,7 +217,7 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 	o.cur.Store(&appliedCatalog{cat: c, rev: revision, templates: compileHintTemplates(c, o.log)})
 	o.report.Revision = revision
 	// Not known for the new revision until the next computation.
-	o.report.MissingTools, o.report.MissingToolCount = nil, 0
+	o.report.ToolsChecked, o.report.MissingTools, o.report.MissingToolCount = false, nil, 0
 	rep := o.report
 	o.pendMu.Unlock()
 	o.m.catalogApplied.Inc()
@@ -441,23 +441,24 @@ func (o *Overlay) compute() *snapshot {
 			o.log.Warn("Declared tools are missing upstream; they are not listed", "tools", missing)
 		}
 	}
-	o.reportMissing(rev, missing)
+	o.reportMissing(rev, upTools != nil, missing)
 	return s
 }
 
 // reportMissing puts the declared tools of revision rev that the upstream
-// does not list into the propagation report, and sends it when that
-// changed. A list computed for a revision that is no longer the reported one
-// is dropped (the next computation, which Apply asked for, covers the new
-// one).
-func (o *Overlay) reportMissing(rev string, missing []string) {
+// does not list into the propagation report (checked: the upstream's list
+// has been read), and sends it when that changed. A list computed for a
+// revision that is no longer the reported one is dropped (the next
+// computation, which Apply asked for, covers the new one).
+func (o *Overlay) reportMissing(rev string, checked bool, missing []string) {
 	names := missing[:min(len(missing), catalog.MaxReportedMissingTools)]
 	o.pendMu.Lock()
-	if rev != o.report.Revision || (slices.Equal(names, o.report.MissingTools) && len(missing) == o.report.MissingToolCount) {
+	r := &o.report
+	if rev != r.Revision || (checked == r.ToolsChecked && slices.Equal(names, r.MissingTools) && len(missing) == r.MissingToolCount) {
 		o.pendMu.Unlock()
 		return
 	}
-	o.report.MissingTools, o.report.MissingToolCount = slices.Clone(names), len(missing)
+	r.ToolsChecked, r.MissingTools, r.MissingToolCount = checked, slices.Clone(names), len(missing)
 	rep := o.report
 	o.pendMu.Unlock()
 	o.sendReport(rep)

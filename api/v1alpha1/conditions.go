@@ -86,7 +86,8 @@ const (
 	// so clients do not see them; fix spec.upstreamName (or spec.name) of the MCPTools the
 	// message names, or the server's image.
 	ReasonToolsMissingUpstream = "ToolsMissingUpstream"
-	// ReasonToolsNotYetReported: no ready replica has reported on the current catalog revision.
+	// ReasonToolsNotYetReported: no ready replica has checked the current revision's tools against its
+	// MCP server yet (or its sidecar predates the check).
 	ReasonToolsNotYetReported = "NotYetReported"
 )
 

@@ -384,10 +384,13 @@ type Report struct {
 	RejectedRevision string `json:"rejectedRevision"`
 	// Reason says why RejectedRevision was refused.
 	Reason string `json:"reason"`
+	// ToolsChecked is set once the sidecar has compared Revision's declared tools with the MCP
+	// server container's tools/list; the two fields below mean something only then (and an
+	// older sidecar never sets it).
+	ToolsChecked bool `json:"toolsChecked,omitempty"`
 	// MissingTools are declared, enabled tools of Revision that the MCP server container does
 	// not list (so clients do not see them), at most MaxReportedMissingTools of them, in catalog
-	// order; MissingToolCount is how many there are in all. Both are empty until the sidecar
-	// has read the server's tool list.
+	// order; MissingToolCount is how many there are in all.
 	MissingTools     []string `json:"missingTools,omitempty"`
 	MissingToolCount int      `json:"missingToolCount,omitempty"`
 }
@@ -398,7 +401,7 @@ const MaxReportedMissingTools = 20
 // Equal reports whether two reports say the same.
 func (r Report) Equal(o Report) bool {
 	return r.Revision == o.Revision && r.RejectedRevision == o.RejectedRevision && r.Reason == o.Reason &&
-		slices.Equal(r.MissingTools, o.MissingTools) && r.MissingToolCount == o.MissingToolCount
+		r.ToolsChecked == o.ToolsChecked && slices.Equal(r.MissingTools, o.MissingTools) && r.MissingToolCount == o.MissingToolCount
 }
 
 // ParseReport decodes one status ConfigMap value.

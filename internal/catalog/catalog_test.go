@@ -137,8 +137,8 @@ func TestReport(t *testing.T) {
 	if err != nil || !got.Equal(r) {
 		t.Fatal(got, err)
 	}
-	m := Report{Revision: "a", MissingTools: []string{"ghost"}, MissingToolCount: 1}
-	if m.String() != `{"revision":"a","rejectedRevision":"","reason":"","missingTools":["ghost"],"missingToolCount":1}` {
+	m := Report{Revision: "a", ToolsChecked: true, MissingTools: []string{"ghost"}, MissingToolCount: 1}
+	if m.String() != `{"revision":"a","rejectedRevision":"","reason":"","toolsChecked":true,"missingTools":["ghost"],"missingToolCount":1}` {
 		t.Fatal(m.String())
 	}
 	if got, err := ParseReport(m.String()); err != nil || !got.Equal(m) || got.Equal(r) {
