@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/hack/sidecarbench/benchkit"
 )
 
 // BenchmarkForward measures one tools/call through the full handler
@@ -30,24 +32,7 @@ func BenchmarkForwardMinimal(b *testing.B) {
 	up := benchUpstream()
 	defer up.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, _ := http.NewRequestWithContext(r.Context(), r.Method, up.URL+"/mcp", r.Body)
-		req.ContentLength = r.ContentLength
-		for k, v := range r.Header {
-			req.Header[k] = v
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
-	}))
+	front := httptest.NewServer(benchkit.MinimalProxy(client, up.URL+"/mcp"))
 	defer front.Close()
 	benchCalls(b, front)
 }

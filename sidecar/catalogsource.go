@@ -83,22 +83,18 @@ func kubeClient(kubeconfig string) (rest.Interface, error) {
 	cfg.UserAgent = "switchboard-sidecar"
 	cfg.APIPath = "/api"
 	cfg.GroupVersion = &corev1.SchemeGroupVersion
-	cfg.NegotiatedSerializer = coreCodecs.WithoutConversion()
+	// The core/v1 objects the sidecar watches, and the meta/v1 lists, watch
+	// events and statuses around them.
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	if cfg.ContentType == "" {
 		cfg.ContentType = runtime.ContentTypeJSON
 	}
 	return rest.RESTClientFor(cfg)
 }
-
-// coreCodecs decodes the core/v1 objects the sidecar watches (and the
-// meta/v1 lists, watch events and statuses around them).
-var coreCodecs = func() serializer.CodecFactory {
-	s := runtime.NewScheme()
-	if err := corev1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return serializer.NewCodecFactory(s)
-}()
 
 // newCatalogWiring builds the overlay and its sources from the command
 // line; it returns nil when no catalog source is configured.

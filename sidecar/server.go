@@ -455,7 +455,6 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 	// The upstream call ends when the client goes away or when the drain
 	// budget is over (AbortInflight), whichever comes first: both end the
 	// request context (BaseContext).
-	abortedNow := func() bool { return s.abortedByDrain(r) }
 	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(req.body))
 	if err != nil {
 		s.fail(w, req.id, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
@@ -466,12 +465,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 	resp, err := s.up.client.Do(ureq)
 	s.m.observeUpstream(req.method, time.Since(start))
 	if err != nil {
-		if abortedNow() {
-			s.fail(w, req.id, errDrained())
-			return
-		}
-		if r.Context().Err() != nil {
-			return // the client went away; nothing to answer
+		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
+			return // answered for the drain, or the client went away
 		}
 		s.log.Warn("Upstream request failed", "method", req.method, "err", err)
 		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
@@ -484,7 +479,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 	}
 	switch {
 	case isEventStream(resp.Header):
-		s.relayEvents(r.Context(), w, resp, req, abortedNow)
+		s.relayEvents(w, r, resp, req)
 	case isJSON(resp.Header) && !req.legacy && !req.isNotification():
 		buf := respBufs.Get().(*bytes.Buffer)
 		defer putRespBuf(buf)
@@ -492,8 +487,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 		_, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(s.up.maxBytes)+1))
 		if err != nil || buf.Len() > s.up.maxBytes {
 			w.Header().Del("Content-Type")
-			if abortedNow() {
-				s.fail(w, req.id, errDrained())
+			if s.endedByDrain(w, r, req) {
 				return
 			}
 			s.log.Warn("Reading upstream response failed", "method", req.method, "err", err, "bytes", buf.Len())
@@ -527,7 +521,7 @@ func putRespBuf(b *bytes.Buffer) {
 // When the upstream stream ends before the final response (the drain budget
 // ran out, or the upstream went away), a request that expects an answer gets
 // a JSON-RPC error event with its id, so the client is answered, not cut.
-func (s *Server) relayEvents(clientCtx context.Context, w http.ResponseWriter, resp *http.Response, req *request, abortedNow func() bool) {
+func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.Response, req *request) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
@@ -548,9 +542,9 @@ func (s *Server) relayEvents(clientCtx context.Context, w http.ResponseWriter, r
 			}
 			var e *rpcError
 			switch {
-			case abortedNow():
+			case s.abortedByDrain(r):
 				e = errDrained()
-			case clientCtx.Err() != nil:
+			case r.Context().Err() != nil:
 				return // the client went away
 			default:
 				e = newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream ended the stream without answering")

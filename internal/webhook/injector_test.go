@@ -231,6 +231,8 @@ func counter(t *testing.T, result, reason string) float64 {
 // TestSkipsAreCountedAndExplained: every decision is counted by result and reason; skips of pods
 // with a controller owner become a Warning Event on that owner, except the quiet ones; dry runs
 // count nothing and record nothing.
+// ("skipped" is the webhook's decision not to inject a pod, the outcome each case asserts; no
+// test case is skipped.)
 func TestSkipsAreCountedAndExplained(t *testing.T) {
 	for _, tc := range []struct {
 		file   string

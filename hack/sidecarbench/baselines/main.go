@@ -115,32 +115,7 @@ func serveSSE(addr, mode string) {
 // serveMinProxy is the bare minimal forwarding proxy: net/http server and a
 // tuned http.Client, both bodies streamed.
 func serveMinProxy(addr, upstream string) {
-	client := &http.Client{Transport: benchkit.TunedTransport()}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := http.NewRequestWithContext(r.Context(), r.Method, upstream, r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		req.ContentLength = r.ContentLength
-		for k, v := range r.Header {
-			req.Header[k] = v
-		}
-		for _, k := range benchkit.Hop {
-			req.Header.Del(k)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
-	})
+	h := benchkit.MinimalProxy(&http.Client{Transport: benchkit.TunedTransport()}, upstream)
 	log.Fatal((&http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe())
 }
 

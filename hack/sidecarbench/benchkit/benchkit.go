@@ -80,3 +80,34 @@ func TunedTransport() *http.Transport {
 
 // Hop lists the hop-by-hop headers a proxy does not forward.
 var Hop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// MinimalProxy is the bare forwarding handler the sidecar is measured
+// against: every request goes to upstream with its headers (hop-by-hop ones
+// aside), and the answer comes back as it arrives; both bodies are streamed.
+func MinimalProxy(client *http.Client, upstream string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, upstream, r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		req.ContentLength = r.ContentLength
+		for k, v := range r.Header {
+			req.Header[k] = v
+		}
+		for _, k := range Hop {
+			req.Header.Del(k)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	})
+}
