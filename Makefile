@@ -104,11 +104,15 @@ bench-drain: build ## Benchmark the graceful drain with 10,000 listen streams (d
 	$(LOCALBIN)/drainbench -sidecar $(LOCALBIN)/sidecar -json results/drainbench.jsonl
 
 .PHONY: verify
-verify: generate manifests fmt ## Regenerate everything and fail if the tree changed.
+verify: generate manifests fmt check-large-files ## Regenerate everything and fail if the tree changed.
 	go mod tidy
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "The tree is not clean after 'make generate manifests fmt' and 'go mod tidy':"; \
 		git status --porcelain; git --no-pager diff | head -n 100; exit 1; fi
+
+.PHONY: check-large-files
+check-large-files: ## Fail on any tracked file over 1 MiB not listed in hack/large-files-allowed.txt.
+	hack/check-large-files.sh
 
 ##@ Build
 
