@@ -61,6 +61,10 @@ type Config struct {
 	PodName          string // key of this sidecar's report
 	Kubeconfig       string // explicit kubeconfig (else KUBECONFIG, ~/.kube/config, in-cluster)
 	PageSize         int    // page size of merged lists (DefaultPageSize when 0)
+
+	// UpstreamTransport reaches the MCP server (plain HTTP to Upstream
+	// when nil); see UpstreamTransport.
+	UpstreamTransport UpstreamTransport
 }
 
 // App is a running sidecar: MCP listener, admin listener, hub and relay.
@@ -111,7 +115,7 @@ func New(cfg Config) (*App, error) {
 	}
 	m := NewMetrics()
 	hub := NewHub(HubOptions{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Metrics: m})
-	up := NewUpstream(cfg.Upstream, cfg.MaxResponseBytes)
+	up := NewUpstreamWith(cfg.Upstream, cfg.MaxResponseBytes, cfg.UpstreamTransport)
 	cat, err := newCatalogWiring(cfg, hub, up, m)
 	if err != nil {
 		return nil, err

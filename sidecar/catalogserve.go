@@ -2,13 +2,13 @@ package sidecar
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -123,51 +123,22 @@ func withParams(body []byte, edit func([]byte) ([]byte, error)) ([]byte, error) 
 	return append(out, body[pe:]...), nil
 }
 
-// listSpec describes one merged list.
-type listSpec struct {
-	method, member string
-	hint           func(*catalog.CacheDefaults) catalog.CacheHint
-	merge          func(c *catalog.Catalog, up []json.RawMessage) []entry
-}
-
-var listSpecs = map[string]listSpec{
-	"tools/list": {"tools/list", "tools", func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Tools },
-		func(c *catalog.Catalog, up []json.RawMessage) []entry { l, _ := mergeTools(c, up); return l }},
-	"prompts/list": {"prompts/list", "prompts", func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Prompts }, mergePrompts},
-	"resources/list": {"resources/list", "resources", func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Resources },
-		func(c *catalog.Catalog, up []json.RawMessage) []entry { return mergeResources(c, up, "uri") }},
-	"resources/templates/list": {"resources/templates/list", "resourceTemplates",
-		func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceTemplates },
-		func(c *catalog.Catalog, up []json.RawMessage) []entry { return mergeResources(c, up, "uriTemplate") }},
-}
-
-// upstreamInfoFor returns the cached discover result, asking once if there
-// is none.
-func (s *Server) upstreamInfoFor(ctx context.Context) (*upstreamInfo, error) {
-	if info := s.up.current(); info != nil {
-		return info, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
-	defer cancel()
-	return s.up.Discover(ctx)
-}
-
 // serveList answers one of the four lists: the upstream's list (read with
 // the client's headers, every page) merged with the catalog, cut into pages
 // with the sidecar's cursors, stamped with the catalog's hints.
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request) {
-	spec := listSpecs[req.method]
+	spec, method := req.spec.list, req.method
 	cursor := ""
 	if raw, ok, _ := field(req.params, "cursor"); ok && string(raw) != "null" {
 		var okStr bool
 		if cursor, okStr = stringValue(raw); !okStr {
-			s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: cursor must be a string"))
+			s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: cursor must be a string"))
 			return
 		}
 	}
-	offset, ok := parseCursor(spec.method, cursor)
+	offset, ok := parseCursor(method, cursor)
 	if !ok {
-		s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: invalid cursor"))
+		s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: invalid cursor"))
 		return
 	}
 	c, _ := s.opts.Overlay.Catalog()
@@ -176,31 +147,31 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		if s.endedByDrain(w, r, req) {
 			return
 		}
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+		s.failReq(w, req, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
 	up := []json.RawMessage{}
 	private := false
-	if upstreamServes(info, spec.method) {
+	if spec.capability(info) {
 		start := time.Now()
 		var pass *upstreamAnswer
-		up, private, pass, err = s.up.list(spec.method, spec.member, s.clientListRequest(r, req))
-		s.m.observeUpstream(spec.method, time.Since(start))
+		up, private, pass, err = s.up.list(method, spec.member, s.clientListRequest(r, req))
+		s.m.observeUpstream(method, time.Since(start))
 		if err != nil {
 			if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
 				return
 			}
-			s.log.Warn("Upstream list failed", "method", spec.method, "err", err)
-			s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+			s.log.Warn("Upstream list failed", "method", method, "err", err)
+			s.failReq(w, req, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
 			return
 		}
 		if pass != nil {
-			writeMessage(w, pass.status, s.stamp(req, pass.msg))
+			writeMessage(w, pass.status, s.finish(req, pass.msg))
 			return
 		}
 	}
 	items, next, more := page(spec.merge(c, up), offset, s.opts.Overlay.opts.PageSize)
-	h := spec.hint(&c.Server.Caching)
+	h := req.spec.hint(&c.Server.Caching)
 	if private {
 		// Something in the answer depends on the caller.
 		h.CacheScope = catalog.ScopePrivate
@@ -208,7 +179,11 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 	var b bytes.Buffer
 	b.WriteString(`{"jsonrpc":"2.0","id":`)
 	b.Write(req.id)
-	b.WriteString(`,"result":{"resultType":"complete","`)
+	b.WriteString(`,"result":{`)
+	if !req.legacy {
+		b.WriteString(`"resultType":"complete",`)
+	}
+	b.WriteByte('"')
 	b.WriteString(spec.member)
 	b.WriteString(`":[`)
 	for i, e := range items {
@@ -220,12 +195,14 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 	b.WriteByte(']')
 	if more {
 		b.WriteString(`,"nextCursor":`)
-		b.Write(jsonString(mintCursor(spec.method, next)))
+		b.Write(jsonString(mintCursor(method, next)))
 	}
-	b.WriteString(`,"ttlMs":`)
-	b.WriteString(strconv.FormatInt(max(h.TTLMs, 0), 10))
-	b.WriteString(`,"cacheScope":`)
-	b.Write(jsonString(scopeOf(h.CacheScope)))
+	if !req.legacy {
+		b.WriteString(`,"ttlMs":`)
+		b.WriteString(strconv.FormatInt(max(h.TTLMs, 0), 10))
+		b.WriteString(`,"cacheScope":`)
+		b.Write(jsonString(scopeOf(h.CacheScope)))
+	}
 	b.WriteString(`}}`)
 	writeMessage(w, http.StatusOK, b.Bytes())
 }
@@ -246,16 +223,6 @@ func writeMessage(w http.ResponseWriter, status int, b []byte) {
 	_, _ = w.Write(b)
 }
 
-func writeResult(w http.ResponseWriter, id []byte, result []byte) {
-	b := make([]byte, 0, len(result)+len(id)+40)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
-	b = append(b, '}')
-	writeMessage(w, http.StatusOK, b)
-}
-
 // paramString returns a string member of the request params.
 func paramString(req *request, name string) (string, bool) {
 	raw, ok, _ := field(req.params, name)
@@ -268,12 +235,16 @@ func paramString(req *request, name string) (string, bool) {
 // serveToolCall refuses calls to tools clients cannot see and calls renamed
 // tools by their upstream name.
 func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *request) {
-	name, _ := paramString(req, "name")
+	name, ok := toolName(req.params)
+	if !ok {
+		s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: tools/call requires params.name, a string, exactly once"))
+		return
+	}
 	c, _ := s.opts.Overlay.Catalog()
 	upstream, ok := routeTool(c, name)
 	if !ok {
 		e := newErr(http.StatusBadRequest, codeInvalidParams, "Unknown tool: "+name)
-		s.fail(w, req.id, e)
+		s.failReq(w, req, e)
 		return
 	}
 	if upstream != name {
@@ -281,13 +252,66 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 			return setMembers(p, []kv{{key: "name", val: jsonString(upstream)}}, nil)
 		})
 		if err != nil {
-			s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: "+err.Error()))
+			s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: "+err.Error()))
 			return
 		}
 		req.body = body
 		r.Header.Set(headerName, mcpHeaderValue(upstream))
 	}
 	s.forward(w, r, req)
+}
+
+// toolName returns params.name when it is a string given exactly once and
+// no other member spells "name" in another case: a parser that matched
+// names case-insensitively could otherwise call a tool the catalog did not
+// route.
+func toolName(params []byte) (string, bool) {
+	var name []byte
+	n, other := 0, false
+	_ = eachMember(params, func(m member) bool {
+		switch {
+		case keyIs(m.key, "name"):
+			n++
+			name = params[m.start:m.end]
+		case len(m.key) == 6 && strings.EqualFold(string(m.key[1:5]), "name"):
+			other = true
+		}
+		return true
+	})
+	if n != 1 || other {
+		return "", false
+	}
+	return stringValue(name)
+}
+
+// serveComplete answers completion/complete for a declared prompt or a
+// sidecar-served resource (the upstream does not know them, and their
+// arguments have no completions) and forwards the rest.
+func (s *Server) serveComplete(w http.ResponseWriter, r *http.Request, req *request) {
+	raw, _, _ := field(req.params, "ref")
+	typ, _, _ := field(raw, "type")
+	t, _ := stringValue(typ)
+	c, _ := s.opts.Overlay.Catalog()
+	served := false
+	switch t {
+	case "ref/prompt":
+		n, _, _ := field(raw, "name")
+		name, _ := stringValue(n)
+		served = findPrompt(c, name) != nil
+	case "ref/resource":
+		u, _, _ := field(raw, "uri")
+		uri, _ := stringValue(u)
+		for i := range c.Resources {
+			if res := &c.Resources[i]; res.Key() == uri && !res.Source.Upstream {
+				served = true
+			}
+		}
+	}
+	if !served {
+		s.forward(w, r, req)
+		return
+	}
+	s.writeResult(w, req, []byte(`{"resultType":"complete","completion":{"values":[],"total":0,"hasMore":false}}`))
 }
 
 // mcpHeaderValue encodes a name for an Mcp-* header: as is when it is
@@ -315,7 +339,7 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 	if err != nil {
 		e := newErr(http.StatusBadRequest, codeInvalidParams, "Resource not found")
 		e.data = map[string]string{"uri": uri}
-		s.fail(w, req.id, e)
+		s.failReq(w, req, e)
 		return
 	}
 	type content struct {
@@ -337,7 +361,7 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 		TTLMs      int64     `json:"ttlMs"`
 		CacheScope string    `json:"cacheScope"`
 	}{resultComplete, []content{ct}, max(h.TTLMs, 0), scopeOf(h.CacheScope)})
-	writeResult(w, req.id, out)
+	s.writeResult(w, req, out)
 }
 
 func readHint(c *catalog.Catalog, r *catalog.Resource) catalog.CacheHint {
@@ -359,16 +383,16 @@ func (s *Server) servePromptGet(w http.ResponseWriter, r *http.Request, req *req
 	args := map[string]string{}
 	if raw, ok, _ := field(req.params, "arguments"); ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {
-			s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: arguments must be an object of strings"))
+			s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: arguments must be an object of strings"))
 			return
 		}
 	}
 	out, e := renderPrompt(p, args)
 	if e != nil {
-		s.fail(w, req.id, e)
+		s.failReq(w, req, e)
 		return
 	}
-	writeResult(w, req.id, out)
+	s.writeResult(w, req, out)
 }
 
 // hints is the HintFunc of a server with an overlay: the catalog's
@@ -378,21 +402,18 @@ func (o *Overlay) hints(method string, params []byte) (int64, string) {
 	c, _ := o.Catalog()
 	d := &c.Server.Caching
 	var h catalog.CacheHint
-	switch method {
-	case methodDiscover:
-		h = d.Discover
-	case "resources/read":
+	spec := methodOf(method)
+	switch {
+	case spec != nil && spec.kind == KindResourceUpdated:
 		uri := ""
-		if raw, ok, _ := field(params, "uri"); ok {
+		if raw, ok, _ := field(params, spec.nameMember); ok {
 			uri, _ = stringValue(raw)
 		}
 		h = o.readHintFor(uri)
+	case spec != nil && spec.hint != nil:
+		h = spec.hint(d)
 	default:
-		if spec, ok := listSpecs[method]; ok {
-			h = spec.hint(d)
-		} else {
-			return DefaultHints(method, params)
-		}
+		return DefaultHints(method, params)
 	}
 	return h.TTLMs, scopeOf(h.CacheScope)
 }

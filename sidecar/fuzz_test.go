@@ -34,7 +34,7 @@ func FuzzRequest(f *testing.F) {
 		f.Add([]byte(s.body), s.pv, s.method, s.name)
 	}
 	policies := []versionPolicy{
-		{supported: []string{"2026-07-28", "2025-11-25"}, forwardLegacy: true},
+		{supported: []string{"2026-07-28", "2025-11-25"}, serveLegacy: true},
 		{supported: []string{"2026-07-28"}},
 	}
 	srv := &Server{opts: Options{Hints: DefaultHints}}
@@ -74,7 +74,7 @@ func FuzzRequest(f *testing.F) {
 		}
 		// Stamping treats body as an upstream response to each method.
 		for _, m := range []string{"tools/list", "tools/call", "server/discover"} {
-			out := srv.stamp(&request{method: m}, body)
+			out := srv.stamp(&request{method: m, spec: methodOf(m)}, body)
 			if json.Valid(body) && !json.Valid(out) {
 				t.Fatalf("stamping turned valid JSON into invalid JSON:\nin:  %q\nout: %q", body, out)
 			}

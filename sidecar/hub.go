@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
-	"net/http"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,13 +24,6 @@ const (
 	// KindResourceUpdated is notifications/resources/updated for one URI.
 	KindResourceUpdated
 )
-
-var kindMethod = map[Kind]string{
-	KindTools:           notifToolsListChanged,
-	KindPrompts:         notifPromptsListChanged,
-	KindResources:       notifResourcesListChange,
-	KindResourceUpdated: notifResourcesUpdated,
-}
 
 // listKinds are the kinds a stream selects with a boolean filter field.
 var listKinds = [...]Kind{KindTools, KindPrompts, KindResources}
@@ -498,76 +488,4 @@ func (h *Hub) Closing() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.closing
-}
-
-// connWriter writes a hijacked HTTP/1.1 response with chunked framing.
-type connWriter struct {
-	c       net.Conn
-	timeout time.Duration
-}
-
-func (cw *connWriter) write(ev []byte, scratch []byte) ([]byte, error) {
-	scratch = appendChunk(scratch[:0], ev)
-	if err := cw.c.SetWriteDeadline(time.Now().Add(cw.timeout)); err != nil {
-		return scratch, err
-	}
-	_, err := cw.c.Write(scratch)
-	return scratch, err
-}
-
-func (cw *connWriter) end(final []byte) {
-	var buf []byte
-	if final != nil {
-		buf = appendChunk(buf, final)
-	}
-	buf = append(buf, "0\r\n\r\n"...)
-	_ = cw.c.SetWriteDeadline(time.Now().Add(cw.timeout))
-	_, _ = cw.c.Write(buf)
-	_ = cw.c.Close()
-}
-
-// appendChunk appends ev as one HTTP/1.1 chunk.
-func appendChunk(b, ev []byte) []byte {
-	b = strconv.AppendInt(b, int64(len(ev)), 16)
-	b = append(b, '\r', '\n')
-	b = append(b, ev...)
-	return append(b, '\r', '\n')
-}
-
-// watch blocks until the client closes a hijacked connection (or sends
-// anything: after its one request the client has nothing more to say), then
-// ends the stream. It is the only goroutine a hijacked stream keeps.
-func (h *Hub) watch(s *stream, c net.Conn) {
-	var b [1]byte
-	_ = c.SetReadDeadline(time.Time{})
-	for {
-		if _, err := c.Read(b[:]); err != nil {
-			h.close(s, nil)
-			return
-		}
-	}
-}
-
-// rwWriter is the fallback for connections that cannot be hijacked
-// (HTTP/2): the handler stays parked while the stream is open.
-type rwWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-	done    chan struct{}
-}
-
-func (rw *rwWriter) write(ev []byte, scratch []byte) ([]byte, error) {
-	_ = rw.rc.SetWriteDeadline(time.Now().Add(rw.timeout))
-	if _, err := rw.w.Write(ev); err != nil {
-		return scratch, err
-	}
-	return scratch, rw.rc.Flush()
-}
-
-func (rw *rwWriter) end(final []byte) {
-	if final != nil {
-		_, _ = rw.write(final, nil)
-	}
-	close(rw.done)
 }

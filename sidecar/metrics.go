@@ -93,7 +93,10 @@ func NewMetrics() *Metrics {
 		m.upstreamSeconds, m.errors, m.inflight, m.relayConnected,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.upstreamBy = map[string]prometheus.Observer{"other": m.upstreamSeconds.WithLabelValues("other")}
-	for k := range knownMethods {
+	for k := range methods {
+		if methodLabel(k) != k {
+			continue
+		}
 		m.upstreamBy[k] = m.upstreamSeconds.WithLabelValues(k)
 	}
 	// Pre-create the label values so the series exist from the start.
@@ -101,20 +104,6 @@ func NewMetrics() *Metrics {
 		m.notificationsSent.WithLabelValues(t)
 	}
 	return m
-}
-
-// knownMethods bounds the method label's cardinality.
-var knownMethods = map[string]bool{
-	"server/discover": true, "completion/complete": true, "prompts/get": true, "prompts/list": true,
-	"resources/list": true, "resources/templates/list": true, "resources/read": true,
-	"subscriptions/listen": true, "tools/call": true, "tools/list": true,
-}
-
-func methodLabel(m string) string {
-	if knownMethods[m] {
-		return m
-	}
-	return "other"
 }
 
 func (m *Metrics) observeUpstream(method string, d time.Duration) {

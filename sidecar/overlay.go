@@ -268,18 +268,6 @@ func (o *Overlay) takePending() (Kind, []string) {
 	return k, uris
 }
 
-// listMethods are the upstream lists the overlay merges, with the member
-// holding their entries.
-var listMethods = []struct {
-	method, member string
-	kind           Kind
-}{
-	{"tools/list", "tools", KindTools},
-	{"prompts/list", "prompts", KindPrompts},
-	{"resources/list", "resources", KindResources},
-	{"resources/templates/list", "resourceTemplates", KindResources},
-}
-
 // Run owns the diff: it re-reads upstream lists when asked, recomputes the
 // effective catalog after CoalesceWindow and publishes what changed.
 func (o *Overlay) Run(ctx context.Context) {
@@ -340,44 +328,33 @@ func (o *Overlay) fetchUpstream(ctx context.Context, kinds Kind) Kind {
 		return kinds
 	}
 	var failed Kind
-	for _, l := range listMethods {
-		if kinds&l.kind == 0 {
+	for _, method := range listOrder {
+		spec := methods[method]
+		if kinds&spec.kind == 0 {
 			continue
 		}
-		if !upstreamServes(info, l.method) {
-			o.upLists[l.method] = []json.RawMessage{}
+		if !spec.list.capability(info) {
+			o.upLists[method] = []json.RawMessage{}
 			continue
 		}
-		items, _, pass, err := o.opts.Upstream.list(l.method, l.member, func(cursor string) (*http.Request, error) {
+		items, _, pass, err := o.opts.Upstream.list(method, spec.list.member, func(cursor string) (*http.Request, error) {
 			extra := ""
 			if cursor != "" {
 				extra = `,"cursor":` + string(jsonString(cursor))
 			}
-			return modernRequest(ctx, o.opts.Upstream.url, "switchboard-overlay", l.method, extra)
+			return modernRequest(ctx, o.opts.Upstream.url, "switchboard-overlay", method, extra)
 		})
 		if err == nil && pass != nil {
 			err = fmt.Errorf("upstream answered %s", truncate(pass.msg, 200))
 		}
 		if err != nil {
-			o.log.Debug("Overlay: reading upstream list failed", "method", l.method, "err", err)
-			failed |= l.kind
+			o.log.Debug("Overlay: reading upstream list failed", "method", method, "err", err)
+			failed |= spec.kind
 			continue
 		}
-		o.upLists[l.method] = items
+		o.upLists[method] = items
 	}
 	return failed
-}
-
-// upstreamServes reports whether the upstream advertises the list.
-func upstreamServes(info *upstreamInfo, method string) bool {
-	switch method {
-	case "tools/list":
-		return info.caps.Tools != nil
-	case "prompts/list":
-		return info.caps.Prompts != nil
-	default:
-		return info.caps.Resources != nil
-	}
 }
 
 // snapshot is what the overlay compares between two computations.
@@ -411,14 +388,12 @@ func (o *Overlay) compute() *snapshot {
 		missing = nil // the server's list was never read: nothing is known to be missing
 	}
 	s := &snapshot{
-		lists: map[string]string{
-			"tools/list":               hashEntries(tools),
-			"prompts/list":             hashEntries(mergePrompts(c, o.upLists["prompts/list"])),
-			"resources/list":           hashEntries(mergeResources(c, o.upLists["resources/list"], "uri")),
-			"resources/templates/list": hashEntries(mergeResources(c, o.upLists["resources/templates/list"], "uriTemplate")),
-		},
+		lists:   map[string]string{"tools/list": hashEntries(tools)},
 		content: map[string]string{},
 		missing: missing,
+	}
+	for _, method := range listOrder[1:] {
+		s.lists[method] = hashEntries(methods[method].list.merge(c, o.upLists[method]))
 	}
 	for i := range c.Resources {
 		r := &c.Resources[i]
@@ -496,9 +471,9 @@ func (o *Overlay) content(r *catalog.Resource) ([]byte, string, error) {
 // published as they came.
 func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservative Kind) {
 	var kinds Kind
-	for _, l := range listMethods {
-		if prev.lists[l.method] != next.lists[l.method] {
-			kinds |= l.kind
+	for _, method := range listOrder {
+		if prev.lists[method] != next.lists[method] {
+			kinds |= methods[method].kind
 		}
 	}
 	kinds |= conservative

@@ -44,17 +44,6 @@ const (
 	codeUnsupportedProto = mcp.CodeUnsupportedProtocolVersion
 )
 
-// removedMethods are the pre-2026 methods that a modern request must not
-// reach: 404 + -32601.
-var removedMethods = map[string]bool{
-	"initialize":                true,
-	"ping":                      true,
-	"logging/setLevel":          true,
-	"resources/subscribe":       true,
-	"resources/unsubscribe":     true,
-	"notifications/initialized": true,
-}
-
 // rpcError is an error the sidecar answers itself: an HTTP status and a
 // JSON-RPC error object.
 type rpcError struct {

@@ -55,10 +55,33 @@ type upstreamInfo struct {
 	versions []string
 	caps     mcp.ServerCapabilities
 	capsRaw  json.RawMessage
+	// serverInfo (raw Implementation object, nil when absent) and
+	// instructions are what a 2025-era initialize result repeats.
+	serverInfo   json.RawMessage
+	instructions string
 }
 
-// NewUpstream returns a client for the upstream MCP endpoint at url.
+// UpstreamTransport is how the sidecar talks to the MCP server container.
+// Every request it is given is a 2026-07-28 request (the _meta claim, the
+// Mcp-* headers): a client's (modern, or 2025-era after legacy.go
+// translated it, already routed through the catalog) or the sidecar's own
+// (server/discover, list reads, its subscriptions/listen). It answers as a
+// 2026-07-28 server would: JSON, or an SSE stream ending in the response
+// (or, for subscriptions/listen, a stream of notifications).
+// The default is plain HTTP to a server that speaks 2026-07-28; a server
+// that speaks an older revision, or stdio, is reached through a transport
+// that translates.
+type UpstreamTransport = http.RoundTripper
+
+// NewUpstream returns a client for the upstream MCP endpoint at url, over
+// HTTP.
 func NewUpstream(url string, maxResponseBytes int) *Upstream {
+	return NewUpstreamWith(url, maxResponseBytes, nil)
+}
+
+// NewUpstreamWith returns a client for the upstream MCP endpoint at url
+// that sends every request through rt (plain HTTP when nil).
+func NewUpstreamWith(url string, maxResponseBytes int, rt UpstreamTransport) *Upstream {
 	if maxResponseBytes <= 0 {
 		maxResponseBytes = DefaultMaxResponseBytes
 	}
@@ -71,11 +94,14 @@ func NewUpstream(url string, maxResponseBytes int) *Upstream {
 		DisableCompression:  true, // a localhost hop; and bodies must stay readable
 		ForceAttemptHTTP2:   false,
 	}
+	if rt == nil {
+		rt = tr
+	}
 	return &Upstream{
 		url:      url,
 		maxBytes: maxResponseBytes,
 		client: &http.Client{
-			Transport:     tr,
+			Transport:     rt,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}
@@ -89,11 +115,19 @@ func (u *Upstream) store(result []byte) (*upstreamInfo, error) {
 	var d struct {
 		SupportedVersions []string        `json:"supportedVersions"`
 		Capabilities      json.RawMessage `json:"capabilities"`
+		Instructions      string          `json:"instructions"`
+		Meta              struct {
+			ServerInfo json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
+		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(result, &d); err != nil {
 		return nil, fmt.Errorf("decoding discover result: %w", err)
 	}
-	info := &upstreamInfo{versions: d.SupportedVersions, capsRaw: d.Capabilities}
+	info := &upstreamInfo{versions: d.SupportedVersions, capsRaw: d.Capabilities,
+		serverInfo: d.Meta.ServerInfo, instructions: d.Instructions}
+	if !isObject(info.serverInfo) {
+		info.serverInfo = nil
+	}
 	if len(d.Capabilities) > 0 {
 		if err := json.Unmarshal(d.Capabilities, &info.caps); err != nil {
 			return nil, fmt.Errorf("decoding capabilities: %w", err)

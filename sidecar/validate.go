@@ -22,7 +22,8 @@ type request struct {
 	meta        []byte // raw params._meta, nil when absent
 	metaVersion string // _meta protocolVersion, "" when absent
 	hasVersion  bool
-	legacy      bool // no modern claim: forwarded untouched (see Server.legacy)
+	legacy      bool        // no modern claim: a 2025-era request (legacy.go)
+	spec        *methodSpec // nil for a method the sidecar does not know
 }
 
 // isNotification reports whether the message has no id.
@@ -93,6 +94,7 @@ func parseRequest(body []byte) (*request, *rpcError) {
 		return r, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: method must be a non-empty string")
 	}
 	r.method = m
+	r.spec = methodOf(m)
 	if r.params != nil && !isObject(r.params) {
 		return r, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: params must be an object")
 	}
@@ -129,17 +131,15 @@ func validID(id []byte) bool {
 // versionPolicy says which protocol versions the sidecar accepts.
 type versionPolicy struct {
 	// supported is what the sidecar advertises, newest first: the modern
-	// revision plus, when legacy traffic is forwarded, the upstream's older
-	// versions.
+	// revision plus, when 2025-era clients are served, legacyVersions.
 	supported []string
-	// forwardLegacy sends claim-less (pre-2026) traffic to the upstream
-	// untouched instead of rejecting it.
-	forwardLegacy bool
+	// serveLegacy serves claim-less (2025-era) traffic (legacy.go) instead
+	// of rejecting it.
+	serveLegacy bool
 }
 
-func (p versionPolicy) isLegacy(v string) bool {
-	return p.forwardLegacy && v < ProtocolVersion && slices.Contains(p.supported, v)
-}
+// isLegacy reports whether v is a 2025-era revision the sidecar knows.
+func isLegacy(v string) bool { return slices.Contains(legacyVersions, v) }
 
 func (p versionPolicy) unsupported(requested string) *rpcError {
 	e := newErr(http.StatusBadRequest, codeUnsupportedProto, "Unsupported protocol version")
@@ -151,19 +151,30 @@ func (p versionPolicy) unsupported(requested string) *rpcError {
 // request and its headers, in the order the conformance suite expects:
 // _meta (-32602), protocol version header (-32020), version (-32022),
 // Mcp-Method and Mcp-Name (-32020), removed methods (404 -32601).
-// It marks r.legacy for claim-less requests the policy forwards.
+// It marks r.legacy for claim-less requests the policy serves.
 func validate(h http.Header, r *request, p versionPolicy) *rpcError {
 	hv, herr := singleHeader(h, headerProtocolVersion)
 	if herr != nil {
 		return herr
 	}
-	if !r.hasVersion && r.meta == nil {
-		if hv == "" || p.isLegacy(hv) {
-			if p.forwardLegacy {
+	if !r.hasVersion {
+		// No modern claim (spec §7.1): a 2025-era request, unless the
+		// header names a modern revision (then the modern checks below
+		// answer it).
+		switch {
+		case hv == "" || isLegacy(hv):
+			if p.serveLegacy {
 				r.legacy = true
 				return nil
 			}
-		} else if !slices.Contains(p.supported, hv) || hv < ProtocolVersion {
+			// legacyClients: Reject. A modern-only server names its
+			// versions in any error to a 2025-era request.
+			requested := hv
+			if v, ok := paramString(r, "protocolVersion"); ok && r.method == "initialize" {
+				requested = v
+			}
+			return p.unsupported(requested)
+		case !slices.Contains(p.supported, hv) || hv < ProtocolVersion:
 			return p.unsupported(hv)
 		}
 	}
@@ -200,7 +211,7 @@ func validate(h http.Header, r *request, p versionPolicy) *rpcError {
 	if mh != r.method {
 		return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: Mcp-Method header value '%s' does not match body value '%s'", mh, r.method))
 	}
-	if bodyName, ok := nameMember(r.method); ok {
+	if bodyName := r.nameMember(); bodyName != "" {
 		raw, present, _ := field(r.params, bodyName)
 		want, isStr := stringValue(raw)
 		if !present || !isStr {
@@ -233,21 +244,18 @@ func validate(h http.Header, r *request, p versionPolicy) *rpcError {
 			}
 		}
 	}
-	if removedMethods[r.method] {
+	if r.spec != nil && r.spec.era == eraLegacy {
 		return newErr(http.StatusNotFound, codeMethodNotFound, "Method not found: "+r.method+" is not part of protocol revision "+ProtocolVersion)
 	}
 	return nil
 }
 
-// nameMember returns the params member that Mcp-Name mirrors for method.
-func nameMember(method string) (string, bool) {
-	switch method {
-	case "tools/call", "prompts/get":
-		return "name", true
-	case "resources/read":
-		return "uri", true
+// nameMember returns the params member that Mcp-Name mirrors ("" for none).
+func (r *request) nameMember() string {
+	if r.spec == nil {
+		return ""
 	}
-	return "", false
+	return r.spec.nameMember
 }
 
 // singleHeader returns the OWS-trimmed value of a header that must appear at

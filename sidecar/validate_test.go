@@ -8,7 +8,7 @@ import (
 
 func TestValidate(t *testing.T) {
 	const m = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-	modern := versionPolicy{supported: []string{"2026-07-28", "2025-11-25"}, forwardLegacy: true}
+	modern := versionPolicy{supported: []string{"2026-07-28", "2025-11-25"}, serveLegacy: true}
 	strict := versionPolicy{supported: []string{"2026-07-28"}}
 	hdr := func(kv ...string) http.Header {
 		h := http.Header{}
@@ -39,14 +39,18 @@ func TestValidate(t *testing.T) {
 			hdr(headerMethod, "prompts/get", headerName, " p "), modern, 0, false},
 		{"tools/call without a name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + m + `}}`,
 			hdr(headerMethod, "tools/call", headerName, "x"), modern, codeInvalidParams, false},
-		{"claim-less legacy request is forwarded", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`,
+		{"claim-less legacy request is served", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`,
 			hdr(headerProtocolVersion, ""), modern, 0, true},
-		{"legacy header version is forwarded", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		{"legacy header version is served", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
 			hdr(headerProtocolVersion, "2025-11-25"), modern, 0, true},
-		{"legacy rejected when not forwarding", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		{"legacy rejected when not served", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
 			hdr(headerProtocolVersion, "2025-11-25"), strict, codeUnsupportedProto, false},
-		{"claim-less request rejected when not forwarding", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
-			hdr(headerProtocolVersion, ""), strict, codeInvalidParams, false},
+		{"claim-less request rejected, naming the versions, when not served", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			hdr(headerProtocolVersion, ""), strict, codeUnsupportedProto, false},
+		{"legacy _meta without a claim (progressToken) is a 2025-era request", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"x"}}`,
+			hdr(headerProtocolVersion, "2025-11-25"), modern, 0, true},
+		{"a modern header without the claim is a modern error", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"x"}}`,
+			hdr(headerMethod, "tools/call", headerName, "x"), modern, codeInvalidParams, false},
 		{"_meta without the version claim", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}`,
 			hdr(headerMethod, "tools/list"), modern, codeInvalidParams, false},
 		{"_meta version 2025-11-25 is not served on the modern path", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}`,
@@ -139,7 +143,7 @@ func TestStamp(t *testing.T) {
 		{"tools/list", `{"id":1,"result":{}}`, `{"id":1,"result":{"resultType":"complete","ttlMs":60000,"cacheScope":"public"}}`},
 	}
 	for _, c := range cases {
-		got := string(s.stamp(&request{method: c.method}, []byte(c.in)))
+		got := string(s.stamp(&request{method: c.method, spec: methodOf(c.method)}, []byte(c.in)))
 		if got != c.want {
 			t.Errorf("%s %s:\n got %s\nwant %s", c.method, c.in, got, c.want)
 		}

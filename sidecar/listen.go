@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,129 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// serveDiscover answers server/discover: the upstream's versions and
-// capabilities, plus what the sidecar provides itself, with cache hints.
-func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *request) {
-	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(req.body))
-	if err != nil {
-		s.fail(w, req.id, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
-		return
-	}
-	copyHeaders(ureq.Header, r.Header)
-	start := time.Now()
-	status, msg, err := s.up.roundTrip(ureq)
-	s.m.observeUpstream(methodDiscover, time.Since(start))
-	if err != nil {
-		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
-			return
-		}
-		s.log.Warn("Upstream server/discover failed", "err", err)
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
-		return
-	}
-	rs, re, ok := span(msg, "result")
-	if !ok || !isObject(msg[rs:re]) {
-		// An error from the upstream goes back as it came.
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(msg)))
-		w.WriteHeader(status)
-		_, _ = w.Write(msg)
-		return
-	}
-	res := msg[rs:re]
-	info, err := s.up.store(res)
-	if err != nil {
-		s.log.Warn("Upstream server/discover result unusable", "err", err)
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream discover result unusable"))
-		return
-	}
-	caps, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
-	if err != nil {
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream capabilities unusable"))
-		return
-	}
-	versions, _ := json.Marshal(s.policy().supported)
-	ttl, scope := s.opts.Hints(methodDiscover, req.params)
-	if scope != "public" {
-		scope = "private"
-	}
-	nres, err := setMembers(res, []kv{
-		{key: "resultType", val: []byte(`"complete"`)},
-		{key: "supportedVersions", val: versions},
-		{key: "capabilities", val: caps},
-		{key: "ttlMs", val: strconv.AppendInt(nil, max(ttl, 0), 10)},
-		{key: "cacheScope", val: []byte(`"` + scope + `"`)},
-	}, nil)
-	if err != nil {
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream discover result unusable"))
-		return
-	}
-	out := make([]byte, 0, len(msg)+len(nres))
-	out = append(append(append(out, msg[:rs]...), nres...), msg[re:]...)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
-}
-
-// mergedCapabilities adds what the sidecar provides to the upstream's
-// capabilities: listChanged for every list the upstream serves (the sidecar
-// relays the upstream's changes and will emit the catalog's), and resource
-// subscriptions when the upstream serves resources. It never adds a
-// capability for a list the upstream does not serve, so the advertised
-// capabilities keep matching the handlers. With a catalog overlay the
-// sidecar serves all three lists itself (declared prompts and resources need
-// no upstream support), so all of them are advertised.
-func mergedCapabilities(raw json.RawMessage, overlay bool) (json.RawMessage, error) {
-	if len(raw) == 0 {
-		raw = json.RawMessage(`{}`)
-	}
-	var caps map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &caps); err != nil {
-		return nil, err
-	}
-	if caps == nil {
-		caps = map[string]json.RawMessage{}
-	}
-	if overlay {
-		for _, name := range []string{"tools", "prompts", "resources"} {
-			if c, ok := caps[name]; !ok || !isObject(c) {
-				caps[name] = json.RawMessage(`{}`)
-			}
-		}
-	} else if len(caps) == 0 {
-		return json.RawMessage(`{}`), nil
-	}
-	for name, extra := range map[string][]string{
-		"tools": {"listChanged"}, "prompts": {"listChanged"}, "resources": {"listChanged", "subscribe"},
-	} {
-		c, ok := caps[name]
-		if !ok || !isObject(c) {
-			continue
-		}
-		var sets []kv
-		for _, k := range extra {
-			sets = append(sets, kv{key: k, val: []byte("true")})
-		}
-		nc, err := setMembers(c, sets, nil)
-		if err != nil {
-			return nil, err
-		}
-		caps[name] = nc
-	}
-	return json.Marshal(caps)
-}
-
-// effectiveCaps is the capability view used to narrow listen filters.
-func (s *Server) effectiveCaps(info *upstreamInfo) mcp.ServerCapabilities {
-	var c mcp.ServerCapabilities
-	merged, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
-	if err == nil {
-		_ = json.Unmarshal(merged, &c)
-	}
-	return c
-}
 
 // serveListen opens a subscriptions/listen stream owned by the sidecar.
 func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *request) {
@@ -287,4 +165,76 @@ func ackEvent(id, agreed []byte) []byte {
 	b = append(b, `},"notifications":`...)
 	b = append(b, agreed...)
 	return append(b, "}}\n\n"...)
+}
+
+// connWriter writes a hijacked HTTP/1.1 response with chunked framing.
+type connWriter struct {
+	c       net.Conn
+	timeout time.Duration
+}
+
+func (cw *connWriter) write(ev []byte, scratch []byte) ([]byte, error) {
+	scratch = appendChunk(scratch[:0], ev)
+	if err := cw.c.SetWriteDeadline(time.Now().Add(cw.timeout)); err != nil {
+		return scratch, err
+	}
+	_, err := cw.c.Write(scratch)
+	return scratch, err
+}
+
+func (cw *connWriter) end(final []byte) {
+	var buf []byte
+	if final != nil {
+		buf = appendChunk(buf, final)
+	}
+	buf = append(buf, "0\r\n\r\n"...)
+	_ = cw.c.SetWriteDeadline(time.Now().Add(cw.timeout))
+	_, _ = cw.c.Write(buf)
+	_ = cw.c.Close()
+}
+
+// appendChunk appends ev as one HTTP/1.1 chunk.
+func appendChunk(b, ev []byte) []byte {
+	b = strconv.AppendInt(b, int64(len(ev)), 16)
+	b = append(b, '\r', '\n')
+	b = append(b, ev...)
+	return append(b, '\r', '\n')
+}
+
+// watch blocks until the client closes a hijacked connection (or sends
+// anything: after its one request the client has nothing more to say), then
+// ends the stream. It is the only goroutine a hijacked stream keeps.
+func (h *Hub) watch(s *stream, c net.Conn) {
+	var b [1]byte
+	_ = c.SetReadDeadline(time.Time{})
+	for {
+		if _, err := c.Read(b[:]); err != nil {
+			h.close(s, nil)
+			return
+		}
+	}
+}
+
+// rwWriter is the fallback for connections that cannot be hijacked
+// (HTTP/2): the handler stays parked while the stream is open.
+type rwWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	done    chan struct{}
+}
+
+func (rw *rwWriter) write(ev []byte, scratch []byte) ([]byte, error) {
+	_ = rw.rc.SetWriteDeadline(time.Now().Add(rw.timeout))
+	if _, err := rw.w.Write(ev); err != nil {
+		return scratch, err
+	}
+	return scratch, rw.rc.Flush()
+}
+
+func (rw *rwWriter) end(final []byte) {
+	if final != nil {
+		_, _ = rw.write(final, nil)
+	}
+	close(rw.done)
 }

@@ -1,0 +1,146 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// serveDiscover answers server/discover: the upstream's versions and
+// capabilities, plus what the sidecar provides itself, with cache hints.
+func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *request) {
+	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(req.body))
+	if err != nil {
+		s.fail(w, req.id, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
+		return
+	}
+	copyHeaders(ureq.Header, r.Header)
+	start := time.Now()
+	status, msg, err := s.up.roundTrip(ureq)
+	s.m.observeUpstream(methodDiscover, time.Since(start))
+	if err != nil {
+		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
+			return
+		}
+		s.log.Warn("Upstream server/discover failed", "err", err)
+		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+		return
+	}
+	rs, re, ok := span(msg, "result")
+	if !ok || !isObject(msg[rs:re]) {
+		// An error from the upstream goes back as it came.
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(msg)))
+		w.WriteHeader(status)
+		_, _ = w.Write(msg)
+		return
+	}
+	res := msg[rs:re]
+	info, err := s.up.store(res)
+	if err != nil {
+		s.log.Warn("Upstream server/discover result unusable", "err", err)
+		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream discover result unusable"))
+		return
+	}
+	caps, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
+	if err != nil {
+		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream capabilities unusable"))
+		return
+	}
+	versions, _ := json.Marshal(s.policy().supported)
+	ttl, scope := s.opts.Hints(methodDiscover, req.params)
+	if scope != "public" {
+		scope = "private"
+	}
+	nres, err := setMembers(res, []kv{
+		{key: "resultType", val: []byte(`"complete"`)},
+		{key: "supportedVersions", val: versions},
+		{key: "capabilities", val: caps},
+		{key: "ttlMs", val: strconv.AppendInt(nil, max(ttl, 0), 10)},
+		{key: "cacheScope", val: []byte(`"` + scope + `"`)},
+	}, nil)
+	if err != nil {
+		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream discover result unusable"))
+		return
+	}
+	out := make([]byte, 0, len(msg)+len(nres))
+	out = append(append(append(out, msg[:rs]...), nres...), msg[re:]...)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+}
+
+// mergedCapabilities adds what the sidecar provides to the upstream's
+// capabilities: listChanged for every list the upstream serves (the sidecar
+// relays the upstream's changes and will emit the catalog's), and resource
+// subscriptions when the upstream serves resources. It never adds a
+// capability for a list the upstream does not serve, so the advertised
+// capabilities keep matching the handlers. With a catalog overlay the
+// sidecar serves all three lists itself (declared prompts and resources need
+// no upstream support), so all of them are advertised.
+func mergedCapabilities(raw json.RawMessage, overlay bool) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{}`)
+	}
+	var caps map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &caps); err != nil {
+		return nil, err
+	}
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	if overlay {
+		for _, name := range []string{"tools", "prompts", "resources"} {
+			if c, ok := caps[name]; !ok || !isObject(c) {
+				caps[name] = json.RawMessage(`{}`)
+			}
+		}
+	} else if len(caps) == 0 {
+		return json.RawMessage(`{}`), nil
+	}
+	for name, extra := range map[string][]string{
+		"tools": {"listChanged"}, "prompts": {"listChanged"}, "resources": {"listChanged", "subscribe"},
+	} {
+		c, ok := caps[name]
+		if !ok || !isObject(c) {
+			continue
+		}
+		var sets []kv
+		for _, k := range extra {
+			sets = append(sets, kv{key: k, val: []byte("true")})
+		}
+		nc, err := setMembers(c, sets, nil)
+		if err != nil {
+			return nil, err
+		}
+		caps[name] = nc
+	}
+	return json.Marshal(caps)
+}
+
+// effectiveCaps is the capability view used to narrow listen filters.
+func (s *Server) effectiveCaps(info *upstreamInfo) mcp.ServerCapabilities {
+	var c mcp.ServerCapabilities
+	merged, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
+	if err == nil {
+		_ = json.Unmarshal(merged, &c)
+	}
+	return c
+}
+
+// upstreamInfoFor returns the cached discover result, asking once if there
+// is none.
+func (s *Server) upstreamInfoFor(ctx context.Context) (*upstreamInfo, error) {
+	if info := s.up.current(); info != nil {
+		return info, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	defer cancel()
+	return s.up.Discover(ctx)
+}

@@ -1,0 +1,232 @@
+package sidecar
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// isHopHeader reports the headers that are not forwarded in either
+// direction (RFC 9110 §7.6.1), nor are Host (the upstream's own is used),
+// Content-Length (recomputed) and Accept-Encoding (the localhost hop is
+// never compressed). Keys arrive canonical from net/http's parsers.
+func isHopHeader(canonicalKey string) bool {
+	switch canonicalKey {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", "Accept-Encoding", "Host":
+		return true
+	}
+	return false
+}
+
+// copyHeaders copies src into dst without the hop-by-hop headers and those
+// that src's Connection header names.
+func copyHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		if !isHopHeader(k) {
+			dst[k] = vs
+		}
+	}
+	for _, f := range src["Connection"] {
+		for name := range strings.SplitSeq(f, ",") {
+			dst.Del(strings.TrimSpace(name))
+		}
+	}
+}
+
+// forward sends a request the sidecar does not own to the upstream and
+// streams the answer back, stamping results on the way. While draining,
+// every response asks the client to close its connection, so that clients
+// reconnect (through the Service) to a replica that is staying.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
+	// The upstream call ends when the client goes away or when the drain
+	// budget is over (AbortInflight), whichever comes first: both end the
+	// request context (BaseContext).
+	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(req.body))
+	if err != nil {
+		s.failReq(w, req, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
+		return
+	}
+	copyHeaders(ureq.Header, r.Header)
+	start := time.Now()
+	resp, err := s.up.client.Do(ureq)
+	s.m.observeUpstream(req.method, time.Since(start))
+	if err != nil {
+		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
+			return // answered for the drain, or the client went away
+		}
+		s.log.Warn("Upstream request failed", "method", req.method, "err", err)
+		s.failReq(w, req, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+		return
+	}
+	defer resp.Body.Close()
+	copyHeaders(w.Header(), resp.Header)
+	if s.draining.Load() {
+		w.Header().Set("Connection", "close")
+	}
+	switch {
+	case isEventStream(resp.Header):
+		s.relayEvents(w, r, resp, req)
+	case isJSON(resp.Header) && !req.isNotification():
+		buf := respBufs.Get().(*bytes.Buffer)
+		defer putRespBuf(buf)
+		buf.Reset()
+		_, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(s.up.maxBytes)+1))
+		if err != nil || buf.Len() > s.up.maxBytes {
+			w.Header().Del("Content-Type")
+			if s.endedByDrain(w, r, req) {
+				return
+			}
+			s.log.Warn("Reading upstream response failed", "method", req.method, "err", err, "bytes", buf.Len())
+			s.failReq(w, req, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream response unreadable or too large"))
+			return
+		}
+		b := s.finish(req, buf.Bytes())
+		w.Header()["Content-Length"] = []string{strconv.Itoa(len(b))}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(b)
+	default:
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, io.LimitReader(resp.Body, int64(s.up.maxBytes)))
+	}
+}
+
+// respBufs recycles the buffers JSON responses are read into.
+var respBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// respBufKeep is the largest buffer returned to respBufs.
+const respBufKeep = 64 << 10
+
+func putRespBuf(b *bytes.Buffer) {
+	if b.Cap() <= respBufKeep {
+		respBufs.Put(b)
+	}
+}
+
+// relayEvents streams an upstream SSE response to the client event by
+// event, stamping the final result. Each message goes out as one data: line.
+// When the upstream stream ends before the final response (the drain budget
+// ran out, or the upstream went away), a request that expects an answer gets
+// a JSON-RPC error event with its id, so the client is answered, not cut.
+func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.Response, req *request) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	rd := newSSEReader(resp.Body, s.up.maxBytes)
+	var out []byte
+	answered := false
+	for {
+		ev, err := rd.next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				s.log.Debug("Upstream event stream ended", "method", req.method, "err", err)
+			}
+			if answered || req.isNotification() {
+				return
+			}
+			var e *rpcError
+			switch {
+			case s.abortedByDrain(r):
+				e = errDrained()
+			case r.Context().Err() != nil:
+				return // the client went away
+			default:
+				e = newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream ended the stream without answering")
+			}
+			s.m.countError(e.code)
+			out = append(append(append(out[:0], "event: message\ndata: "...), errorBody(req.id, e)...), '\n', '\n')
+			_, _ = w.Write(out)
+			_ = rc.Flush()
+			return
+		}
+		data := ev.data
+		if bytes.IndexByte(data, '\n') >= 0 {
+			var c bytes.Buffer
+			if json.Compact(&c, data) != nil {
+				continue // not a JSON message; nothing a client could use
+			}
+			data = c.Bytes()
+		}
+		if isResponse(data) {
+			data = s.finish(req, data)
+			answered = true
+		}
+		name := ev.event
+		if name == "" {
+			name = "message"
+		}
+		out = append(out[:0], "event: "...)
+		out = append(out, name...)
+		out = append(out, "\ndata: "...)
+		out = append(out, data...)
+		out = append(out, '\n', '\n')
+		if _, err := w.Write(out); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// stamp makes a response leaving the sidecar carry resultType on its result
+// and, for cacheable complete results, the cache hints. Everything else
+// stays the bytes the upstream sent.
+func (s *Server) stamp(req *request, msg []byte) []byte {
+	rs, re, ok := span(msg, "result")
+	if !ok || !isObject(msg[rs:re]) {
+		return msg
+	}
+	res := msg[rs:re]
+	rt, hasRT, _ := field(res, "resultType")
+	rtv, _ := stringValue(rt)
+	cacheable := req.spec != nil && req.spec.cacheable && (!hasRT || rtv == resultComplete)
+	if hasRT && !cacheable {
+		return msg
+	}
+	sets := make([]kv, 0, 3)
+	sets = append(sets, kv{key: "resultType", val: []byte(`"complete"`), keepExisting: true})
+	if cacheable {
+		ttl, scope := s.opts.Hints(req.method, req.params)
+		if ttl < 0 {
+			ttl = 0
+		}
+		// An upstream that says its answer depends on the caller is
+		// believed: the scope only ever narrows.
+		if up, ok, _ := field(res, "cacheScope"); scope != "public" || (ok && string(up) == `"private"`) {
+			scope = "private"
+		}
+		sets = append(sets,
+			kv{key: "ttlMs", val: strconv.AppendInt(nil, ttl, 10)},
+			kv{key: "cacheScope", val: []byte(`"` + scope + `"`)})
+	}
+	nres, err := setMembers(res, sets, nil)
+	if err != nil {
+		return msg
+	}
+	out := make([]byte, 0, len(msg)+len(nres)-len(res))
+	out = append(out, msg[:rs]...)
+	out = append(out, nres...)
+	return append(out, msg[re:]...)
+}
+
+// span returns the offsets of the value of the top-level member name.
+func span(obj []byte, name string) (start, end int, ok bool) {
+	_ = eachMember(obj, func(m member) bool {
+		if keyIs(m.key, name) {
+			start, end, ok = m.start, m.end, true
+			return false
+		}
+		return true
+	})
+	return
+}

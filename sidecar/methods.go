@@ -1,0 +1,145 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+)
+
+// This file describes every MCP method the sidecar knows, once. Validation
+// (Mcp-Name, removed methods), the choke point (who answers), stamping
+// (cache hints), the catalog overlay (lists, their capabilities and
+// notifications) and the metrics' method label all read this one table.
+
+// owner says who answers a method.
+type owner uint8
+
+const (
+	// ownUpstream: forwarded to the MCP server as it came (modern) or
+	// translated (legacy), and stamped on the way back.
+	ownUpstream owner = iota
+	// ownSidecar: answered by the sidecar itself, with or without a
+	// catalog (discover, listen, the legacy session methods).
+	ownSidecar
+	// ownCatalog: passes the catalog (served, refused, renamed or
+	// forwarded by its rules) whenever a catalog is served; forwarded
+	// otherwise.
+	ownCatalog
+)
+
+// era says which protocol generations have a method.
+type era uint8
+
+const (
+	eraAll    era = iota // in every revision
+	eraModern            // 2026-07-28 only
+	eraLegacy            // 2025-era only: removed in 2026-07-28 (404 -32601 for a modern request)
+)
+
+// handler answers a validated request.
+type handler func(s *Server, w http.ResponseWriter, r *http.Request, req *request)
+
+// methodSpec describes one MCP method.
+type methodSpec struct {
+	owner owner
+	era   era
+	// cacheable results carry ttlMs/cacheScope when complete (spec §5.1).
+	cacheable bool
+	// nameMember is the params member Mcp-Name mirrors ("" for none).
+	nameMember string
+	// kind is the change kind whose notification covers the method's
+	// answer: a list's list_changed (lists) or resources/updated (read).
+	kind Kind
+	// list is set for the four merged lists.
+	list *listSpec
+	// hint picks the catalog's default cache hint for the method.
+	hint func(*catalog.CacheDefaults) catalog.CacheHint
+	// serve answers the method when the sidecar owns it (ownSidecar), or
+	// applies the catalog (ownCatalog, only when a catalog is served).
+	serve handler
+	// legacyServe answers the method for a 2025-era session (nil: the
+	// method goes through serve or to the upstream like a modern one).
+	legacyServe handler
+}
+
+// listSpec describes one merged list.
+type listSpec struct {
+	member string // result member holding the entries
+	// capability is the server capability that says the upstream serves it.
+	capability func(*upstreamInfo) bool
+	merge      func(c *catalog.Catalog, up []json.RawMessage) []entry
+}
+
+// methods is the table. It is filled in init (its handlers refer back to
+// it through the Server).
+var methods map[string]*methodSpec
+
+// listOrder is the merged lists in a fixed order (the overlay reads and
+// diffs them in this order; tools/list first).
+var listOrder = []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"}
+
+func init() {
+	toolsCap := func(i *upstreamInfo) bool { return i.caps.Tools != nil }
+	promptsCap := func(i *upstreamInfo) bool { return i.caps.Prompts != nil }
+	resourcesCap := func(i *upstreamInfo) bool { return i.caps.Resources != nil }
+	methods = map[string]*methodSpec{
+		methodDiscover: {owner: ownSidecar, era: eraModern, cacheable: true,
+			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Discover }, serve: (*Server).serveDiscover},
+		methodListen: {owner: ownSidecar, era: eraModern, serve: (*Server).serveListen},
+
+		"tools/list": {owner: ownCatalog, cacheable: true, kind: KindTools,
+			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Tools },
+			list: &listSpec{member: "tools", capability: toolsCap,
+				merge: func(c *catalog.Catalog, up []json.RawMessage) []entry { l, _ := mergeTools(c, up); return l }},
+			serve: (*Server).serveList},
+		"prompts/list": {owner: ownCatalog, cacheable: true, kind: KindPrompts,
+			hint:  func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Prompts },
+			list:  &listSpec{member: "prompts", capability: promptsCap, merge: mergePrompts},
+			serve: (*Server).serveList},
+		"resources/list": {owner: ownCatalog, cacheable: true, kind: KindResources,
+			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Resources },
+			list: &listSpec{member: "resources", capability: resourcesCap,
+				merge: func(c *catalog.Catalog, up []json.RawMessage) []entry { return mergeResources(c, up, "uri") }},
+			serve: (*Server).serveList},
+		"resources/templates/list": {owner: ownCatalog, cacheable: true, kind: KindResources,
+			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceTemplates },
+			list: &listSpec{member: "resourceTemplates", capability: resourcesCap,
+				merge: func(c *catalog.Catalog, up []json.RawMessage) []entry { return mergeResources(c, up, "uriTemplate") }},
+			serve: (*Server).serveList},
+		"resources/read": {owner: ownCatalog, cacheable: true, nameMember: "uri", kind: KindResourceUpdated,
+			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceRead }, serve: (*Server).serveRead},
+		"tools/call":          {owner: ownCatalog, nameMember: "name", serve: (*Server).serveToolCall},
+		"prompts/get":         {owner: ownCatalog, nameMember: "name", serve: (*Server).servePromptGet},
+		"completion/complete": {owner: ownCatalog, serve: (*Server).serveComplete},
+
+		// Removed in 2026-07-28; a 2025-era session has them from the
+		// sidecar (legacy.go).
+		"initialize":                {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveInitialize},
+		"notifications/initialized": {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveAccepted},
+		"ping":                      {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveEmpty},
+		"logging/setLevel":          {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveEmpty},
+		"resources/subscribe":       {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
+		"resources/unsubscribe":     {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
+	}
+}
+
+// methodOf returns the spec of a method (nil when the sidecar does not
+// know it: such requests are forwarded).
+func methodOf(name string) *methodSpec { return methods[name] }
+
+// kindMethod is the notification of each change kind.
+var kindMethod = map[Kind]string{
+	KindTools:           notifToolsListChanged,
+	KindPrompts:         notifPromptsListChanged,
+	KindResources:       notifResourcesListChange,
+	KindResourceUpdated: notifResourcesUpdated,
+}
+
+// methodLabel bounds the metrics' method label to the table (plus "other").
+func methodLabel(m string) string {
+	if spec := methods[m]; spec != nil && spec.era != eraLegacy {
+		return m
+	}
+	return "other"
+}

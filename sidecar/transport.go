@@ -1,0 +1,188 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ServeHTTP serves the MCP endpoint.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		s.fail(w, nil, newErr(http.StatusMethodNotAllowed, codeInvalidRequest, "Method not allowed: the MCP endpoint accepts POST only"))
+		return
+	}
+	// Read the whole (bounded) body first so that every error below can
+	// carry the request id.
+	// A small body arrives with its headers (ReadHeaderTimeout covers
+	// it); only bodies that may trickle in get their own read deadline,
+	// because each deadline change costs timer work on every request.
+	var rc *http.ResponseController
+	if r.ContentLength < 0 || r.ContentLength > inlineBodyBytes {
+		rc = http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if rc != nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.fail(w, nil, newErr(http.StatusRequestEntityTooLarge, codeInvalidRequest, "Request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes"))
+			return
+		}
+		s.fail(w, nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Reading request body: "+err.Error()))
+		return
+	}
+	req, perr := parseRequest(body)
+	var id json.RawMessage
+	if req != nil {
+		id = req.id
+	}
+	if e := s.checkHostOrigin(r); e != nil {
+		s.fail(w, id, e)
+		return
+	}
+	if !mediaTypeIs(headerValue(r.Header, "Content-Type"), "application/json") {
+		s.fail(w, id, newErr(http.StatusUnsupportedMediaType, codeInvalidRequest, "Content-Type must be application/json"))
+		return
+	}
+	if perr != nil {
+		s.fail(w, id, perr)
+		return
+	}
+	if e := validate(r.Header, req, s.policy()); e != nil {
+		s.fail(w, id, e)
+		return
+	}
+	if !req.isNotification() && !req.legacy && !acceptsBoth(r.Header) {
+		s.fail(w, id, newErr(http.StatusBadRequest, codeInvalidRequest, "Accept must list both application/json and text/event-stream"))
+		return
+	}
+	if req.method == methodListen && !req.legacy && !req.isNotification() {
+		s.serveListen(w, r, req) // a stream, ended by the drain itself
+		return
+	}
+	// Every other request is in flight until it is answered: the drain
+	// waits for it, and at the budget's end it is answered with an error.
+	s.inflight.Add(1)
+	s.m.inflight.Inc()
+	defer func() {
+		s.inflight.Add(-1)
+		s.m.inflight.Dec()
+	}()
+	if req.legacy {
+		s.serveLegacy(w, r, req)
+		return
+	}
+	s.dispatch(w, r, req)
+}
+
+// dispatch is the choke point: every request of every protocol generation
+// that reaches the MCP server's features passes here, a 2025-era one after
+// legacy.go turned it into the modern shape. The method table says who
+// answers: the sidecar, the catalog (when one is served), or the upstream.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req *request) {
+	spec := req.spec
+	if spec != nil && spec.serve != nil && !req.isNotification() &&
+		(spec.owner == ownSidecar || (spec.owner == ownCatalog && s.opts.Overlay != nil)) {
+		spec.serve(s, w, r, req)
+		return
+	}
+	s.forward(w, r, req)
+}
+
+func acceptsBoth(h http.Header) bool {
+	var j, e bool
+	for _, v := range h["Accept"] {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			mt = strings.TrimSpace(mt)
+			switch {
+			case strings.EqualFold(mt, "application/json"):
+				j = true
+			case strings.EqualFold(mt, "text/event-stream"):
+				e = true
+			case mt == "*/*":
+				j, e = true, true
+			}
+		}
+	}
+	return j && e
+}
+
+// checkHostOrigin is the DNS-rebinding protection (spec §2.5): a present
+// Origin must be allowed (403), and so must the Host.
+func (s *Server) checkHostOrigin(r *http.Request) *rpcError {
+	host := r.Host
+	hostname := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		hostname = h
+	}
+	hostOK := false
+	switch {
+	case isLoopbackName(hostname):
+		hostOK = true
+	case len(s.opts.AllowedHosts) > 0:
+		for _, a := range s.opts.AllowedHosts {
+			if strings.EqualFold(a, hostname) || strings.EqualFold(a, host) {
+				hostOK = true
+				break
+			}
+		}
+	case s.opts.DisableLocalhostProtection:
+		hostOK = true
+	default:
+		// Localhost protection: a request that arrived on a loopback
+		// address must name a loopback host.
+		hostOK = true
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+			if ap, err := netipAddrPort(la.String()); err == nil && ap {
+				hostOK = false
+			}
+		}
+	}
+	if !hostOK {
+		return newErr(http.StatusForbidden, codeInvalidRequest, "Forbidden: Host "+strconv.Quote(host)+" is not allowed")
+	}
+	origin := headerValue(r.Header, "Origin")
+	if origin == "" {
+		return nil
+	}
+	for _, a := range s.opts.AllowedOrigins {
+		if a == "*" || strings.EqualFold(a, origin) {
+			return nil
+		}
+	}
+	if u, err := url.Parse(origin); err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackName(u.Hostname()) {
+		return nil
+	}
+	return newErr(http.StatusForbidden, codeInvalidRequest, "Forbidden: Origin "+strconv.Quote(origin)+" is not allowed")
+}
+
+func isLoopbackName(h string) bool {
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// netipAddrPort reports whether an address string is on a loopback IP.
+func netipAddrPort(a string) (bool, error) {
+	h, _, err := net.SplitHostPort(a)
+	if err != nil {
+		return false, err
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback(), nil
+}
