@@ -77,8 +77,8 @@ chart-lint: $(HELM) ## Lint the Helm chart.
 	$(HELM) lint --strict charts/switchboard
 
 .PHONY: test-race
-test-race: ## Run the sidecar's tests with the race detector (the sidecar under test is built with -race too).
-	SIDECAR_TEST_RACE=1 go test -race $(GO_TEST_FLAGS) ./sidecar/... ./cmd/sidecar/...
+test-race: ## Run the sidecar's and the client package's tests with the race detector (the sidecar under test is built with -race too).
+	SIDECAR_TEST_RACE=1 go test -race $(GO_TEST_FLAGS) ./sidecar/... ./cmd/sidecar/... ./client/...
 
 .PHONY: conformance
 conformance: ## Run the official MCP conformance suite (2026-07-28) through the sidecar, and directly for comparison.
