@@ -1,0 +1,457 @@
+// Package kubectlmcp is `kubectl mcp`, a kubectl plugin (cmd/kubectl-mcp) that shows what an MCP
+// client of a Switchboard server sees, built on package client:
+//
+//	kubectl mcp tools|prompts|resources SERVER   what a client lists, with TTL and scope, and
+//	                                             which entries MCPTool/MCPPrompt/MCPResource declare
+//	kubectl mcp watch SERVER                     every listen event: notifications, complete,
+//	                                             re-listen, reconnect, re-baseline
+//	kubectl mcp call SERVER TOOL --args JSON     calls a tool
+//
+// SERVER is an MCPServer; the plugin port-forwards to one of its ready pods (the sidecar's MCP
+// port). --url talks to any MCP endpoint directly instead.
+package kubectlmcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/switchboard-mcp/switchboard/client"
+)
+
+const usage = `kubectl mcp: what an MCP client of a Switchboard server sees.
+
+Usage:
+  kubectl mcp tools SERVER [flags]       tools a client lists, with TTL, scope and where each comes from
+  kubectl mcp prompts SERVER [flags]     prompts, likewise
+  kubectl mcp resources SERVER [flags]   resources and resource templates, likewise
+  kubectl mcp watch SERVER [flags]       print every notification, complete, re-listen and reconnect
+  kubectl mcp call SERVER TOOL --args JSON [flags]
+                                         call a tool and print its result
+
+SERVER is an MCPServer in the namespace (-n); the plugin port-forwards to one of its ready pods.
+With --url, SERVER is optional (given, it is used to tell declared entries from the server's).
+
+Flags:
+`
+
+// options are the command line.
+type options struct {
+	url           string
+	output        string
+	args          string
+	authorization string
+	timeout       time.Duration
+	maxEvents     int
+	loading       *clientcmd.ClientConfigLoadingRules
+	overrides     *clientcmd.ConfigOverrides
+}
+
+// Run runs the plugin with args (without the program name) and returns the exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o := options{loading: clientcmd.NewDefaultClientConfigLoadingRules(), overrides: &clientcmd.ConfigOverrides{}}
+	fs := pflag.NewFlagSet("kubectl mcp", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.url, "url", "", "MCP endpoint to talk to directly (no port-forward), e.g. http://127.0.0.1:8800/mcp")
+	fs.StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: a table; for watch, one line per event)")
+	fs.StringVar(&o.args, "args", "{}", "call: the tool's arguments as a JSON object")
+	fs.StringVar(&o.authorization, "authorization", "", "Authorization header value sent to the MCP server, e.g. \"Bearer TOKEN\"")
+	fs.DurationVar(&o.timeout, "mcp-timeout", 30*time.Second, "Bound on connecting and on each read or call (watch runs until interrupted)")
+	fs.IntVar(&o.maxEvents, "max-events", 0, "watch: exit after this many events (0: run until interrupted)")
+	fs.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file")
+	clientcmd.BindOverrideFlags(o.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if o.output != "" && o.output != "json" && o.output != "yaml" {
+		fmt.Fprintf(stderr, "error: --output %q: use json or yaml\n", o.output)
+		return 2
+	}
+	pos := fs.Args()
+	if len(pos) == 0 {
+		fs.Usage()
+		return 2
+	}
+	verb, rest := pos[0], pos[1:]
+	var server, tool string
+	switch verb {
+	case "tools", "prompts", "resources", "watch":
+		switch {
+		case len(rest) == 1:
+			server = rest[0]
+		case len(rest) == 0 && o.url != "":
+		default:
+			fmt.Fprintf(stderr, "error: kubectl mcp %s takes one SERVER (or --url)\n", verb)
+			return 2
+		}
+	case "call":
+		switch {
+		case len(rest) == 2:
+			server, tool = rest[0], rest[1]
+		case len(rest) == 1 && o.url != "":
+			tool = rest[0]
+		default:
+			fmt.Fprintln(stderr, "error: kubectl mcp call takes SERVER TOOL (or --url and TOOL)")
+			return 2
+		}
+	default:
+		fmt.Fprintf(stderr, "error: unknown command %q\n", verb)
+		fs.Usage()
+		return 2
+	}
+	if err := run(ctx, o, verb, server, tool, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, o options, verb, server, tool string, stdout, stderr io.Writer) error {
+	t, err := target(ctx, o, server, stderr)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	cctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	var events chan client.Event
+	opts := &client.Options{Credential: o.authorization, ClientInfo: &mcp.Implementation{Name: "kubectl-mcp", Version: "v1"}}
+	if verb == "watch" {
+		events = make(chan client.Event, 1024)
+		opts.Hooks.OnEvent = func(e client.Event) {
+			select {
+			case events <- e:
+			default: // a printer that cannot keep up loses events rather than the stream
+			}
+		}
+	}
+	c, err := client.Connect(cctx, t.url, opts)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", t.describe, err)
+	}
+	defer func() { _ = c.Close() }()
+
+	switch verb {
+	case "tools", "prompts", "resources":
+		l, err := listing(cctx, c, verb)
+		if err != nil {
+			return err
+		}
+		l.Server, l.Namespace, l.Endpoint, l.Via = server, t.namespace, t.url, t.describe
+		if server != "" {
+			d, err := declared(cctx, t, server)
+			if err != nil {
+				fmt.Fprintf(stderr, "warning: cannot tell declared entries from the server's: %v\n", err)
+				l.markUnknown()
+			} else {
+				l.mark(d)
+			}
+		}
+		return printListing(stdout, o.output, l)
+	case "watch":
+		return watch(ctx, stdout, o, c, events, t.describe)
+	case "call":
+		return call(cctx, stdout, o, c, tool)
+	}
+	return nil
+}
+
+// Listing is what `kubectl mcp tools|prompts|resources` prints.
+type Listing struct {
+	Server          string `json:"server,omitempty"`
+	Namespace       string `json:"namespace,omitempty"`
+	Endpoint        string `json:"endpoint"`
+	Via             string `json:"via"`
+	ProtocolVersion string `json:"protocolVersion"`
+	Lists           []List `json:"lists"`
+}
+
+// List is one list a client reads, with the cache hints it came with.
+type List struct {
+	Kind string `json:"kind"`
+	// TTLMs is the server's ttlMs; -1 when a 2025-11-25 server announces changes instead.
+	TTLMs      int64   `json:"ttlMs"`
+	CacheScope string  `json:"cacheScope"`
+	Items      []Entry `json:"items"`
+}
+
+// Entry is one tool, prompt, resource or resource template.
+type Entry struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Source is "declared" (an MCPTool, MCPPrompt or MCPResource names it), "server" (the MCP
+	// server lists it and no object declares it), or "unknown" (the cluster could not be read).
+	Source     string `json:"source,omitempty"`
+	DeclaredBy string `json:"declaredBy,omitempty"`
+}
+
+func listOf(kind string, info client.Info, items []Entry) List {
+	l := List{Kind: kind, TTLMs: info.TTL.Milliseconds(), CacheScope: info.Scope, Items: items}
+	if info.UntilChanged {
+		l.TTLMs = -1
+	}
+	if l.CacheScope == "" {
+		l.CacheScope = "private"
+	}
+	return l
+}
+
+func listing(ctx context.Context, c *client.Client, verb string) (*Listing, error) {
+	l := &Listing{ProtocolVersion: c.ProtocolVersion()}
+	switch verb {
+	case "tools":
+		tools, info, err := c.ListTools(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var items []Entry
+		for _, t := range tools {
+			items = append(items, Entry{Name: t.Name, Title: t.Title, Description: t.Description})
+		}
+		l.Lists = append(l.Lists, listOf("tools", info, items))
+	case "prompts":
+		prompts, info, err := c.ListPrompts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var items []Entry
+		for _, p := range prompts {
+			items = append(items, Entry{Name: p.Name, Title: p.Title, Description: p.Description})
+		}
+		l.Lists = append(l.Lists, listOf("prompts", info, items))
+	case "resources":
+		res, info, err := c.ListResources(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var items []Entry
+		for _, r := range res {
+			items = append(items, Entry{Name: r.URI, Title: firstOf(r.Title, r.Name), Description: r.Description})
+		}
+		l.Lists = append(l.Lists, listOf("resources", info, items))
+		tpl, info, err := c.ListResourceTemplates(ctx)
+		if err != nil {
+			return nil, err
+		}
+		items = nil
+		for _, r := range tpl {
+			items = append(items, Entry{Name: r.URITemplate, Title: firstOf(r.Title, r.Name), Description: r.Description})
+		}
+		l.Lists = append(l.Lists, listOf("resourceTemplates", info, items))
+	}
+	return l, nil
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// mark sets Source from the declared names: kind → client-visible name → object.
+func (l *Listing) mark(d map[string]map[string]string) {
+	for i := range l.Lists {
+		for j := range l.Lists[i].Items {
+			e := &l.Lists[i].Items[j]
+			if by, ok := d[l.Lists[i].Kind][e.Name]; ok {
+				e.Source, e.DeclaredBy = "declared", by
+			} else {
+				e.Source = "server"
+			}
+		}
+	}
+}
+
+func (l *Listing) markUnknown() {
+	for i := range l.Lists {
+		for j := range l.Lists[i].Items {
+			l.Lists[i].Items[j].Source = "unknown"
+		}
+	}
+}
+
+func printListing(w io.Writer, format string, l *Listing) error {
+	if format != "" {
+		return encode(w, format, l)
+	}
+	for i, list := range l.Lists {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		ttl := "ttl " + (time.Duration(list.TTLMs) * time.Millisecond).String()
+		if list.TTLMs < 0 {
+			ttl = "cached until the server announces a change"
+		}
+		fmt.Fprintf(w, "# %s: %d, %s, scope %s (protocol %s, via %s)\n", list.Kind, len(list.Items), ttl, list.CacheScope, l.ProtocolVersion, l.Via)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
+		for _, e := range list.Items {
+			src := e.Source
+			if e.DeclaredBy != "" {
+				src = e.DeclaredBy
+			}
+			if src == "" {
+				src = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, src, oneLine(e.Description, 80))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n-3] + "..."
+	}
+	return s
+}
+
+func encode(w io.Writer, format string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == "yaml" {
+		if b, err = yaml.JSONToYAML(b); err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// WatchEvent is one line of `kubectl mcp watch -o json`.
+type WatchEvent struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`
+	Method  string    `json:"method,omitempty"`
+	URI     string    `json:"uri,omitempty"`
+	Filter  any       `json:"filter,omitempty"`
+	Error   string    `json:"error,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
+	DelayMs int64     `json:"delayMs,omitempty"`
+}
+
+func watch(ctx context.Context, w io.Writer, o options, c *client.Client, events chan client.Event, via string) error {
+	if o.output == "" {
+		fmt.Fprintf(w, "# watching %s at %s; Ctrl-C stops\n", via, c.ProtocolVersion())
+	}
+	for n := 0; o.maxEvents == 0 || n < o.maxEvents; n++ {
+		var e client.Event
+		select {
+		case e = <-events:
+		case <-ctx.Done():
+			return nil
+		}
+		we := WatchEvent{Time: e.Time.UTC(), Type: string(e.Type), Method: e.Method, URI: e.URI, Attempt: e.Attempt, DelayMs: e.Delay.Milliseconds()}
+		if e.Filter != nil {
+			we.Filter = e.Filter
+		}
+		if e.Err != nil {
+			we.Error = e.Err.Error()
+		}
+		var err error
+		switch o.output {
+		case "json":
+			var b []byte
+			if b, err = json.Marshal(we); err == nil {
+				_, err = fmt.Fprintf(w, "%s\n", b)
+			}
+		case "yaml":
+			if _, err = fmt.Fprintln(w, "---"); err == nil {
+				err = encode(w, "yaml", we)
+			}
+		default:
+			_, err = fmt.Fprintln(w, watchLine(we))
+		}
+		if err != nil {
+			return err
+		}
+		if f, ok := w.(*os.File); ok {
+			_ = f.Sync()
+		}
+	}
+	return nil
+}
+
+func watchLine(e WatchEvent) string {
+	parts := []string{e.Time.Format(time.RFC3339Nano), e.Type}
+	switch client.EventType(e.Type) {
+	case client.EventAcknowledged:
+		if e.Filter != nil {
+			b, _ := json.Marshal(e.Filter)
+			parts = append(parts, string(b))
+		}
+	case client.EventNotification:
+		parts = append(parts, e.Method)
+		if e.URI != "" {
+			parts = append(parts, e.URI)
+		}
+	case client.EventRelisten:
+		parts = append(parts, fmt.Sprintf("in %dms", e.DelayMs))
+	case client.EventReconnect:
+		parts = append(parts, fmt.Sprintf("attempt %d in %dms", e.Attempt, e.DelayMs))
+	}
+	if e.Error != "" {
+		parts = append(parts, "("+e.Error+")")
+	}
+	return strings.Join(parts, "  ")
+}
+
+func call(ctx context.Context, w io.Writer, o options, c *client.Client, tool string) error {
+	var args map[string]any
+	if err := json.Unmarshal([]byte(o.args), &args); err != nil {
+		return fmt.Errorf("--args must be a JSON object: %w", err)
+	}
+	res, err := c.CallTool(ctx, tool, args)
+	if err != nil {
+		return err
+	}
+	if o.output != "" {
+		if err := encode(w, o.output, res); err != nil {
+			return err
+		}
+	} else {
+		for _, ct := range res.Content {
+			if t, ok := ct.(*mcp.TextContent); ok {
+				fmt.Fprintln(w, t.Text)
+				continue
+			}
+			b, _ := json.Marshal(ct)
+			fmt.Fprintf(w, "%s\n", b)
+		}
+		if res.StructuredContent != nil && len(res.Content) == 0 {
+			b, _ := json.Marshal(res.StructuredContent)
+			fmt.Fprintf(w, "%s\n", b)
+		}
+	}
+	if res.IsError {
+		return fmt.Errorf("the tool %s reported an error", tool)
+	}
+	return nil
+}
