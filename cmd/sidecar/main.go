@@ -14,9 +14,18 @@ import (
 	"syscall"
 
 	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/stdio"
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "stdio": // the stdio bridge, run in the MCP server container (docs/upstreams.md)
+			os.Exit(stdio.Main(os.Args[2:]))
+		case "install": // copies this binary for the stdio bridge (init container)
+			os.Exit(stdio.Install(os.Args[2:]))
+		}
+	}
 	var cfg sidecar.Config
 	var origins, hosts, logLevel string
 	fs := flag.NewFlagSet("sidecar", flag.ExitOnError)

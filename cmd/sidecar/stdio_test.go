@@ -1,0 +1,62 @@
+package main_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/mcptest"
+)
+
+// The real `sidecar stdio` process in front of go-sdk v1.4.1's
+// everything-server over stdio: the CLI contract, a session, a call, and the
+// drain on SIGTERM (the child stopped through its stdin, exit status 0).
+func TestStdioBridgeCLI(t *testing.T) {
+	srv, err := mcptest.LegacyEverythingServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	p := start(t, sidecarBin, "stdio", "--listen", addr, "--path", "/rpc", "--", srv)
+	url := "http://" + addr + "/rpc"
+	var sid string
+	waitFor(t, func() bool {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		sid = resp.Header.Get("Mcp-Session-Id")
+		return resp.StatusCode == http.StatusOK && sid != ""
+	})
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_simple_text","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	status, _, body := do(t, req)
+	if status != http.StatusOK || body["error"] != nil || !strings.Contains(fmt.Sprint(body["result"]), "simple text") {
+		t.Fatalf("tools/call: HTTP %d %v", status, body)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("bridge exit: %v\n%s", err, p.output())
+		}
+	case <-time.After(hang):
+		t.Fatal("bridge did not exit after SIGTERM")
+	}
+	if out := p.output(); !strings.Contains(out, `"MCP server stopped"`) || !strings.Contains(out, `"exit":"exit status 0"`) {
+		t.Fatalf("the MCP server was not stopped cleanly:\n%s", out)
+	}
+}
