@@ -239,25 +239,31 @@ func (ca *cache) refresher(ctx context.Context) {
 			return
 		case <-ca.kick:
 		}
-		ca.mu.Lock()
-		dirty := ca.dirty
-		ca.dirty = map[key]Cause{}
-		var again []slot
-		for s := range ca.inUse {
-			if _, ok := dirty[s.key]; ok {
-				again = append(again, s)
-			}
-		}
-		ca.mu.Unlock()
-		for k, cause := range dirty {
-			if h := ca.c.opts.Hooks.OnChange; h != nil {
-				h(Change{Kind: k.kind, URI: k.uri, Cause: cause})
-			}
-		}
-		for _, s := range again {
+		for _, s := range ca.announce() {
 			go func() { _, _, _ = ca.get(ctx, s.key, s.cred) }()
 		}
 	}
+}
+
+// announce takes the invalidations gathered since the last call (one per key however many
+// arrived), calls OnChange for each and returns the slots in use to read again.
+func (ca *cache) announce() []slot {
+	ca.mu.Lock()
+	dirty := ca.dirty
+	ca.dirty = map[key]Cause{}
+	var again []slot
+	for s := range ca.inUse {
+		if _, ok := dirty[s.key]; ok {
+			again = append(again, s)
+		}
+	}
+	ca.mu.Unlock()
+	for k, cause := range dirty {
+		if h := ca.c.opts.Hooks.OnChange; h != nil {
+			h(Change{Kind: k.kind, URI: k.uri, Cause: cause})
+		}
+	}
+	return again
 }
 
 // subscribedURIs returns the resource URIs in use, for the listen filter.
