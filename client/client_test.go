@@ -1,7 +1,9 @@
 package client_test
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os/exec"
@@ -420,5 +422,36 @@ func TestFallbackTo20251125(t *testing.T) {
 	res, err := c.CallTool(ctx, "beta", nil)
 	if err != nil || res.Content[0].(*mcp.TextContent).Text != "beta" {
 		t.Fatalf("tools/call beta: %v %v", res, err)
+	}
+}
+
+// A server that announces nothing (tools without listChanged) gets no listen: one would end at
+// once with complete, and re-listening would spin. Entries then live by their ttlMs alone.
+func TestNoListenWhenNothingIsAnnounced(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "quiet", Version: "v1"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs, c.CacheScope = 60000, "public" },
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "alpha"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	var listens atomic.Int32
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "subscriptions/listen" {
+				listens.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(ts.Close)
+	c := connect(t, ts.URL, nil)
+	if _, info, err := c.ListTools(tctx(t)); err != nil || !info.Stored {
+		t.Fatalf("%+v %v", info, err)
+	}
+	if n := listens.Load(); n != 0 || c.Listening() {
+		t.Fatalf("%d listens opened (listening %v), want none", n, c.Listening())
 	}
 }

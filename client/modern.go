@@ -397,6 +397,11 @@ func (l *listener) open(ctx context.Context, caps *mcp.ServerCapabilities) (*str
 		slices.Sort(uris)
 		filter.ResourceSubscriptions = uris
 	}
+	if !filter.ToolsListChanged && !filter.PromptsListChanged && !filter.ResourcesListChanged && len(uris) == 0 {
+		// The server announces nothing: a listen would end at once, again and again. Entries
+		// then live by their ttlMs alone.
+		return &stream{cancel: func() {}, events: make(chan frame), uris: uris, caps: caps}, nil
+	}
 	sctx, cancel := context.WithCancel(l.c.ctx)
 	id := l.m.nextID.Add(1)
 	req, err := l.m.request(sctx, id, "subscriptions/listen", "", map[string]any{"notifications": filter})

@@ -172,3 +172,4 @@ func TestPickPod(t *testing.T) {
 		})
 	}
 }
+
