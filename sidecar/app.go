@@ -43,15 +43,21 @@ type Config struct {
 	AllowedHosts               []string
 	DisableLocalhostProtection bool
 	RejectLegacy               bool
-	MaxListenStreams           int
-	Keepalive                  time.Duration
-	MaxBodyBytes               int64
-	MaxHeaderBytes             int
-	MaxResponseBytes           int
-	DrainDelay                 time.Duration
-	DrainJitter                time.Duration
-	DrainBudget                time.Duration
-	Logger                     *slog.Logger
+	// SessionKey signs 2025-era session ids (shared by every replica of
+	// one MCPServer; random when empty); SessionServer names the server in
+	// them (default: CatalogConfigMap); SessionTTL is their lifetime.
+	SessionKey       []byte
+	SessionServer    string
+	SessionTTL       time.Duration
+	MaxListenStreams int
+	Keepalive        time.Duration
+	MaxBodyBytes     int64
+	MaxHeaderBytes   int
+	MaxResponseBytes int
+	DrainDelay       time.Duration
+	DrainJitter      time.Duration
+	DrainBudget      time.Duration
+	Logger           *slog.Logger
 
 	// The live catalog (catalogsource.go); all optional. With neither
 	// catalog source the sidecar is a transparent proxy.
@@ -124,6 +130,13 @@ func New(cfg Config) (*App, error) {
 	if cat != nil {
 		overlay = cat.overlay
 	}
+	sessionServer := cfg.SessionServer
+	if sessionServer == "" {
+		sessionServer = cfg.CatalogConfigMap
+	}
+	if len(cfg.SessionKey) == 0 && !cfg.RejectLegacy {
+		cfg.Logger.Info("No session key: 2025-era sessions are honoured by this replica only (set --session-key-file or " + SessionKeyEnv + ")")
+	}
 	srv, err := NewServer(Options{
 		upstream:                   up,
 		Overlay:                    overlay,
@@ -132,6 +145,9 @@ func New(cfg Config) (*App, error) {
 		AllowedHosts:               cfg.AllowedHosts,
 		DisableLocalhostProtection: cfg.DisableLocalhostProtection,
 		RejectLegacy:               cfg.RejectLegacy,
+		SessionKey:                 cfg.SessionKey,
+		SessionServer:              sessionServer,
+		SessionTTL:                 cfg.SessionTTL,
 		MaxBodyBytes:               cfg.MaxBodyBytes,
 		MaxResponseBytes:           cfg.MaxResponseBytes,
 		Hub:                        hub,

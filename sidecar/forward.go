@@ -120,6 +120,11 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
+	if req.legacy {
+		// 2025-11-25: a server that may close the stream early tells the
+		// client when to come back.
+		_, _ = w.Write(legacyRetryEvent)
+	}
 	_ = rc.Flush()
 	rd := newSSEReader(resp.Body, s.up.maxBytes)
 	var out []byte

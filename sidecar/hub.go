@@ -163,12 +163,25 @@ func (ss *streamSet) snapshot() []*stream {
 type stream struct {
 	id    []byte // the listen request's JSON-RPC id, raw (type preserved)
 	kinds Kind
-	uris  []string
+	uris  []string // guarded by Hub.mu once the stream is registered
+	// legacy marks a 2025-era GET stream: notifications without a
+	// subscription id, and a retry hint instead of a complete result at
+	// the end.
+	legacy bool
+	// onClose runs once when the stream ends (nil: nothing to do).
+	onClose func(*stream)
 
 	// mu guards w and closed, and serialises frames on the wire.
 	mu     sync.Mutex
 	w      frameWriter
 	closed bool
+}
+
+// setWriter attaches the stream's transport (before add).
+func (s *stream) setWriter(w frameWriter) {
+	s.mu.Lock()
+	s.w = w
+	s.mu.Unlock()
 }
 
 // frameWriter puts whole SSE events on one stream's transport.
@@ -202,6 +215,14 @@ func (h *Hub) release() {
 // add registers an admitted stream. It returns false when the hub started
 // closing after the stream was admitted.
 func (h *Hub) add(s *stream) bool {
+	// A stream another request can see before it is registered (a 2025-era
+	// session's, which a DELETE may end) may already be closed. Lock order:
+	// the stream's mutex, then the hub's.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
@@ -298,9 +319,14 @@ func (h *Hub) close(s *stream, final []byte) bool {
 		return false
 	}
 	s.closed = true
-	s.w.end(final)
+	if s.w != nil {
+		s.w.end(final)
+	}
 	s.mu.Unlock()
 	h.remove(s)
+	if s.onClose != nil {
+		s.onClose(s)
+	}
 	return true
 }
 
@@ -351,7 +377,18 @@ func (h *Hub) Publish(k Kind, uri string) int {
 		suffix = []byte(`}}}`)
 	}
 	prefix := []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + method + `","params":{"_meta":{"` + metaSubscriptionID + `":`)
+	// A 2025-era stream gets the notification without a subscription id.
+	var legacyEv []byte
+	if k == KindResourceUpdated {
+		u, _ := json.Marshal(uri)
+		legacyEv = append(append([]byte(`event: message`+"\n"+`data: {"jsonrpc":"2.0","method":"`+method+`","params":{"uri":`), u...), "}}\n\n"...)
+	} else {
+		legacyEv = []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + method + `"}` + "\n\n")
+	}
 	n := h.fanout(targets, func(s *stream, buf []byte) []byte {
+		if s.legacy {
+			return append(buf[:0], legacyEv...)
+		}
 		buf = append(buf[:0], prefix...)
 		buf = append(buf, s.id...)
 		buf = append(buf, suffix...)
@@ -436,6 +473,77 @@ func completeEvent(id []byte) []byte {
 	return append(b, "}}}\n\n"...)
 }
 
+// finalEvent is what ends a stream on purpose: a listen stream's complete
+// result, or for a 2025-era GET stream the retry hint (the client
+// reconnects after it, through the Service, to a replica that stays, where
+// its session still works).
+func finalEvent(s *stream) []byte {
+	if s.legacy {
+		return legacyRetryEvent
+	}
+	return completeEvent(s.id)
+}
+
+// legacyRetryMillis is the reconnection delay a 2025-era stream is told
+// when the sidecar ends it.
+const legacyRetryMillis = 1000
+
+var legacyRetryEvent = []byte("retry: 1000\n\n")
+
+// subscribe adds uri to a stream's subscriptions (2025-era
+// resources/subscribe). A stream not registered yet gets it when add
+// registers it.
+func (h *Hub) subscribe(s *stream, uri string) {
+	h.mu.Lock()
+	if slices.Contains(s.uris, uri) {
+		h.mu.Unlock()
+		return
+	}
+	s.uris = append(s.uris, uri)
+	if _, ok := h.all.pos[s]; !ok {
+		h.mu.Unlock()
+		return
+	}
+	set := h.byURI[uri]
+	newURI := set == nil
+	if newURI {
+		set = newStreamSet()
+		h.byURI[uri] = set
+	}
+	set.add(s)
+	h.mu.Unlock()
+	if newURI {
+		h.signalURIs()
+	}
+}
+
+// unsubscribe removes uri from a stream's subscriptions.
+func (h *Hub) unsubscribe(s *stream, uri string) {
+	h.mu.Lock()
+	i := slices.Index(s.uris, uri)
+	if i < 0 {
+		h.mu.Unlock()
+		return
+	}
+	s.uris = slices.Delete(s.uris, i, i+1)
+	if _, ok := h.all.pos[s]; !ok {
+		h.mu.Unlock()
+		return
+	}
+	gone := false
+	if set := h.byURI[uri]; set != nil {
+		set.remove(s)
+		if set.len() == 0 {
+			delete(h.byURI, uri)
+			gone = true
+		}
+	}
+	h.mu.Unlock()
+	if gone {
+		h.signalURIs()
+	}
+}
+
 // endAllWriters bounds the goroutines EndAll writes complete results with,
 // so that a few clients whose sockets are full (each write may wait up to
 // WriteTimeout) do not hold back the schedule for everyone else.
@@ -469,7 +577,7 @@ func (h *Hub) EndAll(jitter time.Duration) int {
 					time.Sleep(d)
 				}
 			}
-			if h.close(targets[i], completeEvent(targets[i].id)) {
+			if h.close(targets[i], finalEvent(targets[i])) {
 				ended.Add(1)
 			}
 		}

@@ -2,10 +2,11 @@ package sidecar
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -28,9 +29,43 @@ var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 // (2025-06-18 transports: "the server SHOULD assume 2025-03-26").
 const legacyDefaultVersion = "2025-03-26"
 
+// headerSessionID is the 2025-era session header.
+const headerSessionID = "Mcp-Session-Id"
+
+// legacySession returns the verified session of a 2025-era request: nil
+// without the header; an error answered with 404 (spec: the client then
+// initializes again) when the id is not one of ours or has expired, and
+// 400 when the header is repeated.
+func (s *Server) legacySession(h http.Header) (*legacySession, *rpcError) {
+	vs := h[headerSessionID]
+	switch len(vs) {
+	case 0:
+		return nil, nil
+	case 1:
+	default:
+		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header given more than once")
+	}
+	sess, err := s.sessions.open(vs[0])
+	if err == nil && s.states.isEnded(sess.id) {
+		err = errSessionEnded
+	}
+	if err != nil {
+		return nil, newErr(http.StatusNotFound, codeInvalidRequest, "Session not found: "+err.Error()+"; initialize a new session")
+	}
+	return sess, nil
+}
+
 // serveLegacy answers one 2025-era POST.
 func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, req *request) {
 	spec := req.spec
+	if req.method != "initialize" {
+		sess, e := s.legacySession(r.Header)
+		if e != nil {
+			s.fail(w, req.id, e)
+			return
+		}
+		req.session = sess
+	}
 	if spec != nil && spec.legacyServe != nil {
 		spec.legacyServe(s, w, r, req)
 		return
@@ -46,7 +81,15 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, req *reques
 		s.failReq(w, req, newErr(http.StatusOK, codeMethodNotFound, "Method not found: "+req.method+" is part of protocol revision "+ProtocolVersion+" only"))
 		return
 	}
-	if e := s.toModern(r, req, nil); e != nil {
+	var caps json.RawMessage
+	level := "info" // what a 2025-era server assumes until logging/setLevel
+	if req.session != nil {
+		caps = upstreamCaps(req.session.caps)
+		if l := s.states.level(req.session.id); l != "" {
+			level = l
+		}
+	}
+	if e := s.toModern(r, req, caps, level); e != nil {
 		s.failReq(w, req, e)
 		return
 	}
@@ -57,13 +100,14 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, req *reques
 // _meta claim (protocol version, the client's capabilities) spliced into
 // params, and the headers a modern upstream requires. Members the client
 // sent (progressToken, arguments, …) are kept byte for byte.
-func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMessage) *rpcError {
+func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMessage, logLevel string) *rpcError {
 	if len(clientCaps) == 0 {
 		clientCaps = json.RawMessage(`{}`)
 	}
 	claim := []kv{
 		{key: mcp.MetaKeyProtocolVersion, val: []byte(`"` + ProtocolVersion + `"`)},
 		{key: mcp.MetaKeyClientCapabilities, val: clientCaps},
+		{key: mcp.MetaKeyLogLevel, val: jsonString(logLevel)},
 	}
 	meta := req.meta
 	if meta == nil || !isObject(meta) {
@@ -103,6 +147,21 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 		}
 	}
 	return nil
+}
+
+// upstreamCaps are the client capabilities a translated request declares:
+// the session's, without those whose server-to-client requests the sidecar
+// does not relay to a 2025-era client (sampling, elicitation, roots), so
+// the upstream does not ask for them.
+func upstreamCaps(caps json.RawMessage) json.RawMessage {
+	if !isObject(caps) {
+		return nil
+	}
+	out, err := setMembers(caps, nil, []string{"sampling", "elicitation", "roots"})
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // failReq answers a request with a JSON-RPC error: for a 2025-era client
@@ -220,6 +279,12 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		serverInfo = sidecarClientInfo
 	}
 	version := negotiate(p.ProtocolVersion)
+	id, err := s.sessions.mint(version, p.Capabilities)
+	if err != nil {
+		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: "+err.Error()))
+		return
+	}
+	w.Header().Set(headerSessionID, id)
 	res := struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
@@ -244,13 +309,199 @@ func (s *Server) serveEmpty(w http.ResponseWriter, _ *http.Request, req *request
 	s.writeResult(w, req, []byte(`{}`))
 }
 
-// serveSubscribe answers resources/subscribe and resources/unsubscribe.
+// serveSetLevel answers logging/setLevel: the level is kept for the
+// session on this replica and sent with its calls (the modern logLevel
+// _meta key); a replica that has not seen it assumes info.
+func (s *Server) serveSetLevel(w http.ResponseWriter, _ *http.Request, req *request) {
+	if req.isNotification() {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	level, ok := paramString(req, "level")
+	if !ok || !logLevels[level] {
+		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency"))
+		return
+	}
+	if req.session != nil {
+		s.states.mu.Lock()
+		if st := s.states.getLocked(req.session); st != nil {
+			st.level = level
+		}
+		s.states.mu.Unlock()
+	}
+	s.writeResult(w, req, []byte(`{}`))
+}
+
+var logLevels = map[string]bool{"debug": true, "info": true, "notice": true, "warning": true,
+	"error": true, "critical": true, "alert": true, "emergency": true}
+
+// serveSubscribe answers resources/subscribe and resources/unsubscribe for
+// a session: the URI joins (or leaves) the session's subscriptions on this
+// replica, and every GET stream the session has open here.
 func (s *Server) serveSubscribe(w http.ResponseWriter, _ *http.Request, req *request) {
 	if req.isNotification() {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	s.failReq(w, req, newErr(http.StatusOK, codeMethodNotFound, "Method not found: "+req.method+" needs a session"))
+	uri, ok := paramString(req, "uri")
+	if !ok || uri == "" {
+		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: "+req.method+" requires params.uri"))
+		return
+	}
+	if req.session == nil {
+		s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: "+req.method+" needs a session (Mcp-Session-Id from initialize)"))
+		return
+	}
+	subscribe := req.method == "resources/subscribe"
+	s.states.mu.Lock()
+	st := s.states.getLocked(req.session)
+	if st == nil || (subscribe && !st.uris[uri] && len(st.uris) >= maxSessionSubscriptions) {
+		s.states.mu.Unlock()
+		s.failReq(w, req, newErr(http.StatusOK, codeInternalError, "Internal error: subscription limit reached"))
+		return
+	}
+	if subscribe {
+		st.uris[uri] = true
+	} else {
+		delete(st.uris, uri)
+	}
+	streams := make([]*stream, 0, len(st.streams))
+	for x := range st.streams {
+		streams = append(streams, x)
+	}
+	s.states.mu.Unlock()
+	for _, x := range streams {
+		if subscribe {
+			s.hub.subscribe(x, uri)
+		} else {
+			s.hub.unsubscribe(x, uri)
+		}
+	}
+	s.writeResult(w, req, []byte(`{}`))
 }
 
-var _ = context.Background
+// serveLegacyGet opens a session's notification stream: list_changed for
+// every list the server advertises (no opt-in in 2025) and
+// resources/updated for the URIs the session subscribed to, from the same
+// hub and diff as listen streams. A 2025-11-25 session gets a priming
+// event (an id, empty data); a reconnect (Last-Event-ID) is told that
+// every list may have changed, since what happened while it was away is
+// not kept. The drain ends it with a retry hint.
+func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
+	if !acceptsEventStream(r.Header) {
+		s.fail(w, nil, newErr(http.StatusNotAcceptable, codeInvalidRequest, "Not Acceptable: GET must accept text/event-stream"))
+		return
+	}
+	sess, e := s.legacySession(r.Header)
+	if e == nil && sess == nil {
+		e = newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+	}
+	if e != nil {
+		s.fail(w, nil, e)
+		return
+	}
+	info, err := s.upstreamInfoFor(r.Context())
+	if err != nil {
+		s.fail(w, nil, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: upstream unavailable"))
+		return
+	}
+	caps := s.effectiveCaps(info)
+	var kinds Kind
+	if caps.Tools != nil && caps.Tools.ListChanged {
+		kinds |= KindTools
+	}
+	if caps.Prompts != nil && caps.Prompts.ListChanged {
+		kinds |= KindPrompts
+	}
+	if caps.Resources != nil && caps.Resources.ListChanged {
+		kinds |= KindResources
+	}
+	st := &stream{legacy: true, kinds: kinds}
+	s.states.mu.Lock()
+	state := s.states.getLocked(sess)
+	if state != nil {
+		for u := range state.uris {
+			st.uris = append(st.uris, u)
+		}
+		slices.Sort(st.uris)
+		state.streams[st] = true
+	}
+	s.states.mu.Unlock()
+	if state == nil {
+		s.fail(w, nil, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: session limit reached"))
+		return
+	}
+	forget := func(x *stream) {
+		s.states.mu.Lock()
+		delete(state.streams, x)
+		s.states.mu.Unlock()
+	}
+	st.onClose = forget
+	var first []byte
+	if sess.version >= "2025-11-25" {
+		first = append(append(first, "id: "...), s.nextEventID()...)
+		first = append(first, "\ndata: \n\n"...)
+	}
+	if len(r.Header["Last-Event-Id"]) > 0 {
+		for _, k := range listKinds {
+			if kinds&k != 0 {
+				first = append(first, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+kindMethod[k]+"\"}\n\n"...)
+			}
+		}
+	}
+	if len(first) == 0 {
+		first = []byte(": stream open\n\n")
+	}
+	if !s.attachStream(w, r, st, first, false, func() {
+		s.fail(w, nil, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: stream limit reached"))
+	}) {
+		forget(st)
+	}
+}
+
+// serveLegacyDelete ends a session on this replica: its GET streams here
+// end and its local state is dropped. (The id stays valid on replicas that
+// never saw the DELETE until it expires: no state is shared.)
+func (s *Server) serveLegacyDelete(w http.ResponseWriter, r *http.Request) {
+	sess, e := s.legacySession(r.Header)
+	if e == nil && sess == nil {
+		e = newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+	}
+	if e != nil {
+		s.fail(w, nil, e)
+		return
+	}
+	s.states.mu.Lock()
+	state := s.states.m[sess.id]
+	delete(s.states.m, sess.id)
+	s.states.endLocked(sess)
+	var streams []*stream
+	if state != nil {
+		for x := range state.streams {
+			streams = append(streams, x)
+		}
+	}
+	s.states.mu.Unlock()
+	for _, x := range streams {
+		s.hub.close(x, nil)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// nextEventID returns a new SSE event id, unique across replicas.
+func (s *Server) nextEventID() string {
+	return s.eventPrefix + strconv.FormatInt(s.eventSeq.Add(1), 36)
+}
+
+func acceptsEventStream(h http.Header) bool {
+	for _, v := range h["Accept"] {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			mt = strings.TrimSpace(mt)
+			if strings.EqualFold(mt, "text/event-stream") || mt == "*/*" || strings.EqualFold(mt, "text/*") {
+				return true
+			}
+		}
+	}
+	return false
+}

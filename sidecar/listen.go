@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -57,21 +58,32 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 		agreed.ResourceSubscriptions = want.ResourceSubscriptions
 		uris = slices.Compact(slices.Sorted(slices.Values(want.ResourceSubscriptions)))
 	}
+	agreedJSON, _ := json.Marshal(agreed)
+	st := &stream{id: bytes.Clone(req.id), kinds: kinds, uris: uris}
+	// A listen that honours nothing, or arrives while draining, gets its
+	// acknowledgement and then its complete result at once.
+	_ = s.attachStream(w, r, st, ackEvent(st.id, agreedJSON), kinds == 0 && len(uris) == 0, func() {
+		s.fail(w, req.id, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: Subscription limit reached"))
+	})
+}
+
+// attachStream answers a request that opens a stream the hub owns (a
+// subscriptions/listen, or a 2025-era GET): first goes out at once, then
+// the stream is registered for fan-out until the client goes away or the
+// drain ends it. A stream that opens while draining, or endNow, gets first
+// and its final event at once. full answers when the stream cap is reached.
+func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream, first []byte, endNow bool, full func()) (registered bool) {
 	draining := s.draining.Load()
 	if !draining && !s.hub.reserve() {
 		if s.hub.Closing() {
 			draining = true
 		} else {
-			s.fail(w, req.id, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: Subscription limit reached"))
-			return
+			full()
+			return false
 		}
 	}
-	agreedJSON, _ := json.Marshal(agreed)
-	st := &stream{id: bytes.Clone(req.id), kinds: kinds, uris: uris}
-	ack := ackEvent(st.id, agreedJSON)
-	// A listen that honours nothing, or arrives while draining, gets its
-	// acknowledgement and then its complete result at once.
-	endNow := draining || (kinds == 0 && len(uris) == 0)
+	endNow = endNow || draining
+	final := finalEvent(st)
 
 	if hj, ok := w.(http.Hijacker); ok && r.ProtoMajor == 1 {
 		conn, brw, err := hj.Hijack()
@@ -79,37 +91,37 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 			if !draining {
 				s.hub.release()
 			}
-			s.log.Warn("Hijacking a listen connection failed", "err", err)
-			return
+			s.log.Warn("Hijacking a stream connection failed", "err", err)
+			return false
 		}
 		_ = conn.SetDeadline(time.Time{})
 		// Anything the client pipelined after its request is discarded.
 		_ = brw
 		cw := &connWriter{c: conn, timeout: s.hub.opts.WriteTimeout}
-		head := append([]byte(listenResponseHead), appendChunk(nil, ack)...)
+		head := append([]byte(listenResponseHead), appendChunk(nil, first)...)
 		_ = conn.SetWriteDeadline(time.Now().Add(cw.timeout))
 		if _, err := conn.Write(head); err != nil {
 			_ = conn.Close()
 			if !draining {
 				s.hub.release()
 			}
-			return
+			return false
 		}
-		st.w = cw
+		st.setWriter(cw)
 		if endNow {
-			cw.end(completeEvent(st.id))
+			cw.end(final)
 			if !draining {
 				s.hub.release()
 			}
-			return
+			return false
 		}
 		if !s.hub.add(st) {
-			cw.end(completeEvent(st.id))
+			cw.end(final)
 			s.hub.release()
-			return
+			return false
 		}
 		go s.hub.watch(st, conn)
-		return
+		return true
 	}
 
 	// Fallback (HTTP/2 or a wrapped writer): keep the handler parked.
@@ -117,30 +129,31 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 	setListenHeaders(h)
 	w.WriteHeader(http.StatusOK)
 	rw := &rwWriter{w: w, rc: http.NewResponseController(w), timeout: s.hub.opts.WriteTimeout, done: make(chan struct{})}
-	st.w = rw
-	if _, err := rw.write(ack, nil); err != nil {
+	st.setWriter(rw)
+	if _, err := rw.write(first, nil); err != nil {
 		if !draining {
 			s.hub.release()
 		}
-		return
+		return false
 	}
 	if endNow {
-		rw.end(completeEvent(st.id))
+		rw.end(final)
 		if !draining {
 			s.hub.release()
 		}
-		return
+		return false
 	}
 	if !s.hub.add(st) {
-		rw.end(completeEvent(st.id))
+		rw.end(final)
 		s.hub.release()
-		return
+		return false
 	}
 	select {
 	case <-rw.done:
 	case <-r.Context().Done():
 		s.hub.close(st, nil)
 	}
+	return true
 }
 
 // listenResponseHead is the response head of a hijacked listen stream.
@@ -222,6 +235,7 @@ type rwWriter struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 	done    chan struct{}
+	once    sync.Once
 }
 
 func (rw *rwWriter) write(ev []byte, scratch []byte) ([]byte, error) {
@@ -233,8 +247,10 @@ func (rw *rwWriter) write(ev []byte, scratch []byte) ([]byte, error) {
 }
 
 func (rw *rwWriter) end(final []byte) {
-	if final != nil {
-		_, _ = rw.write(final, nil)
-	}
-	close(rw.done)
+	rw.once.Do(func() {
+		if final != nil {
+			_, _ = rw.write(final, nil)
+		}
+		close(rw.done)
+	})
 }

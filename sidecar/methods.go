@@ -118,7 +118,7 @@ func init() {
 		"initialize":                {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveInitialize},
 		"notifications/initialized": {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveAccepted},
 		"ping":                      {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveEmpty},
-		"logging/setLevel":          {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveEmpty},
+		"logging/setLevel":          {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSetLevel},
 		"resources/subscribe":       {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
 		"resources/unsubscribe":     {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -53,7 +54,14 @@ type Options struct {
 	// RejectLegacy answers claim-less (2025-era) traffic as a modern-only
 	// server (400 -32022 naming the supported versions; 405 for GET and
 	// DELETE) instead of serving it (legacy.go).
-	RejectLegacy     bool
+	RejectLegacy bool
+	// SessionKey signs 2025-era session ids; every replica of one MCPServer
+	// must share it (a random key when empty: sessions then work on this
+	// replica only). SessionServer names the server in the ids, and
+	// SessionTTL is their lifetime (DefaultSessionTTL when 0).
+	SessionKey       []byte
+	SessionServer    string
+	SessionTTL       time.Duration
 	MaxBodyBytes     int64 // DefaultMaxBodyBytes when 0
 	MaxResponseBytes int   // DefaultMaxResponseBytes when 0
 	// Hints stamps cache hints; DefaultHints when nil (the overlay's when
@@ -91,6 +99,13 @@ type Server struct {
 	aborted  atomic.Int64 // forwarded requests answered by AbortInflight
 	// pol is the protocol versions served.
 	pol versionPolicy
+	// sessions mints and verifies 2025-era session ids; states is this
+	// replica's local state of those sessions.
+	sessions *sessionCodec
+	states   *sessionStates
+	// eventPrefix and eventSeq make SSE event ids unique across replicas.
+	eventPrefix string
+	eventSeq    atomic.Int64
 }
 
 // NewServer returns a Server for o.
@@ -127,6 +142,13 @@ func NewServer(o Options) (*Server, error) {
 		hub:  o.Hub,
 	}
 	s.pol = newPolicy(!o.RejectLegacy)
+	key := o.SessionKey
+	if len(key) == 0 {
+		key = NewSessionKey()
+	}
+	s.sessions = newSessionCodec(key, o.SessionServer, o.SessionTTL)
+	s.states = newSessionStates()
+	s.eventPrefix = strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
 	s.abortCtx, s.abort = context.WithCancelCause(context.Background())
 	return s, nil
 }

@@ -15,6 +15,20 @@ import (
 // ServeHTTP serves the MCP endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
+		if s.pol.serveLegacy && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && len(r.Header[headerSessionID]) > 0 {
+			// A 2025-era session's notification stream, or its end. (Without
+			// a session there is nothing to stream or end: 405, as before.)
+			if e := s.checkHostOrigin(r); e != nil {
+				s.fail(w, nil, e)
+				return
+			}
+			if r.Method == http.MethodGet {
+				s.serveLegacyGet(w, r)
+			} else {
+				s.serveLegacyDelete(w, r)
+			}
+			return
+		}
 		w.Header().Set("Allow", http.MethodPost)
 		s.fail(w, nil, newErr(http.StatusMethodNotAllowed, codeInvalidRequest, "Method not allowed: the MCP endpoint accepts POST only"))
 		return

@@ -22,8 +22,9 @@ type request struct {
 	meta        []byte // raw params._meta, nil when absent
 	metaVersion string // _meta protocolVersion, "" when absent
 	hasVersion  bool
-	legacy      bool        // no modern claim: a 2025-era request (legacy.go)
-	spec        *methodSpec // nil for a method the sidecar does not know
+	legacy      bool           // no modern claim: a 2025-era request (legacy.go)
+	spec        *methodSpec    // nil for a method the sidecar does not know
+	session     *legacySession // the verified 2025-era session, if any
 }
 
 // isNotification reports whether the message has no id.

@@ -5,6 +5,7 @@ package main_test
 // clients.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -203,4 +205,221 @@ func TestLegacyRequestsCannotBypassTheCatalog(t *testing.T) {
 			t.Errorf("%s: tools/list HTTP %d %v: neither the catalog nor refused", hname, st, msg)
 		}
 	}
+}
+
+// legacyInit runs initialize and notifications/initialized at version and
+// returns the session id the sidecar minted.
+func legacyInit(t *testing.T, url, version string) string {
+	t.Helper()
+	st, h, msg := do(t, legacyReq(t, url, "init", "initialize",
+		`{"protocolVersion":"`+version+`","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"t","version":"1"}}`))
+	res, _ := msg["result"].(map[string]any)
+	if st != 200 || res == nil || res["protocolVersion"] != version {
+		t.Fatalf("initialize %s: HTTP %d %v", version, st, msg)
+	}
+	sid := h.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatal("initialize answered without Mcp-Session-Id")
+	}
+	if st, _, _ := do(t, legacyReq(t, url, nil, "notifications/initialized", "", "MCP-Protocol-Version", version, "Mcp-Session-Id", sid)); st != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: HTTP %d, want 202", st)
+	}
+	return sid
+}
+
+// lines is a 2025-era GET stream read line by line in the background.
+type lines struct {
+	resp *http.Response
+	ch   chan string // every line; closed when the stream ends
+}
+
+func openLegacyGet(t *testing.T, url, sid, lastEventID string) *lines {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // closed at cleanup
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body.Close()
+		t.Fatalf("GET answered HTTP %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	l := &lines{resp: resp, ch: make(chan string, 1024)}
+	go func() {
+		defer close(l.ch)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			l.ch <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() { resp.Body.Close() })
+	return l
+}
+
+// until reads lines until one satisfies ok, and returns the lines read.
+func (l *lines) until(t *testing.T, what string, ok func(string) bool) []string {
+	t.Helper()
+	var got []string
+	deadline := time.After(hang)
+	for {
+		select {
+		case s, open := <-l.ch:
+			if !open {
+				t.Fatalf("stream ended before %s; read %q", what, got)
+			}
+			got = append(got, s)
+			if ok(s) {
+				return got
+			}
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; read %q", what, got)
+		}
+	}
+}
+
+// ended waits for the stream to end and returns the lines read meanwhile.
+func (l *lines) ended(t *testing.T) []string {
+	t.Helper()
+	var got []string
+	deadline := time.After(hang)
+	for {
+		select {
+		case s, open := <-l.ch:
+			if !open {
+				return got
+			}
+			got = append(got, s)
+		case <-deadline:
+			t.Fatalf("stream did not end; read %q", got)
+		}
+	}
+}
+
+func isMethod(m string) func(string) bool {
+	return func(s string) bool { return strings.HasPrefix(s, "data: ") && strings.Contains(s, `"method":"`+m+`"`) }
+}
+
+// TestLegacySessionsAcrossReplicas: two sidecar processes sharing one key,
+// as two replicas behind a Service without session affinity: initialize on
+// one, everything else on the other. A replica with another key, a forged
+// id and an expired id get 404; a deleted session gets 404 where it was
+// deleted.
+func TestLegacySessionsAcrossReplicas(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	writeFile(t, keyFile, []byte("0123456789abcdef0123456789abcdef\n"))
+	otherKey := filepath.Join(dir, "other")
+	writeFile(t, otherKey, []byte("ffffffffffffffffffffffffffffffff"))
+	path := filepath.Join(dir, "catalog.json")
+	writeFile(t, path, declaredCatalog(t))
+	a := newEnv(t, "--catalog-file", path, "--session-key-file", keyFile)
+	b := &env{upAddr: a.upAddr}
+	b.startSidecar(t, "--catalog-file", path, "--session-key-file", keyFile)
+	c := &env{upAddr: a.upAddr}
+	c.startSidecar(t, "--catalog-file", path, "--session-key-file", otherKey, "--session-ttl", "1s")
+
+	sid := legacyInit(t, a.mcp, "2025-11-25")
+	hdr := []string{"MCP-Protocol-Version", "2025-11-25", "Mcp-Session-Id", sid}
+	st, _, msg := do(t, legacyReq(t, b.mcp, 1, "tools/list", "", hdr...))
+	if tools, _ := msg["result"].(map[string]any)["tools"].([]any); st != 200 || len(tools) != 1 {
+		t.Fatalf("tools/list on the other replica: HTTP %d %v", st, msg)
+	}
+	st, _, msg = do(t, legacyReq(t, b.mcp, 2, "tools/call", `{"name":"simple_text","arguments":{}}`, hdr...))
+	if st != 200 || msg["result"] == nil {
+		t.Fatalf("tools/call on the other replica: HTTP %d %v", st, msg)
+	}
+	get := openLegacyGet(t, b.mcp, sid, "")
+	get.until(t, "the priming event", func(s string) bool { return strings.HasPrefix(s, "id: ") })
+
+	// Not honoured by a replica of another server (another key), nor forged.
+	forged := sid[:len(sid)-4] + "AAAA"
+	for name, c := range map[string]struct {
+		url, sid string
+	}{"another key": {c.mcp, sid}, "forged": {b.mcp, forged}, "made up": {b.mcp, "s1.e30.AAAA"}} {
+		st, _, msg := do(t, legacyReq(t, c.url, 3, "tools/list", "", "MCP-Protocol-Version", "2025-11-25", "Mcp-Session-Id", c.sid))
+		if st != http.StatusNotFound || msg["error"] == nil {
+			t.Errorf("%s session id: HTTP %d %v, want 404 with a JSON-RPC error", name, st, msg)
+		}
+	}
+	// Expired: c mints 1 s sessions.
+	short := legacyInit(t, c.mcp, "2025-06-18")
+	time.Sleep(1100 * time.Millisecond)
+	if st, _, _ := do(t, legacyReq(t, c.mcp, 4, "tools/list", "", "MCP-Protocol-Version", "2025-06-18", "Mcp-Session-Id", short)); st != http.StatusNotFound {
+		t.Errorf("expired session id: HTTP %d, want 404", st)
+	}
+
+	// DELETE on b ends the session there: its GET stream ends, the id is refused.
+	del, _ := http.NewRequest(http.MethodDelete, b.mcp, nil)
+	del.Header.Set("Mcp-Session-Id", sid)
+	if st, _, _ := do(t, del); st != http.StatusNoContent {
+		t.Errorf("DELETE: HTTP %d, want 204", st)
+	}
+	get.ended(t)
+	if st, _, _ := do(t, legacyReq(t, b.mcp, 5, "ping", "", hdr...)); st != http.StatusNotFound {
+		t.Errorf("ping after DELETE: HTTP %d, want 404", st)
+	}
+}
+
+// TestLegacyGetStream: a session's GET stream gets tools/list_changed when
+// the catalog changes, resources/updated for a URI it subscribed to (and
+// not after unsubscribing), and the drain ends it with a retry hint.
+func TestLegacyGetStream(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "catalog.json")
+	writeFile(t, path, declaredCatalog(t))
+	e := newEnv(t, "--catalog-file", path, "--drain-delay", "100ms", "--drain-jitter", "0s", "--drain-budget", "1s")
+	sid := legacyInit(t, e.mcp, "2025-11-25")
+	hdr := []string{"MCP-Protocol-Version", "2025-11-25", "Mcp-Session-Id", sid}
+	get := openLegacyGet(t, e.mcp, sid, "")
+	priming := get.until(t, "the priming event", func(s string) bool { return strings.HasPrefix(s, "id: ") })
+	eventID := strings.TrimPrefix(priming[len(priming)-1], "id: ")
+
+	st, _, msg := do(t, legacyReq(t, e.mcp, 1, "resources/subscribe", `{"uri":"switchboard://declared"}`, hdr...))
+	if st != 200 || msg["result"] == nil {
+		t.Fatalf("resources/subscribe: HTTP %d %v", st, msg)
+	}
+	// Change the declared resource's content and a tool's description.
+	var c catalog.Catalog
+	if err := json.Unmarshal(declaredCatalog(t), &c); err != nil {
+		t.Fatal(err)
+	}
+	c.Resources[0].Source.Inline.Text = "changed content"
+	c.Tools[0].Description = "Changed description."
+	b, err := catalog.Encode(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, b)
+	got := get.until(t, "tools/list_changed", isMethod("notifications/tools/list_changed"))
+	got = append(got, get.until(t, "resources/updated", isMethod("notifications/resources/updated"))...)
+	for _, l := range got {
+		if strings.Contains(l, "subscriptionId") || strings.Contains(l, "_meta") {
+			t.Errorf("a 2025-era stream got a 2026-shaped notification: %s", l)
+		}
+	}
+	if !slices.Contains(got, `data: {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"switchboard://declared"}}`) {
+		t.Errorf("resources/updated not as 2025-11-25 shapes it: %q", got)
+	}
+
+	// A reconnect with Last-Event-ID is told every list may have changed.
+	again := openLegacyGet(t, e.mcp, sid, eventID)
+	again.until(t, "tools/list_changed on resume", isMethod("notifications/tools/list_changed"))
+
+	// Drain: both streams end with the retry hint, and the replica is not ready.
+	done := drainAsync(e.admin)
+	for _, l := range []*lines{get, again} {
+		rest := l.ended(t)
+		if !slices.Contains(rest, "retry: 1000") {
+			t.Errorf("drained GET stream ended with %q, want the retry hint", rest)
+		}
+	}
+	<-done
 }

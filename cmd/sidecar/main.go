@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -36,7 +37,11 @@ func main() {
 	fs.StringVar(&origins, "allowed-origins", "", "comma-separated Origin values accepted besides loopback origins (* = any)")
 	fs.StringVar(&hosts, "allowed-hosts", "", "comma-separated Host names (or host:port) accepted besides loopback names; when set, all others get 403")
 	fs.BoolVar(&cfg.DisableLocalhostProtection, "disable-localhost-protection", false, "accept any Host on connections that arrive on a loopback address")
-	fs.BoolVar(&cfg.RejectLegacy, "reject-legacy", false, "answer pre-2026-07-28 traffic with -32022 instead of forwarding it untouched")
+	legacyClients := fs.String("legacy-clients", "Serve", "2025-era clients: Serve (sessions served by the sidecar through the catalog) or Reject (400 naming the supported versions; 405 for GET/DELETE)")
+	fs.BoolVar(&cfg.RejectLegacy, "reject-legacy", false, "the same as --legacy-clients=Reject")
+	sessionKeyFile := fs.String("session-key-file", "", "file holding the key that signs 2025-era session ids, shared by every replica of the server (else $"+sidecar.SessionKeyEnv+"; else a random key: sessions then work on this replica only)")
+	fs.StringVar(&cfg.SessionServer, "session-server", "", "server identity inside session ids (default: --catalog-configmap)")
+	fs.DurationVar(&cfg.SessionTTL, "session-ttl", sidecar.DefaultSessionTTL, "lifetime of a 2025-era session id")
 	fs.IntVar(&cfg.MaxListenStreams, "max-listen-streams", sidecar.DefaultMaxListenStreams, "cap on concurrent subscriptions/listen streams")
 	fs.DurationVar(&cfg.Keepalive, "keepalive", sidecar.DefaultKeepalive, "interval between SSE keepalive comments on listen streams")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest accepted request body")
@@ -61,6 +66,28 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	switch *legacyClients {
+	case "Serve":
+	case "Reject":
+		cfg.RejectLegacy = true
+	default:
+		fmt.Fprintln(os.Stderr, "sidecar: --legacy-clients must be Serve or Reject")
+		os.Exit(2)
+	}
+	key := []byte(os.Getenv(sidecar.SessionKeyEnv))
+	if *sessionKeyFile != "" {
+		b, err := os.ReadFile(*sessionKeyFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sidecar: --session-key-file:", err)
+			os.Exit(2)
+		}
+		key = bytes.TrimSpace(b)
+	}
+	if len(key) > 0 && len(key) < sidecar.MinSessionKeyBytes {
+		fmt.Fprintf(os.Stderr, "sidecar: the session key must be at least %d bytes\n", sidecar.MinSessionKeyBytes)
+		os.Exit(2)
+	}
+	cfg.SessionKey = key
 	cfg.AllowedOrigins = splitList(origins)
 	cfg.AllowedHosts = splitList(hosts)
 

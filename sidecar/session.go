@@ -1,0 +1,234 @@
+package sidecar
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+)
+
+// 2025-era sessions are self-contained: the Mcp-Session-Id the sidecar
+// mints on initialize carries the negotiated revision, the client's
+// capabilities and an expiry, signed with HMAC-SHA256 under a key every
+// replica of the same MCPServer shares (the controller keeps it in a
+// Secret). Any replica honours any replica's session, so a Service without
+// session affinity just works; nothing is stored anywhere.
+//
+//	id = "s1." + base64url(payload) + "." + base64url(HMAC-SHA256(key, "switchboard-session/1\n" + payload))
+//	payload = {"s": server, "v": version, "c": clientCapabilities, "e": expiry (unix s), "n": nonce}
+
+// Session limits.
+const (
+	// DefaultSessionTTL is how long a 2025-era session id is honoured.
+	DefaultSessionTTL = 24 * time.Hour
+	// maxSessionCapsBytes bounds the client capabilities a session id
+	// carries (they travel in a header on every request).
+	maxSessionCapsBytes = 4 << 10
+	// maxSessionIDBytes bounds an Mcp-Session-Id the sidecar will verify.
+	maxSessionIDBytes = 8 << 10
+	// sessionKeyBytes is the size of a generated key.
+	sessionKeyBytes = 32
+	// maxSessionSubscriptions bounds the URIs one session subscribes to.
+	maxSessionSubscriptions = maxResourceSubscriptions
+	// maxSessionStates bounds the sessions this replica keeps local state
+	// for (subscriptions, log level, open GET streams).
+	maxSessionStates = 100000
+)
+
+const sessionPrefix = "s1."
+
+// SessionKeyEnv is the environment variable that may carry the session key
+// (from the MCPServer's session Secret, through secretKeyRef).
+const SessionKeyEnv = "SWITCHBOARD_SESSION_KEY"
+
+// MinSessionKeyBytes is the shortest session key accepted.
+const MinSessionKeyBytes = 32
+
+var (
+	errSessionInvalid = errors.New("session id not issued by this server")
+	errSessionExpired = errors.New("session expired")
+	errSessionEnded   = errors.New("session ended (DELETE)")
+)
+
+// sessionCodec mints and verifies session ids.
+type sessionCodec struct {
+	key    []byte
+	server string
+	ttl    time.Duration
+	now    func() time.Time
+}
+
+func newSessionCodec(key []byte, server string, ttl time.Duration) *sessionCodec {
+	if ttl <= 0 {
+		ttl = DefaultSessionTTL
+	}
+	return &sessionCodec{key: key, server: server, ttl: ttl, now: time.Now}
+}
+
+// NewSessionKey returns a random session key (for a sidecar started without
+// one: its sessions are then honoured by itself only).
+func NewSessionKey() []byte {
+	k := make([]byte, sessionKeyBytes)
+	_, _ = rand.Read(k)
+	return k
+}
+
+// legacySession is a verified session.
+type legacySession struct {
+	id      string
+	version string
+	caps    json.RawMessage
+	expires time.Time
+}
+
+type sessionPayload struct {
+	Server  string          `json:"s"`
+	Version string          `json:"v"`
+	Caps    json.RawMessage `json:"c"`
+	Expires int64           `json:"e"`
+	Nonce   string          `json:"n"`
+}
+
+func (c *sessionCodec) mac(payload []byte) []byte {
+	m := hmac.New(sha256.New, c.key)
+	m.Write([]byte("switchboard-session/1\n"))
+	m.Write(payload)
+	return m.Sum(nil)
+}
+
+// mint returns a new session id.
+func (c *sessionCodec) mint(version string, caps json.RawMessage) (string, error) {
+	if len(caps) == 0 || string(caps) == "null" {
+		caps = json.RawMessage(`{}`)
+	}
+	if len(caps) > maxSessionCapsBytes {
+		return "", errors.New("client capabilities exceed 4096 bytes")
+	}
+	nonce := make([]byte, 12)
+	_, _ = rand.Read(nonce)
+	payload, err := json.Marshal(sessionPayload{Server: c.server, Version: version, Caps: caps,
+		Expires: c.now().Add(c.ttl).Unix(), Nonce: base64.RawURLEncoding.EncodeToString(nonce)})
+	if err != nil {
+		return "", err
+	}
+	enc := base64.RawURLEncoding
+	return sessionPrefix + enc.EncodeToString(payload) + "." + enc.EncodeToString(c.mac(payload)), nil
+}
+
+// open verifies a session id: signed with this key, for this server, not
+// expired.
+func (c *sessionCodec) open(id string) (*legacySession, error) {
+	if len(id) > maxSessionIDBytes {
+		return nil, errSessionInvalid
+	}
+	rest, ok := strings.CutPrefix(id, sessionPrefix)
+	if !ok {
+		return nil, errSessionInvalid
+	}
+	p64, m64, ok := strings.Cut(rest, ".")
+	if !ok {
+		return nil, errSessionInvalid
+	}
+	enc := base64.RawURLEncoding
+	payload, err1 := enc.DecodeString(p64)
+	mac, err2 := enc.DecodeString(m64)
+	if err1 != nil || err2 != nil || !hmac.Equal(mac, c.mac(payload)) {
+		return nil, errSessionInvalid
+	}
+	var p sessionPayload
+	if json.Unmarshal(payload, &p) != nil || p.Server != c.server || !isLegacy(p.Version) {
+		return nil, errSessionInvalid
+	}
+	exp := time.Unix(p.Expires, 0)
+	if !c.now().Before(exp) {
+		return nil, errSessionExpired
+	}
+	return &legacySession{id: id, version: p.Version, caps: p.Caps, expires: exp}, nil
+}
+
+// sessionState is what this replica keeps about a session: its resource
+// subscriptions, its log level and its open GET streams. It is local: a
+// subscribe that lands on another replica is held there (docs/sidecar.md).
+type sessionState struct {
+	expires time.Time
+	level   string
+	uris    map[string]bool
+	streams map[*stream]bool
+}
+
+// sessionStates is the local state of the sessions seen on this replica,
+// keyed by session id. Guarded by mu; bounded by maxSessionStates (expired
+// entries are dropped first).
+type sessionStates struct {
+	mu sync.Mutex
+	m  map[string]*sessionState
+	// ended are the sessions DELETEd on this replica, until they expire.
+	ended map[string]time.Time
+}
+
+func newSessionStates() *sessionStates {
+	return &sessionStates{m: map[string]*sessionState{}, ended: map[string]time.Time{}}
+}
+
+// end records that a session was deleted here (bounded: expired entries are
+// dropped first, and past the bound the oldest knowledge is lost).
+func (ss *sessionStates) endLocked(sess *legacySession) {
+	if len(ss.ended) >= maxSessionStates {
+		now := time.Now()
+		for id, exp := range ss.ended {
+			if !now.Before(exp) {
+				delete(ss.ended, id)
+			}
+		}
+		if len(ss.ended) >= maxSessionStates {
+			return
+		}
+	}
+	ss.ended[sess.id] = sess.expires
+}
+
+// isEnded reports whether the session was deleted on this replica.
+func (ss *sessionStates) isEnded(id string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	_, ok := ss.ended[id]
+	return ok
+}
+
+// get returns the state of sess, creating it; nil when the table is full of
+// live sessions.
+func (ss *sessionStates) getLocked(sess *legacySession) *sessionState {
+	st := ss.m[sess.id]
+	if st != nil {
+		return st
+	}
+	if len(ss.m) >= maxSessionStates {
+		now := time.Now()
+		for id, s := range ss.m {
+			if !now.Before(s.expires) && len(s.streams) == 0 {
+				delete(ss.m, id)
+			}
+		}
+		if len(ss.m) >= maxSessionStates {
+			return nil
+		}
+	}
+	st = &sessionState{expires: sess.expires, uris: map[string]bool{}, streams: map[*stream]bool{}}
+	ss.m[sess.id] = st
+	return st
+}
+
+// level returns the log level the session set on this replica ("" when none).
+func (ss *sessionStates) level(id string) string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if st := ss.m[id]; st != nil {
+		return st.level
+	}
+	return ""
+}
