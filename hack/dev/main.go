@@ -1,10 +1,12 @@
 // Command dev is `make dev`: Switchboard's main job on a bare machine. It starts the test control
 // plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, built by
 // hack/k8s-test-bins.sh), installs the CRDs, runs the manager, applies config/samples, and —
-// since no kubelet runs containers here — runs the sample MCP server and a real sidecar process
-// wired exactly as the sample's pod spec says: the same flags, watching the same catalog
-// ConfigMap through the API as the sidecar's own ServiceAccount. It prints the kubeconfig and
-// the MCP URL and runs until interrupted, then stops everything it started.
+// since no kubelet runs containers here — runs, for every Ready replica pod, its own sample MCP
+// server and a real sidecar process wired exactly as the pod spec says: the same flags, the
+// pod's name, watching the same catalog ConfigMap through the API as the sidecar's own
+// ServiceAccount, so every replica reports its propagation and the MCPServer turns Ready as in a
+// cluster. A small front on the MCP address plays the Service. It prints the kubeconfig and the
+// MCP URL and runs until interrupted, then stops everything it started.
 package main
 
 import (
@@ -13,16 +15,21 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
@@ -87,12 +94,17 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	var procs []*proc
+	var procs, watched []*proc
+	var front *http.Server
 	defer func() {
 		say("Stopping")
-		// The sidecar first: SIGTERM runs its drain, so listening clients get their complete result.
+		// The sidecars first: SIGTERM runs their drain, so listening clients get their complete
+		// result (through the front, which closes after them).
 		for _, p := range slices.Backward(procs) {
 			p.stop()
+		}
+		if front != nil {
+			_ = front.Close()
 		}
 		if err := env.Stop(); err != nil {
 			say("Stopping the control plane: %v", err)
@@ -119,84 +131,209 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("kubectl apply -k config/samples: %w\n%s", err, out)
 	}
 
-	pod, err := firstReadyPod(ctx, env.Client, o.ready, manager)
+	pods, err := readyPods(ctx, env.Client, o.ready, manager)
 	if err != nil {
 		return err
 	}
-	say("Pod %s is Ready (kwok); running its containers here", pod.Name)
+	// No kubelet runs containers here, so each Ready (kwok) pod gets its containers as local
+	// processes: its own sample server and its own sidecar, reporting under the pod's name, as
+	// in a cluster. A small front plays the Service: it sends each request to a ready sidecar.
+	var sidecars []*replica
+	for i := range pods {
+		pod := &pods[i]
+		say("Pod %s is Ready (kwok); running its containers here", pod.Name)
+		r := &replica{pod: pod.Name, serverAddr: o.serverAddr, adminAddr: o.adminAddr}
+		if i > 0 {
+			if r.serverAddr, err = freeAddr(); err != nil {
+				return err
+			}
+			if r.adminAddr, err = freeAddr(); err != nil {
+				return err
+			}
+		}
+		if r.mcpAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		suffix := ""
+		if i > 0 {
+			suffix = fmt.Sprintf("-%d", i)
+		}
+		server, err := start(dir, "sample-server"+suffix, nil, filepath.Join(bin, "sample-server"), "--listen="+r.serverAddr, "--path=/mcp")
+		if err != nil {
+			return err
+		}
+		procs = append(procs, server)
+		watched = append(watched, server)
+		sidecarKubeconfig, err := mcptest.ImpersonatingKubeconfig(env.Environment.KubeConfig, dir, namespace, pod.Spec.ServiceAccountName)
+		if err != nil {
+			return err
+		}
+		args, err := mcptest.SidecarArgs(pod, r.mcpAddr, r.adminAddr, "http://"+r.serverAddr+"/mcp")
+		if err != nil {
+			return err
+		}
+		sidecar, err := start(dir, "sidecar"+suffix, []string{"KUBECONFIG=" + sidecarKubeconfig}, filepath.Join(bin, "sidecar"), args...)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, sidecar)
+		watched = append(watched, sidecar)
+		if err := waitReady(ctx, "http://"+r.adminAddr+inject.ReadyzPath, sidecar); err != nil {
+			return err
+		}
+		sidecars = append(sidecars, r)
+	}
+	if front, err = serveFront(o.mcpAddr, sidecars); err != nil {
+		return err
+	}
 
-	sidecarKubeconfig, err := mcptest.ImpersonatingKubeconfig(env.Environment.KubeConfig, dir, namespace, pod.Spec.ServiceAccountName)
-	if err != nil {
-		return err
+	ready := waitServerReady(ctx, env.Client)
+	var replicas strings.Builder
+	for _, r := range sidecars {
+		fmt.Fprintf(&replicas, "  Pod %s:  sidecar http://%s/mcp, admin http://%s/metrics, server http://%s/mcp\n", r.pod, r.mcpAddr, r.adminAddr, r.serverAddr)
 	}
-	server, err := start(dir, "sample-server", nil, filepath.Join(bin, "sample-server"), "--listen="+o.serverAddr, "--path=/mcp")
-	if err != nil {
-		return err
-	}
-	procs = append(procs, server)
-
-	args, err := mcptest.SidecarArgs(pod, o.mcpAddr, o.adminAddr, "http://"+o.serverAddr+"/mcp")
-	if err != nil {
-		return err
-	}
-	sidecar, err := start(dir, "sidecar", []string{"KUBECONFIG=" + sidecarKubeconfig}, filepath.Join(bin, "sidecar"), args...)
-	if err != nil {
-		return err
-	}
-	procs = append(procs, sidecar)
-	if err := waitReady(ctx, "http://"+o.adminAddr+inject.ReadyzPath, sidecar); err != nil {
-		return err
-	}
-
+	kubectlPath := filepath.Join(env.Assets, "kubectl")
 	fmt.Printf(`
-Switchboard is running.
+Switchboard is running. MCPServer %s/%s: Ready=%s
 
-  MCP endpoint:  http://%s/mcp   (the sidecar in front of the sample weather server)
-  Admin:         http://%s/metrics
-  Kubeconfig:    export KUBECONFIG=%s
+  MCP endpoint:  http://%s/mcp   (the Service: each request goes to a ready replica's sidecar)
+%s  Kubeconfig:    export KUBECONFIG=%s
   kubectl:       %s
 
 Try: kubectl get mcp        (every Switchboard object)
      kubectl edit mcptool weather-forecast    (clients listening get tools/list_changed)
+     kubectl mcp tools weather --url http://%s/mcp    (make build puts kubectl-mcp in bin/;
+                                                     in a cluster, drop --url: it port-forwards)
 
 Press Ctrl-C to stop everything.
-`, o.mcpAddr, o.adminAddr, kubeconfig, filepath.Join(env.Assets, "kubectl"))
+`, namespace, serverName, ready, o.mcpAddr, replicas.String(), kubeconfig, kubectlPath, o.mcpAddr)
 
-	var exited *proc
+	exited := make(chan *proc, len(watched)+1)
+	for _, p := range append(watched, manager) {
+		go func() {
+			<-p.done
+			exited <- p
+		}()
+	}
 	select {
 	case <-ctx.Done():
 		return nil
-	case <-sidecar.done:
-		exited = sidecar
-	case <-server.done:
-		exited = server
-	case <-manager.done:
-		exited = manager
+	case p := <-exited:
+		if ctx.Err() != nil { // interrupted: the child went down with us
+			return nil
+		}
+		return fmt.Errorf("the %s exited: %s", p.name, p.tail())
 	}
-	if ctx.Err() != nil { // interrupted: the child went down with us
-		return nil
-	}
-	return fmt.Errorf("the %s exited: %s", exited.name, exited.tail())
 }
 
-func firstReadyPod(ctx context.Context, c client.Client, timeout time.Duration, manager *proc) (*corev1.Pod, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// replica is one Ready pod's containers, run here.
+type replica struct {
+	pod                            string
+	mcpAddr, adminAddr, serverAddr string
+}
+
+// serveFront plays the Service on addr: each request goes to the next replica whose sidecar is
+// ready (as endpoints drop a pod that fails readiness), streamed through unbuffered (listen
+// streams are SSE).
+func serveFront(addr string, replicas []*replica) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	next := 0
+	proxies := make([]*httputil.ReverseProxy, len(replicas))
+	for i, r := range replicas {
+		proxies[i] = httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: r.mcpAddr})
+		proxies[i].FlushInterval = -1
+	}
+	ready := func(r *replica) bool {
+		resp, err := http.Get("http://" + r.adminAddr + inject.ReadyzPath)
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		for range replicas {
+			mu.Lock()
+			i := next % len(replicas)
+			next++
+			mu.Unlock()
+			if ready(replicas[i]) {
+				proxies[i].ServeHTTP(w, req)
+				return
+			}
+		}
+		http.Error(w, "no ready replica", http.StatusServiceUnavailable)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, nil
+}
+
+// waitServerReady waits (bounded) until the sample MCPServer's Ready condition is True, and
+// returns its status as the first line people read.
+func waitServerReady(ctx context.Context, c client.Client) string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	status := "Unknown"
 	for {
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{controllers.LabelServer: serverName}); err == nil {
-			slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-			for i := range pods.Items {
-				if controllers.PodReady(&pods.Items[i]) {
-					return &pods.Items[i], nil
+		var s mcpv1alpha1.MCPServer
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: serverName}, &s); err == nil {
+			if cond := meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionReady); cond != nil {
+				status = fmt.Sprintf("%s (%s)", cond.Status, cond.Reason)
+				if cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == s.Generation {
+					return status
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			var s mcpv1alpha1.MCPServer
-			_ = c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: serverName}, &s)
-			return nil, fmt.Errorf("no Ready pod of MCPServer %s (status %+v): %s", serverName, s.Status.Conditions, manager.tail())
+			return status
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String(), nil
+}
+
+// readyPods waits until the sample MCPServer has as many Ready pods as it asks for replicas and
+// returns them sorted by name.
+func readyPods(ctx context.Context, c client.Client, timeout time.Duration, manager *proc) ([]corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var s mcpv1alpha1.MCPServer
+		var pods corev1.PodList
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: serverName}, &s); err == nil {
+			want := int32(1)
+			if s.Spec.Replicas != nil {
+				want = *s.Spec.Replicas
+			}
+			if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{controllers.LabelServer: serverName}); err == nil {
+				var ready []corev1.Pod
+				for i := range pods.Items {
+					if controllers.PodReady(&pods.Items[i]) && pods.Items[i].DeletionTimestamp == nil {
+						ready = append(ready, pods.Items[i])
+					}
+				}
+				if want > 0 && int32(len(ready)) == want {
+					slices.SortFunc(ready, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+					return ready, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("MCPServer %s has not got its Ready pods (status %+v): %s", serverName, s.Status.Conditions, manager.tail())
 		case <-manager.done:
 			return nil, fmt.Errorf("the manager exited: %s", manager.tail())
 		case <-time.After(100 * time.Millisecond):
