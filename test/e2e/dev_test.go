@@ -109,6 +109,15 @@ func devRun(t *testing.T, root, bin string, ports []string) {
 		return exec.CommandContext(ctx, filepath.Join(bin, "kubectl-mcp"), append(args, "--url", url, "--kubeconfig", kubeconfig, "-n", "default")...)
 	}
 	kubectlMCPTools(t, kmcp)
+	// Without --url the plugin finds a ready pod of the MCPServer through the API and
+	// port-forwards to it; no kubelet serves port-forwards here, so that step must fail, and say
+	// which pod it tried.
+	noURL := exec.CommandContext(ctx, filepath.Join(bin, "kubectl-mcp"), "tools", "weather", "--kubeconfig", kubeconfig, "-n", "default")
+	if out, err := noURL.CombinedOutput(); err == nil || !strings.Contains(string(out), "port-forward to pod default/weather-") {
+		t.Errorf("kubectl mcp tools weather without --url: %v\n%s", err, out)
+	} else {
+		t.Logf("kubectl mcp tools weather without --url (expected to fail here): %s", out)
+	}
 	watch := startWatch(t, kmcp)
 
 	// A client listens for tool list changes on the printed MCP URL.
