@@ -50,6 +50,7 @@ type HTTPError struct {
 	Body   string
 }
 
+// Error says the status and the start of the body.
 func (e *HTTPError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body) }
 
 func (m *modernConn) request(ctx context.Context, id int64, method, name string, params map[string]any) (*http.Request, error) {
