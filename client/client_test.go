@@ -455,3 +455,68 @@ func TestNoListenWhenNothingIsAnnounced(t *testing.T) {
 		t.Fatalf("%d listens opened (listening %v), want none", n, c.Listening())
 	}
 }
+
+// Why this package owns its cache: the same late read through go-sdk v1.8.0's own client. Its
+// ListTools stores the answer after the call returns although the list_changed handled during
+// the call had cleared the cache, and then serves the old list until the TTL runs out. If a
+// go-sdk upgrade makes this test fail, the race is fixed there: reconsider building on its cache.
+func TestGoSDKClientCachesTheLateRead(t *testing.T) {
+	up := newUpstream(t)
+	cat := newCatalog(t, public60s, "v1")
+	sc := startSidecar(t, up.url, cat.path, "", "")
+	const cred = "Bearer gated"
+	changed := make(chan struct{}, 16)
+	cl := mcp.NewClient(&mcp.Implementation{Name: "go-sdk", Version: "v1.8.0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	ctx := tctx(t)
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: sc.mcp,
+		HTTPClient: &http.Client{Transport: authTransport(cred)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// go-sdk opens its listen without waiting for the acknowledgement: wait until the sidecar
+	// counts it, so the change below is announced to it.
+	waitFor(t, "go-sdk's listen stream", func() bool { return sc.metric(t, "switchboard_sidecar_listen_streams") == "1" })
+
+	up.hold(cred)
+	late := make(chan *mcp.ListToolsResult, 1)
+	go func() {
+		r, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		late <- r
+	}()
+	release := up.arrived(t)
+	cat.write(t, "v2")
+	select {
+	case <-changed: // go-sdk cleared its cache before calling the handler
+	case <-time.After(hang):
+		t.Fatal("go-sdk's client got no tools/list_changed")
+	}
+	up.hold("")
+	close(release)
+	if r := <-late; r == nil || description(t, r.Tools, "alpha") != "v1" {
+		t.Fatal("the late read did not return the old list")
+	}
+	r, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := description(t, r.Tools, "alpha"); got != "v1" {
+		t.Fatalf("go-sdk's client returns alpha %q after the change: it no longer caches the late read", got)
+	}
+	if n := up.listCalls(cred); n != 1 {
+		t.Fatalf("the upstream saw %d reads; the stale answer should have come from go-sdk's cache", n)
+	}
+}
+
+type authTransport string
+
+func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", string(a))
+	return http.DefaultTransport.RoundTrip(r)
+}
