@@ -1,0 +1,301 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
+
+	lua "github.com/yuin/gopher-lua"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+)
+
+// The GitOps view of status: what Argo CD's health check (docs/gitops/argocd-health.lua) makes
+// of every state the controller produces, computed on the objects the real controller wrote to
+// the real API server.
+
+const argoHealthScript = "../docs/gitops/argocd-health.lua"
+
+// gitopsCase is one state of one object: the condition the controller has to show first, then
+// what a GitOps tool has to make of the object.
+type gitopsCase struct {
+	name string
+	obj  client.Object
+	// The condition that says the controller has reached the state.
+	condType   string
+	condStatus metav1.ConditionStatus
+	condReason string
+	// Argo CD health status, and a substring of its message.
+	argo, argoMessage string
+}
+
+// gitopsScenarios creates, in a new namespace, one object in every state the controller can
+// produce for each kind, and returns the cases in the order to check them. Setup steps that
+// need the controller first (sidecar reports) run in step, after the objects exist.
+func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
+	ns := newNamespace(t)
+
+	ready := newServer(ns, "ready", 1)
+	published := newTool(ns, "forecast", "ready", "get_forecast")
+	pending := newServer(ns, "pending", 1)
+	rejected := newServer(ns, "rejected", 1)
+	stuck := newServer(ns, "stuck", 1)
+	stuck.Spec.Pod = &mcpv1alpha1.PodOverrides{NodeSelector: map[string]string{"zone": "nowhere"}}
+	scaled := newServer(ns, "scaled", 0)
+	external := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Name: "external", Namespace: ns},
+		Spec: mcpv1alpha1.MCPServerSpec{Mode: mcpv1alpha1.WorkloadExternal, Container: &mcpv1alpha1.ServerContainer{Port: 7000}}}
+	invalid := newServer(ns, "9lives", 1)
+	// A Deployment of the server's name that someone else made, with another (immutable)
+	// selector: the API server refuses ours.
+	squat := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "squatted", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "other"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example/other:1"}}}},
+		},
+	}
+	squatted := newServer(ns, "squatted", 1)
+	big := newServer(ns, "big", 1)
+	text := strings.Repeat("x", mcpv1alpha1.MaxInlineResourceBytes-1024)
+	var chunks []client.Object
+	for i := range 17 {
+		chunks = append(chunks, newResource(ns, fmt.Sprintf("chunk-%02d", i), "big", fmt.Sprintf("docs://chunk/%d", i),
+			mcpv1alpha1.ResourceSource{Inline: &mcpv1alpha1.InlineSource{Text: text}}))
+	}
+	orphan := newTool(ns, "orphan", "nowhere", "route")
+	winner := newTool(ns, "winner", "ready", "route")
+	loser := newTool(ns, "loser", "ready", "route")
+	badPrompt := newPrompt(ns, "directions", "ready", []string{"from"}, "Route from {{from}} to {{to}}.")
+	noSource := newResource(ns, "token", "ready", "secret://token", mcpv1alpha1.ResourceSource{
+		SecretKeyRef: &mcpv1alpha1.KeyReference{Name: "missing", Key: "value"}})
+
+	mustCreate(t, ready, published, pending, rejected, stuck, scaled, external, invalid, squat, squatted, big,
+		orphan, winner, badPrompt, noSource)
+	mustCreate(t, chunks...)
+	// Creation timestamps have one-second resolution: make the loser clearly younger.
+	time.Sleep(1100 * time.Millisecond)
+	mustCreate(t, loser)
+
+	step = func() {
+		// The sidecars of "ready" apply the current revision; the one of "rejected" refuses it.
+		for _, s := range []*mcpv1alpha1.MCPServer{ready, rejected} {
+			key := client.ObjectKeyFromObject(s)
+			serverCondition(t, key, mcpv1alpha1.ConditionAvailable, metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable)
+			var pods []corev1.Pod
+			eventually(t, s.Name+": one ready pod", func() error {
+				if pods = readyPods(t, ns, s.Name); len(pods) != 1 {
+					return fmt.Errorf("%d ready pods", len(pods))
+				}
+				return nil
+			})
+			n := namesFor(s)
+			_, rev := getCatalog(t, ns, s.Name)
+			r := catalog.Report{Revision: rev}
+			if s == rejected {
+				r = catalog.Report{Revision: "older", RejectedRevision: rev, Reason: "tools[0]: bad schema"}
+			}
+			report(t, sidecarClient(t, ns, n.ServiceAccount), ns, n.StatusConfigMap, pods[0].Name, r)
+		}
+	}
+
+	const (
+		T = metav1.ConditionTrue
+		F = metav1.ConditionFalse
+	)
+	cases = []gitopsCase{
+		{"MCPServer ready", ready, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonReady, "Healthy", "every ready replica serves"},
+		{"MCPServer propagation pending", pending, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonPropagationPending, "Progressing", "0 of 1 ready replicas"},
+		{"MCPServer catalog rejected", rejected, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonCatalogRejected, "Degraded", "bad schema"},
+		{"MCPServer rollout stuck", stuck, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonDeploymentProgressing, "Progressing", "replicas ready"},
+		{"MCPServer scaled to zero", scaled, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonScaledToZero, "Healthy", "spec.replicas is 0"},
+		{"MCPServer external without pods", external, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonExternalWorkload, "Progressing", "your own workload"},
+		{"MCPServer invalid spec", invalid, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "InvalidSpec"},
+		{"MCPServer child refused", squatted, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonReconcileFailed, "Degraded", "field is immutable"},
+		{"MCPServer catalog too large", big, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge"},
+		{"MCPTool published", published, mcpv1alpha1.ConditionPublished, T, mcpv1alpha1.ReasonPublished, "Healthy", "Published"},
+		{"MCPTool server not found", orphan, mcpv1alpha1.ConditionAccepted, F, mcpv1alpha1.ReasonServerNotFound, "Degraded", "nowhere, which does not exist"},
+		{"MCPTool name conflict", loser, mcpv1alpha1.ConditionAccepted, F, mcpv1alpha1.ReasonNameConflict, "Degraded", `"winner"`},
+		{"MCPPrompt invalid spec", badPrompt, mcpv1alpha1.ConditionAccepted, F, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "to"},
+		{"MCPResource source not found", noSource, mcpv1alpha1.ConditionPublished, F, mcpv1alpha1.ReasonSourceNotFound, "Degraded", `"missing"`},
+		{"MCPResource catalog too large", chunks[16], mcpv1alpha1.ConditionPublished, F, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge"},
+	}
+	return cases, step
+}
+
+// awaitCase waits until the controller shows the case's condition and returns the object as
+// the API server serves it.
+func awaitCase(t *testing.T, c gitopsCase) *unstructured.Unstructured {
+	t.Helper()
+	gvk, err := apiutil.GVKForObject(c.obj, env.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	eventually(t, fmt.Sprintf("%s: %s=%s/%s", c.name, c.condType, c.condStatus, c.condReason), func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(c.obj), u); err != nil {
+			return err
+		}
+		var st struct {
+			Conditions []metav1.Condition `json:"conditions"`
+		}
+		raw, _, _ := unstructured.NestedMap(u.Object, "status")
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
+			return err
+		}
+		if got := findConditionIn(st.Conditions, c.condType).ObservedGeneration; got != u.GetGeneration() {
+			return fmt.Errorf("%s: observedGeneration %d of generation %d", c.condType, got, u.GetGeneration())
+		}
+		return conditionIs(st.Conditions, c.condType, c.condStatus, c.condReason)
+	})
+	return u
+}
+
+// TestArgoCDHealth runs docs/gitops/argocd-health.lua the way Argo CD runs health checks (a
+// gopher-lua state with the safe libraries, the object as the global obj, a returned table of
+// status and message) on every state of every kind the controller produced against the real
+// API server, and checks that argocd-cm.yaml installs exactly that script for each kind.
+func TestArgoCDHealth(t *testing.T) {
+	script, err := os.ReadFile(argoHealthScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, step := gitopsScenarios(t)
+	step()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			u := awaitCase(t, c)
+			h, err := argoHealth(string(script), u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Status != c.argo || !strings.Contains(h.Message, c.argoMessage) {
+				t.Fatalf("health %s (%s), want %s with a message containing %q; status: %v",
+					h.Status, h.Message, c.argo, c.argoMessage, u.Object["status"])
+			}
+		})
+	}
+
+	// Before the controller writes status, and when status describes an older generation, the
+	// object is Progressing whatever its conditions say.
+	t.Run("fresh", func(t *testing.T) {
+		fresh := newServer(newNamespace(t), "fresh", 1)
+		mustCreate(t, fresh) // Create answers the object as stored: no status yet.
+		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: raw}
+		if h, err := argoHealth(string(script), u); err != nil || h.Status != "Progressing" {
+			t.Fatalf("no status: %+v %v", h, err)
+		}
+	})
+	t.Run("older generation", func(t *testing.T) {
+		u := awaitCase(t, cases[0])
+		u.SetGeneration(u.GetGeneration() + 1)
+		h, err := argoHealth(string(script), u)
+		if err != nil || h.Status != "Progressing" || !strings.Contains(h.Message, "generation") {
+			t.Fatalf("status of an older generation: %+v %v", h, err)
+		}
+	})
+
+	t.Run("argocd-cm.yaml", func(t *testing.T) {
+		raw, err := os.ReadFile("../docs/gitops/argocd-cm.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cm corev1.ConfigMap
+		if err := yaml.UnmarshalStrict(raw, &cm); err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []string{"MCPServer", "MCPTool", "MCPResource", "MCPPrompt"} {
+			key := "resource.customizations.health." + mcpv1alpha1.GroupVersion.Group + "_" + kind
+			if cm.Data[key] != string(script) {
+				t.Errorf("%s is not argocd-health.lua verbatim", key)
+			}
+		}
+		if len(cm.Data) != 4 {
+			t.Errorf("argocd-cm.yaml has %d keys, want the 4 health checks", len(cm.Data))
+		}
+	})
+}
+
+// argoStatus is the table a health script returns.
+type argoStatus struct{ Status, Message string }
+
+// argoHealth runs a health script as Argo CD does: a fresh state with only the base, table,
+// string and math libraries, the object as the global obj, bounded in time, and a returned
+// table whose status must be one of Argo CD's health statuses.
+func argoHealth(script string, obj *unstructured.Unstructured) (argoStatus, error) {
+	l := lua.NewState(lua.Options{SkipOpenLibs: true})
+	defer l.Close()
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
+		l.Push(l.NewFunction(lib.open))
+		l.Push(lua.LString(lib.name))
+		l.Call(1, 0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	l.SetContext(ctx)
+	l.SetGlobal("obj", toLua(l, obj.Object))
+	if err := l.DoString(script); err != nil {
+		return argoStatus{}, err
+	}
+	ret, ok := l.Get(-1).(*lua.LTable)
+	if !ok {
+		return argoStatus{}, fmt.Errorf("the script returned %s, not a table", l.Get(-1).Type())
+	}
+	h := argoStatus{Status: lua.LVAsString(ret.RawGetString("status")), Message: lua.LVAsString(ret.RawGetString("message"))}
+	switch h.Status {
+	case "Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown":
+		return h, nil
+	}
+	return h, fmt.Errorf("%q is not an Argo CD health status", h.Status)
+}
+
+// toLua converts a decoded JSON value into Lua values: objects and arrays become tables (arrays
+// 1-based), numbers LNumber.
+func toLua(l *lua.LState, v any) lua.LValue {
+	switch v := v.(type) {
+	case map[string]any:
+		t := l.NewTable()
+		for k, e := range v {
+			t.RawSetString(k, toLua(l, e))
+		}
+		return t
+	case []any:
+		t := l.NewTable()
+		for _, e := range v {
+			t.Append(toLua(l, e))
+		}
+		return t
+	case string:
+		return lua.LString(v)
+	case bool:
+		return lua.LBool(v)
+	case int64:
+		return lua.LNumber(v)
+	case float64:
+		return lua.LNumber(v)
+	case nil:
+		return lua.LNil
+	}
+	panic(fmt.Sprintf("toLua: %T", v))
+}
