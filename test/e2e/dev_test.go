@@ -26,7 +26,8 @@ import (
 // replica's sidecar reports), `kubectl mcp tools` lists the sample tools with the declared ones
 // marked, an MCP client and `kubectl mcp watch` listen on the printed URL, an edited MCPTool is
 // applied with kubectl, and both receive tools/list_changed; `kubectl mcp call` calls a tool;
-// Ctrl-C (SIGINT) stops everything and frees every port, so the second run starts cleanly.
+// Ctrl-C (SIGINT) drains the sidecars (watch prints complete and relisten), stops everything and
+// frees every port, so the second run starts cleanly.
 func TestDevLoop(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -148,7 +149,6 @@ func devRun(t *testing.T, root, bin string, ports []string) {
 	}
 
 	watch.expect(t, "notifications/tools/list_changed")
-	watch.stop(t)
 
 	// kubectl mcp call reaches the tool through the sidecar.
 	if out, err := kmcp("call", "weather", "get_forecast", "--args", `{"city":"Oslo","days":1}`).CombinedOutput(); err != nil || !strings.Contains(string(out), "Oslo") {
@@ -174,6 +174,11 @@ func devRun(t *testing.T, root, bin string, ports []string) {
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
+	// Ctrl-C drains the sidecars one by one: the watching client gets complete and listens
+	// again (through the front, on a replica still serving), and kubectl mcp watch says so.
+	watch.expect(t, "complete")
+	watch.expect(t, "relisten")
+	watch.stop(t)
 	for range lines { // drain the output until the process exits
 	}
 	if err := <-exited; err != nil {
