@@ -35,6 +35,7 @@ import (
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
+	"github.com/switchboard-mcp/switchboard/internal/kube"
 )
 
 // sourceRecheckInterval is how often a server with a missing resource source looks again: the
@@ -58,7 +59,7 @@ type MCPServerReconciler struct {
 type scope struct {
 	server *mcpv1alpha1.MCPServer
 	before *mcpv1alpha1.MCPServer
-	names  objectNames
+	names  inject.ObjectNames
 	cfg    inject.Config
 
 	items      items
@@ -98,8 +99,8 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Get(ctx, req.NamespacedName, server); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{server: server, before: server.DeepCopy(), names: namesFor(server)}
-	s.cfg = SidecarConfig(server, r.SidecarImage)
+	s := &scope{server: server, before: server.DeepCopy(), names: inject.NamesFor(server)}
+	s.cfg = inject.ConfigFor(server, r.SidecarImage)
 	defer func() {
 		retErr = errors.Join(retErr, r.patchStatus(ctx, s, retErr))
 	}()
@@ -224,13 +225,13 @@ func (r *MCPServerReconciler) observe(ctx context.Context, s *scope) (ctrl.Resul
 		}
 	}
 	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(s.names.Namespace), client.MatchingLabels{LabelServer: s.server.Name}); err != nil {
+	if err := r.List(ctx, &pods, client.InNamespace(s.names.Namespace), client.MatchingLabels{inject.LabelServer: s.server.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	s.pods = pods.Items
 	p := propagation{Revision: s.revision, TooLarge: s.tooLarge, TooLargeMessage: s.tooLargeMessage}
 	for i := range pods.Items {
-		if PodReady(&pods.Items[i]) {
+		if kube.PodReady(&pods.Items[i]) {
 			p.ReadyPods = append(p.ReadyPods, pods.Items[i].Name)
 		}
 	}
@@ -281,19 +282,6 @@ func (r *MCPServerReconciler) pruneReports(ctx context.Context, s *scope, status
 	ctrl.LoggerFrom(ctx).Info("Pruning catalog reports of deleted pods", "configMap", client.ObjectKeyFromObject(status), "pods", slices.Sorted(maps.Keys(gone)))
 	patch, _ := json.Marshal(map[string]any{"data": gone})
 	return r.Patch(ctx, status, client.RawPatch(types.MergePatchType, patch))
-}
-
-// PodReady reports whether a pod counts as serving: Ready and not terminating.
-func PodReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // publishItems checks the sources of ConfigMap- and Secret-backed resources and writes the
@@ -405,7 +393,7 @@ func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconci
 		}
 	}
 	st.URL = urlFor(server, s.names)
-	st.Selector = labels.SelectorFromSet(selectorFor(server)).String()
+	st.Selector = labels.SelectorFromSet(inject.SelectorFor(server)).String()
 	if s.observed {
 		available := availableCondition(s.workload)
 		propagated, upToDate := propagationCondition(s.propagation)
@@ -491,7 +479,7 @@ func ptrTo[T any](v T) *T { return &v }
 func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toServer := enqueueServerOf(serverRefOf)
 	fromPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		if name := o.GetLabels()[LabelServer]; name != "" {
+		if name := o.GetLabels()[inject.LabelServer]; name != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 		}
 		return nil

@@ -25,7 +25,7 @@ func objectMeta(s *mcpv1alpha1.MCPServer, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:      name,
 		Namespace: s.Namespace,
-		Labels:    labelsFor(s),
+		Labels:    inject.LabelsFor(s),
 		OwnerReferences: []metav1.OwnerReference{{
 			APIVersion:         mcpv1alpha1.GroupVersion.String(),
 			Kind:               "MCPServer",
@@ -38,7 +38,7 @@ func objectMeta(s *mcpv1alpha1.MCPServer, name string) metav1.ObjectMeta {
 }
 
 // catalogConfigMapFor stores an encoded catalog and names its revision in an annotation.
-func catalogConfigMapFor(s *mcpv1alpha1.MCPServer, n objectNames, encoded []byte) *corev1.ConfigMap {
+func catalogConfigMapFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, encoded []byte) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{ObjectMeta: objectMeta(s, n.CatalogConfigMap), Data: map[string]string{catalog.Key: string(encoded)}}
 	cm.Annotations = map[string]string{catalog.RevisionAnnotation: catalog.Revision(encoded)}
 	return cm
@@ -46,16 +46,16 @@ func catalogConfigMapFor(s *mcpv1alpha1.MCPServer, n objectNames, encoded []byte
 
 // statusConfigMapFor is the ConfigMap the sidecars report into. The controller applies only its
 // metadata; each sidecar owns its own key (field manager switchboard-sidecar-<pod>).
-func statusConfigMapFor(s *mcpv1alpha1.MCPServer, n objectNames) *corev1.ConfigMap {
+func statusConfigMapFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: objectMeta(s, n.StatusConfigMap)}
 }
 
-func serviceAccountFor(s *mcpv1alpha1.MCPServer, n objectNames) *corev1.ServiceAccount {
+func serviceAccountFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{ObjectMeta: objectMeta(s, n.ServiceAccount)}
 }
 
 // podServiceAccount is the ServiceAccount the pods run as, which the sidecar Role is bound to.
-func podServiceAccount(s *mcpv1alpha1.MCPServer, n objectNames) string {
+func podServiceAccount(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) string {
 	if s.Spec.Pod != nil && s.Spec.Pod.ServiceAccountName != "" {
 		return s.Spec.Pod.ServiceAccountName
 	}
@@ -67,7 +67,7 @@ func podServiceAccount(s *mcpv1alpha1.MCPServer, n objectNames) string {
 // report), and the Secrets its resources reference (read). A rule with empty resourceNames
 // would grant every object of the kind, so such rules are left out. list and watch by name need
 // a metadata.name field selector.
-func roleFor(s *mcpv1alpha1.MCPServer, n objectNames, c *catalog.Catalog) *rbacv1.Role {
+func roleFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, c *catalog.Catalog) *rbacv1.Role {
 	configMaps, secrets := sourceRefs(c)
 	read := []string{"get", "list", "watch"}
 	role := &rbacv1.Role{
@@ -85,7 +85,7 @@ func roleFor(s *mcpv1alpha1.MCPServer, n objectNames, c *catalog.Catalog) *rbacv
 	return role
 }
 
-func roleBindingFor(s *mcpv1alpha1.MCPServer, n objectNames) *rbacv1.RoleBinding {
+func roleBindingFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		ObjectMeta: objectMeta(s, n.RoleBinding),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: n.Role},
@@ -94,12 +94,12 @@ func roleBindingFor(s *mcpv1alpha1.MCPServer, n objectNames) *rbacv1.RoleBinding
 }
 
 // serviceFor sends port 80 to the sidecar, never to the MCP server container.
-func serviceFor(s *mcpv1alpha1.MCPServer, n objectNames) *corev1.Service {
+func serviceFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: objectMeta(s, n.Service),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
-			Selector: selectorFor(s),
+			Selector: inject.SelectorFor(s),
 			Ports: []corev1.ServicePort{{
 				Name: "mcp", Port: 80, Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("http"),
 				TargetPort: intstr.FromInt32(mcpv1alpha1.SidecarMCPPort),
@@ -109,14 +109,14 @@ func serviceFor(s *mcpv1alpha1.MCPServer, n objectNames) *corev1.Service {
 }
 
 // urlFor is the in-cluster MCP endpoint.
-func urlFor(s *mcpv1alpha1.MCPServer, n objectNames) string {
+func urlFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) string {
 	return fmt.Sprintf("http://%s.%s.svc/mcp", n.Service, s.Namespace)
 }
 
 // deploymentFor runs the MCP server container behind the injected native sidecar. The pod
 // template depends only on the server spec and the sidecar settings, never on the catalog, so
 // catalog edits do not roll pods.
-func deploymentFor(s *mcpv1alpha1.MCPServer, n objectNames, cfg inject.Config) *appsv1.Deployment {
+func deploymentFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, cfg inject.Config) *appsv1.Deployment {
 	spec := s.Spec
 	c := ptr.Deref(spec.Container, mcpv1alpha1.ServerContainer{})
 	podOverrides := ptr.Deref(spec.Pod, mcpv1alpha1.PodOverrides{})
@@ -142,7 +142,7 @@ func deploymentFor(s *mcpv1alpha1.MCPServer, n objectNames, cfg inject.Config) *
 	if podLabels == nil {
 		podLabels = map[string]string{}
 	}
-	maps.Copy(podLabels, labelsFor(s))
+	maps.Copy(podLabels, inject.LabelsFor(s))
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: maps.Clone(podOverrides.Annotations)},
 		Spec: corev1.PodSpec{
@@ -183,7 +183,7 @@ func deploymentFor(s *mcpv1alpha1.MCPServer, n objectNames, cfg inject.Config) *
 		ObjectMeta: objectMeta(s, n.Deployment),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(ptr.Deref(spec.Replicas, 1)),
-			Selector: &metav1.LabelSelector{MatchLabels: selectorFor(s)},
+			Selector: &metav1.LabelSelector{MatchLabels: inject.SelectorFor(s)},
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &strategy},
 			Template: tmpl,
 		},
@@ -195,12 +195,12 @@ func wantsPDB(s *mcpv1alpha1.MCPServer) bool {
 	return s.Spec.Mode != mcpv1alpha1.WorkloadExternal && ptr.Deref(s.Spec.Replicas, 1) > 1
 }
 
-func pdbFor(s *mcpv1alpha1.MCPServer, n objectNames) *policyv1.PodDisruptionBudget {
+func pdbFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: objectMeta(s, n.PodDisruptionBudget),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-			Selector:       &metav1.LabelSelector{MatchLabels: selectorFor(s)},
+			Selector:       &metav1.LabelSelector{MatchLabels: inject.SelectorFor(s)},
 		},
 	}
 }

@@ -27,18 +27,18 @@ func TestDeploymentFor(t *testing.T) {
 	s.Spec.Pod = &mcpv1alpha1.PodOverrides{Labels: map[string]string{"team": "maps"}, ServiceAccountName: "custom",
 		NodeSelector: map[string]string{"zone": "a"}}
 	s.Spec.Sidecar = &mcpv1alpha1.SidecarSpec{Drain: &mcpv1alpha1.DrainSpec{BudgetSeconds: ptr.To[int32](60)}}
-	n := namesFor(s)
-	cfg := inject.ConfigFor(s, n.inject(), "sidecar:1")
+	n := inject.NamesFor(s)
+	cfg := inject.ConfigFor(s, "sidecar:1")
 	d := deploymentFor(s, n, cfg)
 
 	if *d.Spec.Replicas != 3 || d.Spec.Strategy.RollingUpdate.MaxSurge.String() != "50%" || d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
 		t.Fatalf("replicas/strategy: %+v", d.Spec)
 	}
-	if d.Spec.Selector.MatchLabels[LabelServer] != "weather" || len(d.Spec.Selector.MatchLabels) != 2 {
+	if d.Spec.Selector.MatchLabels[inject.LabelServer] != "weather" || len(d.Spec.Selector.MatchLabels) != 2 {
 		t.Fatalf("selector: %v", d.Spec.Selector.MatchLabels)
 	}
 	tmpl := d.Spec.Template
-	if tmpl.Labels["team"] != "maps" || tmpl.Labels[LabelManagedBy] != ManagedBy || tmpl.Spec.ServiceAccountName != "custom" || tmpl.Spec.NodeSelector["zone"] != "a" {
+	if tmpl.Labels["team"] != "maps" || tmpl.Labels[inject.LabelManagedBy] != inject.ManagedBy || tmpl.Spec.ServiceAccountName != "custom" || tmpl.Spec.NodeSelector["zone"] != "a" {
 		t.Fatalf("pod overrides: %+v", tmpl)
 	}
 	// 5 s delay + 1 s jitter + 60 s budget + 5 s margin.
@@ -55,7 +55,7 @@ func TestDeploymentFor(t *testing.T) {
 		t.Fatalf("owner: %+v", d.OwnerReferences)
 	}
 	// The same spec builds the same template; catalog contents are not an input at all.
-	again := deploymentFor(s, n, inject.ConfigFor(s, n.inject(), "sidecar:1"))
+	again := deploymentFor(s, n, inject.ConfigFor(s, "sidecar:1"))
 	a, _ := json.Marshal(d)
 	b, _ := json.Marshal(again)
 	if string(a) != string(b) {
@@ -65,7 +65,7 @@ func TestDeploymentFor(t *testing.T) {
 
 func TestRoleFor(t *testing.T) {
 	s := builderServer()
-	n := namesFor(s)
+	n := inject.NamesFor(s)
 	// No referenced Secrets: no secrets rule at all (empty resourceNames would mean all).
 	role := roleFor(s, n, &catalog.Catalog{Resources: []catalog.Resource{
 		{URI: "a://1", Source: catalog.Source{ConfigMap: &catalog.KeyRef{Name: "b", Key: "k"}}},
@@ -86,7 +86,7 @@ func TestRoleFor(t *testing.T) {
 }
 
 func TestServiceFor(t *testing.T) {
-	svc := serviceFor(builderServer(), namesFor(builderServer()))
+	svc := serviceFor(builderServer(), inject.NamesFor(builderServer()))
 	p := svc.Spec.Ports[0]
 	if p.Port != 80 || p.TargetPort.IntValue() != mcpv1alpha1.SidecarMCPPort || p.Name != "mcp" || *p.AppProtocol != "http" {
 		t.Fatalf("port: %+v", p)

@@ -13,6 +13,7 @@ import (
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
 
 // Pure functions that decide the MCPServer's conditions from what the phases observed.
@@ -42,7 +43,7 @@ func availableCondition(w workload) metav1.Condition {
 	switch {
 	case w.External:
 		return condition(typ, w.ReadyPods > 0, mcpv1alpha1.ReasonExternalWorkload,
-			fmt.Sprintf("pods come from your own workload (labelled %s); %d ready", LabelServer, w.ReadyPods))
+			fmt.Sprintf("pods come from your own workload (labelled %s); %d ready", inject.LabelServer, w.ReadyPods))
 	case w.Replicas == 0:
 		return condition(typ, false, mcpv1alpha1.ReasonScaledToZero, "spec.replicas is 0; scale up to serve clients")
 	case w.Deployment == nil:

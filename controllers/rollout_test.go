@@ -18,6 +18,8 @@ import (
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
+	"github.com/switchboard-mcp/switchboard/internal/kube"
 )
 
 // sidecarClient talks to the API server as the sidecar's ServiceAccount, so the tests exercise
@@ -51,12 +53,12 @@ func report(t *testing.T, c client.Client, ns, statusConfigMap, pod string, r ca
 func readyPods(t *testing.T, ns, server string) []corev1.Pod {
 	t.Helper()
 	var pods corev1.PodList
-	if err := k8s.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{LabelServer: server}); err != nil {
+	if err := k8s.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{inject.LabelServer: server}); err != nil {
 		t.Fatal(err)
 	}
 	var out []corev1.Pod
 	for _, p := range pods.Items {
-		if PodReady(&p) {
+		if kube.PodReady(&p) {
 			out = append(out, p)
 		}
 	}
@@ -66,7 +68,7 @@ func readyPods(t *testing.T, ns, server string) []corev1.Pod {
 func replicaSets(t *testing.T, ns, server string) []appsv1.ReplicaSet {
 	t.Helper()
 	var list appsv1.ReplicaSetList
-	if err := k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{LabelServer: server}); err != nil {
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{inject.LabelServer: server}); err != nil {
 		t.Fatal(err)
 	}
 	slices.SortFunc(list.Items, func(a, b appsv1.ReplicaSet) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
@@ -85,7 +87,7 @@ func TestCatalogEditIsLiveImageChangeRolls(t *testing.T) {
 	tool := newTool(ns, "forecast", "weather", "get_forecast")
 	mustCreate(t, server, tool)
 	key := client.ObjectKeyFromObject(server)
-	n := namesFor(server)
+	n := inject.NamesFor(server)
 	serverCondition(t, key, mcpv1alpha1.ConditionAvailable, metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable)
 	itemCondition(t, tool, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
 	eventually(t, "two ready pods", func() error {

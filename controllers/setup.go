@@ -4,42 +4,14 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 )
-
-// CacheOptions keeps the manager's cache small: of the built-in kinds it holds only the
-// objects Switchboard manages (label app.kubernetes.io/managed-by=switchboard), and never
-// Secrets. Pods are selected by the label mcp.switchboard.dev/server instead: pods of External
-// servers come from the user's own workload, whose managed-by label (often "Helm") is theirs.
-func CacheOptions() cache.Options {
-	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})}
-	serverPods, err := labels.Parse(LabelServer)
-	if err != nil {
-		panic(err)
-	}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                   {Label: serverPods},
-		&corev1.ConfigMap{}:             ours,
-		&corev1.Service{}:               ours,
-		&corev1.ServiceAccount{}:        ours,
-		&appsv1.Deployment{}:            ours,
-		&rbacv1.Role{}:                  ours,
-		&rbacv1.RoleBinding{}:           ours,
-		&policyv1.PodDisruptionBudget{}: ours,
-	}}
-}
 
 // Options configures the controllers.
 type Options struct {

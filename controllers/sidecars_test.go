@@ -21,7 +21,7 @@ import (
 func externalPod(ns, name, server string, cfg *inject.Config) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-			Labels: map[string]string{LabelServer: server, "pod-template-hash": "5d4c3b2a1", "app.kubernetes.io/managed-by": "Helm"},
+			Labels: map[string]string{inject.LabelServer: server, "pod-template-hash": "5d4c3b2a1", "app.kubernetes.io/managed-by": "Helm"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "search-5d4c3b2a1",
 				UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "search", Image: "example/search:1",
@@ -38,7 +38,7 @@ func externalPod(ns, name, server string, cfg *inject.Config) *corev1.Pod {
 func TestSidecarsCondition(t *testing.T) {
 	server := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Name: "search", Namespace: "tools"},
 		Spec: mcpv1alpha1.MCPServerSpec{Mode: mcpv1alpha1.WorkloadExternal}}
-	cfg := SidecarConfig(server, "switchboard-sidecar:v1")
+	cfg := inject.ConfigFor(server, "switchboard-sidecar:v1")
 	old := cfg
 	old.Image = "switchboard-sidecar:v0"
 	optedOut := externalPod("tools", "debug", "search", nil)
@@ -84,7 +84,7 @@ func TestStaleSidecarsReported(t *testing.T) {
 		Spec: mcpv1alpha1.MCPServerSpec{Mode: mcpv1alpha1.WorkloadExternal}}
 	mustCreate(t, server)
 	key := client.ObjectKeyFromObject(server)
-	cfg := SidecarConfig(server, testSidecarImage)
+	cfg := inject.ConfigFor(server, testSidecarImage)
 	pod := externalPod(ns, "search-5d4c3b2a1-x1", "search", &cfg)
 	// No owner: the garbage collector would delete a pod whose ReplicaSet does not exist.
 	pod.OwnerReferences = nil
@@ -93,7 +93,7 @@ func TestStaleSidecarsReported(t *testing.T) {
 		if err := k8s.Get(ctx, key, server); err != nil {
 			return err
 		}
-		if server.Status.Replicas != 1 || server.Status.Selector != LabelServer+"=search" {
+		if server.Status.Replicas != 1 || server.Status.Selector != inject.LabelServer+"=search" {
 			return fmt.Errorf("replicas %d, selector %q", server.Status.Replicas, server.Status.Selector)
 		}
 		return nil

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchboard-mcp/switchboard/hack/sidecarbench/benchkit"
+	"github.com/switchboard-mcp/switchboard/internal/benchkit"
 )
 
 // BenchmarkForward measures one tools/call through the full handler

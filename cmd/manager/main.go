@@ -17,6 +17,7 @@ import (
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/controllers"
+	"github.com/switchboard-mcp/switchboard/internal/kube"
 	"github.com/switchboard-mcp/switchboard/internal/version"
 	"github.com/switchboard-mcp/switchboard/internal/webhook"
 )
@@ -68,7 +69,7 @@ func main() {
 	}
 
 	webhookTLS.Mode = webhook.CertMode(certMode)
-	cacheOptions := controllers.CacheOptions()
+	cacheOptions := kube.CacheOptions()
 	if watchNamespaces != "" {
 		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range strings.Split(watchNamespaces, ",") {

@@ -20,6 +20,7 @@ import (
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
+	"github.com/switchboard-mcp/switchboard/test/framework"
 )
 
 func main() {
@@ -37,7 +38,7 @@ func main() {
 func run(sidecarBin string, clients, n int, gap time.Duration) error {
 	ctx := context.Background()
 	fmt.Println("Starting the control plane, the controllers and the sidecar…")
-	st, err := mcptest.StartStack(ctx, mcptest.StackOptions{SidecarBin: sidecarBin, Namespace: "bench"})
+	st, err := framework.StartStack(ctx, framework.StackOptions{SidecarBin: sidecarBin, Namespace: "bench"})
 	if err != nil {
 		return err
 	}

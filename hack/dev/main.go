@@ -33,10 +33,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
-	"github.com/switchboard-mcp/switchboard/controllers"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
-	"github.com/switchboard-mcp/switchboard/internal/mcptest"
+	"github.com/switchboard-mcp/switchboard/internal/kube"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
+	"github.com/switchboard-mcp/switchboard/test/framework"
 )
 
 const (
@@ -164,11 +164,11 @@ func run(ctx context.Context, o options) error {
 		}
 		procs = append(procs, server)
 		watched = append(watched, server)
-		sidecarKubeconfig, err := mcptest.ImpersonatingKubeconfig(env.Environment.KubeConfig, dir, namespace, pod.Spec.ServiceAccountName)
+		sidecarKubeconfig, err := framework.ImpersonatingKubeconfig(env.Environment.KubeConfig, dir, namespace, pod.Spec.ServiceAccountName)
 		if err != nil {
 			return err
 		}
-		args, err := mcptest.SidecarArgs(pod, r.mcpAddr, r.adminAddr, "http://"+r.serverAddr+"/mcp")
+		args, err := framework.SidecarArgs(pod, r.mcpAddr, r.adminAddr, "http://"+r.serverAddr+"/mcp")
 		if err != nil {
 			return err
 		}
@@ -318,10 +318,10 @@ func readyPods(ctx context.Context, c client.Client, timeout time.Duration, mana
 			if s.Spec.Replicas != nil {
 				want = *s.Spec.Replicas
 			}
-			if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{controllers.LabelServer: serverName}); err == nil {
+			if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{inject.LabelServer: serverName}); err == nil {
 				var ready []corev1.Pod
 				for i := range pods.Items {
-					if controllers.PodReady(&pods.Items[i]) && pods.Items[i].DeletionTimestamp == nil {
+					if kube.PodReady(&pods.Items[i]) && pods.Items[i].DeletionTimestamp == nil {
 						ready = append(ready, pods.Items[i])
 					}
 				}

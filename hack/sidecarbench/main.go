@@ -40,7 +40,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/hack/sidecarbench/benchkit"
+	"github.com/switchboard-mcp/switchboard/internal/benchkit"
 )
 
 func main() {

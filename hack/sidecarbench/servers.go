@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/hack/sidecarbench/benchkit"
+	"github.com/switchboard-mcp/switchboard/internal/benchkit"
 )
 
 // serveUpstream runs a cheap MCP-shaped upstream: discover, listen (held,

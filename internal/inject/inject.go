@@ -112,14 +112,12 @@ type Config struct {
 	ServerContainer string
 }
 
-// Names of the per-server objects the sidecar needs to know.
-type Names struct {
-	Namespace, Service, CatalogConfigMap, ReportConfigMap string
-}
-
-// ConfigFor derives the sidecar settings of an MCPServer. defaultImage is the manager's
-// --sidecar-image, used unless spec.sidecar.image overrides it.
-func ConfigFor(s *mcpv1alpha1.MCPServer, names Names, defaultImage string) Config {
+// ConfigFor derives the sidecar settings of an MCPServer: the controller injects it into the
+// Deployment's pod template (Managed), the webhook into the pods of the user's own workload
+// (External). defaultImage is the manager's --sidecar-image, used unless spec.sidecar.image
+// overrides it.
+func ConfigFor(s *mcpv1alpha1.MCPServer, defaultImage string) Config {
+	names := NamesFor(s)
 	cfg := Config{
 		Image:              defaultImage,
 		UpstreamPort:       defaultUpstreamPort,
@@ -127,7 +125,7 @@ func ConfigFor(s *mcpv1alpha1.MCPServer, names Names, defaultImage string) Confi
 		MaxListenStreams:   DefaultMaxListenStreams,
 		KeepaliveSeconds:   DefaultKeepaliveSeconds,
 		CatalogConfigMap:   names.Namespace + "/" + names.CatalogConfigMap,
-		ReportConfigMap:    names.Namespace + "/" + names.ReportConfigMap,
+		ReportConfigMap:    names.Namespace + "/" + names.StatusConfigMap,
 		DrainDelaySeconds:  DefaultDrainDelaySeconds,
 		DrainJitterMillis:  DefaultDrainJitterMillis,
 		DrainBudgetSeconds: DefaultDrainBudgetSeconds,

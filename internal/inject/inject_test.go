@@ -33,8 +33,7 @@ func testServer() *mcpv1alpha1.MCPServer {
 }
 
 func testConfig() Config {
-	return ConfigFor(testServer(), Names{Namespace: "tools", Service: "weather",
-		CatalogConfigMap: "weather-catalog", ReportConfigMap: "weather-catalog-status"}, "switchboard-sidecar:v0.1.0")
+	return ConfigFor(testServer(), "switchboard-sidecar:v0.1.0")
 }
 
 func TestArgs(t *testing.T) {

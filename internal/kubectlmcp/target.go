@@ -21,7 +21,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
-	"github.com/switchboard-mcp/switchboard/controllers"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
+	"github.com/switchboard-mcp/switchboard/internal/kube"
 )
 
 // endpoint is where the MCP client talks to, and the cluster it belongs to (if any).
@@ -66,7 +67,7 @@ func target(ctx context.Context, o options, server string, stderr io.Writer) (*e
 	if err != nil {
 		return nil, err
 	}
-	pods, err := cs.CoreV1().Pods(e.namespace).List(ctx, metav1.ListOptions{LabelSelector: controllers.LabelServer + "=" + server})
+	pods, err := cs.CoreV1().Pods(e.namespace).List(ctx, metav1.ListOptions{LabelSelector: inject.LabelServer + "=" + server})
 	if err != nil {
 		return nil, fmt.Errorf("listing the pods of MCPServer %s/%s: %w", e.namespace, server, err)
 	}
@@ -88,7 +89,7 @@ func target(ctx context.Context, o options, server string, stderr io.Writer) (*e
 func pickPod(pods []corev1.Pod) (*corev1.Pod, error) {
 	var ready []*corev1.Pod
 	for i := range pods {
-		if pods[i].DeletionTimestamp == nil && controllers.PodReady(&pods[i]) {
+		if pods[i].DeletionTimestamp == nil && kube.PodReady(&pods[i]) {
 			ready = append(ready, &pods[i])
 		}
 	}

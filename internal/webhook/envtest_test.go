@@ -24,8 +24,8 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
-	"github.com/switchboard-mcp/switchboard/controllers"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
+	"github.com/switchboard-mcp/switchboard/internal/kube"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 )
 
@@ -64,7 +64,7 @@ func run(m *testing.M) int {
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  controllers.CacheOptions(),
+		Cache:                  kube.CacheOptions(),
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{
 			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
 		}),
@@ -173,7 +173,7 @@ func injected(p *corev1.Pod) bool {
 func TestEnvLabelledPodIsInjected(t *testing.T) {
 	ns := namespace(t, "")
 	externalServer(t, ns, "search")
-	pod := createPod(t, userPod(ns, "search-0", map[string]string{controllers.LabelServer: "search"}))
+	pod := createPod(t, userPod(ns, "search-0", map[string]string{inject.LabelServer: "search"}))
 	if !injected(pod) {
 		t.Fatalf("the labelled pod was not injected: %+v", pod.Spec)
 	}
@@ -191,7 +191,7 @@ func TestEnvUntouched(t *testing.T) {
 	externalServer(t, ns, "search")
 	for name, labels := range map[string]map[string]string{
 		"unlabelled":     {"app": "search"},
-		"missing-server": {controllers.LabelServer: "nope"},
+		"missing-server": {inject.LabelServer: "nope"},
 	} {
 		pod := createPod(t, userPod(ns, name, labels))
 		if len(pod.Spec.InitContainers) > 0 || pod.Annotations[inject.InjectedAnnotation] != "" {
@@ -207,7 +207,7 @@ func TestEnvExcludedNamespaces(t *testing.T) {
 	for _, ns := range []string{"switchboard-system", metav1.NamespaceSystem} {
 		namespace(t, ns)
 		externalServer(t, ns, "search-"+strings.ReplaceAll(ns, "-", ""))
-		pod := createPod(t, userPod(ns, "labelled", map[string]string{controllers.LabelServer: "search-" + strings.ReplaceAll(ns, "-", "")}))
+		pod := createPod(t, userPod(ns, "labelled", map[string]string{inject.LabelServer: "search-" + strings.ReplaceAll(ns, "-", "")}))
 		if injected(pod) {
 			t.Fatalf("a pod in %s was injected", ns)
 		}
@@ -256,7 +256,7 @@ func TestEnvWebhookDown(t *testing.T) {
 	// fail, which proves the dead webhook is in effect.
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; ; i++ {
-		err := k8s.Create(ctx, userPod(ns, fmt.Sprintf("opted-in-%d", i), map[string]string{controllers.LabelServer: "search"}))
+		err := k8s.Create(ctx, userPod(ns, fmt.Sprintf("opted-in-%d", i), map[string]string{inject.LabelServer: "search"}))
 		if err != nil {
 			if !strings.Contains(err.Error(), "down.inject.mcp.switchboard.dev") {
 				t.Fatalf("unexpected error: %v", err)

@@ -1,7 +1,7 @@
 // Package webhook is the mutating admission webhook that injects the Switchboard sidecar into
 // the pods of External MCPServers: pods of the user's own Deployment, StatefulSet, ... that opt in
 // with the label mcp.switchboard.dev/server=<MCPServer name>. It builds the sidecar with the
-// function the controller uses for Managed servers (controllers.SidecarConfig, inject.Into), and
+// function the controller uses for Managed servers (inject.ConfigFor, inject.Into), and
 // lets controller-runtime's typed defaulter compute the JSON patch.
 //
 // Every decision is explained: a pod that is not injected gets a reason code, which is logged,
@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
-	"github.com/switchboard-mcp/switchboard/controllers"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
 
@@ -99,10 +98,10 @@ type Decision struct {
 // error only when the API server could not be read: the pod is then rejected (failurePolicy
 // Fail semantics), and its controller retries.
 func (i *Injector) Decide(ctx context.Context, pod *corev1.Pod, namespace string) (Decision, error) {
-	name := pod.Labels[controllers.LabelServer]
+	name := pod.Labels[inject.LabelServer]
 	switch {
 	case name == "":
-		return Decision{Reason: SkipNoServerLabel, Message: "the pod has no " + controllers.LabelServer + " label"}, nil
+		return Decision{Reason: SkipNoServerLabel, Message: "the pod has no " + inject.LabelServer + " label"}, nil
 	case slices.Contains(i.ExcludedNamespaces, namespace):
 		return Decision{Reason: SkipExcludedNamespace, Message: "namespace " + namespace + " is never injected"}, nil
 	case pod.Annotations[inject.InjectAnnotation] == "false":
@@ -131,7 +130,7 @@ func (i *Injector) Decide(ctx context.Context, pod *corev1.Pod, namespace string
 		d.Reason, d.Message = SkipServerDeleting, fmt.Sprintf("MCPServer %q is being deleted", name)
 		return d, nil
 	}
-	d.Config = controllers.SidecarConfig(server, i.SidecarImage)
+	d.Config = inject.ConfigFor(server, i.SidecarImage)
 	if reason := inject.Decide(&pod.ObjectMeta, &pod.Spec); reason != "" {
 		d.Reason, d.Message = reason, skipMessage(reason)
 		return d, nil
@@ -168,7 +167,7 @@ func (i *Injector) Default(ctx context.Context, pod *corev1.Pod) error {
 		ns = pod.Namespace
 	}
 	log := logf.FromContext(ctx).WithValues("namespace", ns, "name", pod.Name, "generateName", pod.GenerateName,
-		"server", pod.Labels[controllers.LabelServer])
+		"server", pod.Labels[inject.LabelServer])
 	d, err := i.Decide(ctx, pod, ns)
 	if err != nil {
 		log.Error(err, "Cannot decide on injection; rejecting the pod so that its controller retries")
@@ -196,7 +195,7 @@ func (i *Injector) Default(ctx context.Context, pod *corev1.Pod) error {
 		if owner := metav1.GetControllerOfNoCopy(pod); owner != nil {
 			ref := &corev1.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Name: owner.Name, UID: owner.UID, Namespace: ns}
 			i.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, string(d.Reason), "InjectSidecar",
-				"sidecar not injected into a pod labelled %s=%s: %s", controllers.LabelServer, pod.Labels[controllers.LabelServer], d.Message)
+				"sidecar not injected into a pod labelled %s=%s: %s", inject.LabelServer, pod.Labels[inject.LabelServer], d.Message)
 		}
 	}
 	return nil

@@ -198,8 +198,7 @@ func readPod(t *testing.T, name string) *corev1.Pod {
 func TestInjectedPodRunsTheControllersSidecar(t *testing.T) {
 	pod, _ := admit(t, newInjector(t, nil), readPod(t, "custom-port.yaml"), false)
 	weather := fixtureServers()[1]
-	cfg := inject.ConfigFor(weather, inject.Names{Namespace: "tools", Service: "weather",
-		CatalogConfigMap: "weather-catalog", ReportConfigMap: "weather-catalog-status"}, testImage)
+	cfg := inject.ConfigFor(weather, testImage)
 	if got, want := pod.Annotations[inject.InjectedAnnotation], inject.Hash(withServer(cfg, "weather")); got != want {
 		t.Fatalf("injected %s, want %s", got, want)
 	}

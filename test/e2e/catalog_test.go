@@ -25,10 +25,11 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
+	"github.com/switchboard-mcp/switchboard/test/framework"
 )
 
 var (
-	stack      *mcptest.Stack
+	stack      *framework.Stack
 	sidecarBin string // the built cmd/sidecar, for tests that start more sidecars
 )
 
@@ -58,7 +59,7 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	stack, err = mcptest.StartStack(ctx, mcptest.StackOptions{SidecarBin: bin})
+	stack, err = framework.StartStack(ctx, framework.StackOptions{SidecarBin: bin})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the stack:", err)
 		if stack != nil {

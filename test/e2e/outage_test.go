@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
+	"github.com/switchboard-mcp/switchboard/test/framework"
 )
 
 // tcpProxy forwards raw TCP from a fixed 127.0.0.1 address to target (TLS passes through
@@ -122,7 +123,7 @@ func startProxiedSidecar(t *testing.T) (proxy *tcpProxy, mcpURL, adminURL string
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	kc, err := mcptest.ImpersonatingKubeconfig(stack.Env.Environment.KubeConfig, dir, stack.Namespace, pod.Spec.ServiceAccountName)
+	kc, err := framework.ImpersonatingKubeconfig(stack.Env.Environment.KubeConfig, dir, stack.Namespace, pod.Spec.ServiceAccountName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func startProxiedSidecar(t *testing.T) (proxy *tcpProxy, mcpURL, adminURL string
 		t.Fatal(err)
 	}
 	mcpAddr, adminAddr := freeAddr(t), freeAddr(t)
-	args, err := mcptest.SidecarArgs(&pod, mcpAddr, adminAddr, stack.UpstreamURL)
+	args, err := framework.SidecarArgs(&pod, mcpAddr, adminAddr, stack.UpstreamURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/hack/sidecarbench/benchkit"
+	"github.com/switchboard-mcp/switchboard/internal/benchkit"
 )
 
 func main() {

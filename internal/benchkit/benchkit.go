@@ -1,5 +1,6 @@
-// Package benchkit holds what the benchmark's processes share: the stream
-// registry the SSE servers fan out from, and the HTTP client settings.
+// Package benchkit holds what the sidecar benchmarks share (hack/sidecarbench, its bare
+// baselines and the sidecar package's Go benchmarks): the stream registry the SSE servers fan out
+// from, and the HTTP client settings.
 package benchkit
 
 import (

@@ -1,4 +1,8 @@
-package mcptest
+// Package framework is the test stack of the end-to-end tests, hack/dev and the benchmarks: the
+// test control plane (internal/testenv), the manager's controllers in process, the sample MCP
+// server and a real sidecar process wired the way a pod runs it. The raw MCP client it is
+// driven with is internal/mcptest.
+package framework
 
 import (
 	"context"
@@ -25,6 +29,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/controllers"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
+	"github.com/switchboard-mcp/switchboard/internal/kube"
 	"github.com/switchboard-mcp/switchboard/internal/sampleserver"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 )
@@ -81,7 +86,7 @@ func StartStack(ctx context.Context, o StackOptions) (s *Stack, err error) {
 	}()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Cache: controllers.CacheOptions(),
+		HealthProbeBindAddress: "0", Cache: kube.CacheOptions(),
 	})
 	if err != nil {
 		return s, err
@@ -150,8 +155,8 @@ func (s *Stack) onlyReadyPod(ctx context.Context) (*corev1.Pod, error) {
 	defer cancel()
 	for {
 		var pods corev1.PodList
-		if err := s.Env.Client.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{"mcp.switchboard.dev/server": s.Server}); err == nil {
-			if len(pods.Items) == 1 && controllers.PodReady(&pods.Items[0]) {
+		if err := s.Env.Client.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{inject.LabelServer: s.Server}); err == nil {
+			if len(pods.Items) == 1 && kube.PodReady(&pods.Items[0]) {
 				return &pods.Items[0], nil
 			}
 		}
@@ -273,7 +278,7 @@ func (s *Stack) Stop() {
 	if s.stopMgr != nil {
 		s.stopMgr()
 		if err := <-s.mgrDone; err != nil {
-			fmt.Fprintln(os.Stderr, "mcptest: the manager stopped with", err)
+			fmt.Fprintln(os.Stderr, "framework: the manager stopped with", err)
 		}
 	}
 	if s.Env != nil {

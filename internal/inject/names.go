@@ -1,0 +1,67 @@
+package inject
+
+import (
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+)
+
+// Labels on every object the controller creates and on the pods of servers. LabelServer is also
+// the opt-in label the webhook injects pods of External servers by.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelServer    = "mcp.switchboard.dev/server"
+
+	ComponentMCPServer = "mcp-server"
+	ManagedBy          = "switchboard"
+)
+
+// ObjectNames holds the names of one server's children, all derived here and nowhere else: the
+// controller creates the objects, the sidecar's flags name some of them.
+type ObjectNames struct {
+	Namespace string
+	// Deployment, Service and PodDisruptionBudget are named like the server, so the in-cluster
+	// URL is http://<server>.<namespace>.svc/mcp.
+	Deployment, Service, PodDisruptionBudget string
+	// ServiceAccount, Role and RoleBinding of the sidecar: <server>-sidecar.
+	ServiceAccount, Role, RoleBinding string
+	// CatalogConfigMap holds the compiled catalog: <server>-catalog.
+	CatalogConfigMap string
+	// StatusConfigMap receives the sidecars' propagation reports: <server>-catalog-status.
+	StatusConfigMap string
+}
+
+// NamesFor returns the names of the children of s.
+func NamesFor(s *mcpv1alpha1.MCPServer) ObjectNames {
+	n := s.Name
+	return ObjectNames{
+		Namespace:  s.Namespace,
+		Deployment: n, Service: n, PodDisruptionBudget: n,
+		ServiceAccount: n + "-sidecar", Role: n + "-sidecar", RoleBinding: n + "-sidecar",
+		CatalogConfigMap: n + "-catalog",
+		StatusConfigMap:  n + "-catalog-status",
+	}
+}
+
+// LabelsFor are the labels of every child of s and of its managed pods.
+func LabelsFor(s *mcpv1alpha1.MCPServer) map[string]string {
+	return map[string]string{
+		LabelName:      s.Name,
+		LabelInstance:  s.Name,
+		LabelComponent: ComponentMCPServer,
+		LabelManagedBy: ManagedBy,
+		LabelServer:    s.Name,
+	}
+}
+
+// SelectorFor is the stable subset of LabelsFor that selects the pods; it never changes, since
+// a Deployment's selector is immutable. Pods of External servers come from the user's workload,
+// whose own selector usually includes app.kubernetes.io/instance (a Helm release name): they
+// are selected by the opt-in label alone, which the webhook never rewrites.
+func SelectorFor(s *mcpv1alpha1.MCPServer) map[string]string {
+	if s.Spec.Mode == mcpv1alpha1.WorkloadExternal {
+		return map[string]string{LabelServer: s.Name}
+	}
+	return map[string]string{LabelInstance: s.Name, LabelServer: s.Name}
+}

@@ -1,0 +1,51 @@
+// Package kube holds the small Kubernetes helpers the manager's parts share (the controllers,
+// the webhook, cmd/manager, the test stack and hack/dev): the manager's cache selection and pod
+// readiness. It imports only api/ and internal/inject, never the controllers.
+package kube
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-mcp/switchboard/internal/inject"
+)
+
+// CacheOptions keeps the manager's cache small: of the built-in kinds it holds only the
+// objects Switchboard manages (label app.kubernetes.io/managed-by=switchboard), and never
+// Secrets. Pods are selected by the label mcp.switchboard.dev/server instead: pods of External
+// servers come from the user's own workload, whose managed-by label (often "Helm") is theirs.
+func CacheOptions() cache.Options {
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{inject.LabelManagedBy: inject.ManagedBy})}
+	serverPods, err := labels.Parse(inject.LabelServer)
+	if err != nil {
+		panic(err)
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   {Label: serverPods},
+		&corev1.ConfigMap{}:             ours,
+		&corev1.Service{}:               ours,
+		&corev1.ServiceAccount{}:        ours,
+		&appsv1.Deployment{}:            ours,
+		&rbacv1.Role{}:                  ours,
+		&rbacv1.RoleBinding{}:           ours,
+		&policyv1.PodDisruptionBudget{}: ours,
+	}}
+}
+
+// PodReady reports whether a pod is Ready and not being deleted.
+func PodReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
