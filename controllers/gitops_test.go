@@ -21,6 +21,7 @@ import (
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
 
 // The GitOps view of status: what Argo CD's health check (docs/gitops/argocd-health.lua) makes
@@ -102,7 +103,7 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 				}
 				return nil
 			})
-			n := namesFor(s)
+			n := inject.NamesFor(s)
 			_, rev := getCatalog(t, ns, s.Name)
 			r := catalog.Report{Revision: rev}
 			if s == rejected {
