@@ -87,7 +87,7 @@ type phase func(context.Context, *scope) (ctrl.Result, error)
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // The manager reads Secrets only by name, to check resource sources; it needs get/list/watch on
@@ -175,8 +175,12 @@ func (r *MCPServerReconciler) applyCatalog(ctx context.Context, s *scope) (ctrl.
 	return ctrl.Result{}, r.apply(ctx, statusConfigMapFor(s.server, s.names))
 }
 
-// applyAccess applies the sidecar's ServiceAccount, Role and RoleBinding, and the Service.
+// applyAccess applies the sidecar's ServiceAccount, Role and RoleBinding, and the Service, and
+// creates the session Secret once.
 func (r *MCPServerReconciler) applyAccess(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.ensureSessionSecret(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
 	for _, obj := range []client.Object{
 		serviceAccountFor(s.server, s.names),
 		roleFor(s.server, s.names, s.catalog),
@@ -454,6 +458,23 @@ func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, a
 // leaves empty are not sent, so defaults the API server fills in never cause a diff.
 func (r *MCPServerReconciler) apply(ctx context.Context, obj client.Object) error {
 	return applyObject(ctx, r.Client, r.Scheme, obj)
+}
+
+// ensureSessionSecret creates the session Secret when it does not exist. It never rewrites the
+// key: that would end every 2025-era session of the server (a deleted Secret is created again
+// with a new key; sidecars read it at start, so pods started afterwards use the new one).
+func (r *MCPServerReconciler) ensureSessionSecret(ctx context.Context, s *scope) error {
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.names.Namespace, Name: s.names.SessionSecret}, &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+	})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	err = r.Create(ctx, sessionSecretFor(s.server, s.names), client.FieldOwner(FieldOwner))
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
 // deleteOwned deletes a child this server owns, if it exists.

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"maps"
 
@@ -48,6 +50,19 @@ func catalogConfigMapFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, encoded
 // metadata; each sidecar owns its own key (field manager switchboard-sidecar-<pod>).
 func statusConfigMapFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: objectMeta(s, n.StatusConfigMap)}
+}
+
+// sessionSecretFor is the Secret holding the key that signs the sidecars' 2025-era session ids:
+// 32 random bytes, hex-encoded. Every replica's sidecar gets it through its environment
+// (secretKeyRef, read by the kubelet), so a session minted by one replica works on all.
+func sessionSecretFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1.Secret {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &corev1.Secret{
+		ObjectMeta: objectMeta(s, n.SessionSecret),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{inject.SessionKeySecretKey: []byte(hex.EncodeToString(key))},
+	}
 }
 
 func serviceAccountFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1.ServiceAccount {

@@ -252,7 +252,27 @@ type SidecarSpec struct {
 	// resources of the sidecar container.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// legacyClients says what the sidecar does with clients that speak a 2025-era protocol
+	// revision (2025-11-25, 2025-06-18, 2025-03-26): Serve answers their sessions itself, with
+	// the same catalog, notifications and drain as 2026-07-28 clients (session ids are signed
+	// with a key kept in the Secret <server>-sidecar-session and honoured by every replica);
+	// Reject answers as a modern-only server (400 naming the supported versions; 405 for GET
+	// and DELETE).
+	// +optional
+	// +kubebuilder:default=Serve
+	// +kubebuilder:validation:Enum=Serve;Reject
+	LegacyClients LegacyClients `json:"legacyClients,omitempty"`
 }
+
+// LegacyClients is what the sidecar does with 2025-era clients.
+type LegacyClients string
+
+// LegacyClients values.
+const (
+	LegacyClientsServe  LegacyClients = "Serve"
+	LegacyClientsReject LegacyClients = "Reject"
+)
 
 // DrainSpec times the graceful drain that runs when a pod is deleted: readiness fails at once,
 // then after propagationDelaySeconds every listen stream receives its `complete` result (spread

@@ -41,6 +41,14 @@ const (
 	FlagDrainDelay       = "drain-delay"
 	FlagDrainJitter      = "drain-jitter"
 	FlagDrainBudget      = "drain-budget"
+	FlagLegacyClients    = "legacy-clients"
+)
+
+// SessionKeyEnv carries the key that signs 2025-era session ids, from the server's session
+// Secret (the same name as sidecar.SessionKeyEnv), and SessionKeySecretKey is its key there.
+const (
+	SessionKeyEnv       = "SWITCHBOARD_SESSION_KEY"
+	SessionKeySecretKey = "key"
 )
 
 // Names and paths inside the pod.
@@ -110,6 +118,10 @@ type Config struct {
 	// ServerContainer names the MCP server container that gets the draining preStop hook;
 	// empty means the first container.
 	ServerContainer string
+	// LegacyClients is Serve or Reject (spec.sidecar.legacyClients).
+	LegacyClients string
+	// SessionSecret holds the key that signs 2025-era session ids (none when empty).
+	SessionSecret string
 }
 
 // ConfigFor derives the sidecar settings of an MCPServer: the controller injects it into the
@@ -130,6 +142,8 @@ func ConfigFor(s *mcpv1alpha1.MCPServer, defaultImage string) Config {
 		DrainJitterMillis:  DefaultDrainJitterMillis,
 		DrainBudgetSeconds: DefaultDrainBudgetSeconds,
 		ServerContainer:    ServerContainerName,
+		LegacyClients:      string(mcpv1alpha1.LegacyClientsServe),
+		SessionSecret:      names.SessionSecret,
 	}
 	// The server's imagePullPolicy is for the server's image; the sidecar's follows its tag.
 	if c := s.Spec.Container; c != nil {
@@ -162,6 +176,9 @@ func ConfigFor(s *mcpv1alpha1.MCPServer, defaultImage string) Config {
 			cfg.DrainBudgetSeconds = ptr.Deref(d.BudgetSeconds, cfg.DrainBudgetSeconds)
 		}
 		cfg.Resources = sc.Resources
+		if sc.LegacyClients != "" {
+			cfg.LegacyClients = string(sc.LegacyClients)
+		}
 	}
 	return cfg
 }
@@ -203,7 +220,30 @@ func Args(cfg Config) []string {
 		flag(FlagDrainDelay, seconds(int64(cfg.DrainDelaySeconds)*1000)),
 		flag(FlagDrainJitter, seconds(int64(cfg.DrainJitterMillis))),
 		flag(FlagDrainBudget, seconds(int64(cfg.DrainBudgetSeconds)*1000)),
+		flag(FlagLegacyClients, legacyClients(cfg)),
 	)
+}
+
+func legacyClients(cfg Config) string {
+	if cfg.LegacyClients == "" {
+		return string(mcpv1alpha1.LegacyClientsServe)
+	}
+	return cfg.LegacyClients
+}
+
+// env is the sidecar's environment: its pod name, and the session key from the server's
+// session Secret (read by the kubelet: the sidecar's ServiceAccount needs no access to it).
+func env(cfg Config) []corev1.EnvVar {
+	e := []corev1.EnvVar{{Name: PodNameEnv, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}}
+	if cfg.SessionSecret != "" {
+		e = append(e, corev1.EnvVar{Name: SessionKeyEnv, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: cfg.SessionSecret},
+				Key:                  SessionKeySecretKey,
+			}}})
+	}
+	return e
 }
 
 // seconds formats milliseconds as a Go duration: 15s, 1.5s, 0s.
@@ -257,8 +297,7 @@ func Container(cfg Config) corev1.Container {
 		Image:           cfg.Image,
 		ImagePullPolicy: cfg.ImagePullPolicy,
 		Args:            Args(cfg),
-		Env: []corev1.EnvVar{{Name: PodNameEnv, ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}},
+		Env:             env(cfg),
 		Ports: []corev1.ContainerPort{
 			{Name: "mcp", ContainerPort: mcpv1alpha1.SidecarMCPPort, Protocol: corev1.ProtocolTCP},
 			{Name: "admin", ContainerPort: mcpv1alpha1.SidecarAdminPort, Protocol: corev1.ProtocolTCP},

@@ -43,7 +43,7 @@ func TestArgs(t *testing.T) {
 		"weather.tools.svc.cluster.local,weather.tools.svc.cluster.local:80,mcp.example.com " +
 		"--allowed-origins=https://app.example.com --max-listen-streams=10000 --keepalive=15s " +
 		"--catalog-configmap=tools/weather-catalog --report-configmap=tools/weather-catalog-status " +
-		"--pod-name=$(POD_NAME) --drain-delay=5s --drain-jitter=2.5s --drain-budget=30s"
+		"--pod-name=$(POD_NAME) --drain-delay=5s --drain-jitter=2.5s --drain-budget=30s --legacy-clients=Serve"
 	if got != want {
 		t.Fatalf("args\n got: %s\nwant: %s", got, want)
 	}

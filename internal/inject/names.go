@@ -30,6 +30,9 @@ type ObjectNames struct {
 	CatalogConfigMap string
 	// StatusConfigMap receives the sidecars' propagation reports: <server>-catalog-status.
 	StatusConfigMap string
+	// SessionSecret holds the key that signs the sidecars' 2025-era session ids:
+	// <server>-sidecar-session.
+	SessionSecret string
 }
 
 // NamesFor returns the names of the children of s.
@@ -41,6 +44,7 @@ func NamesFor(s *mcpv1alpha1.MCPServer) ObjectNames {
 		ServiceAccount: n + "-sidecar", Role: n + "-sidecar", RoleBinding: n + "-sidecar",
 		CatalogConfigMap: n + "-catalog",
 		StatusConfigMap:  n + "-catalog-status",
+		SessionSecret:    n + "-sidecar-session",
 	}
 }
 
