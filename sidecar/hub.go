@@ -484,10 +484,8 @@ func finalEvent(s *stream) []byte {
 	return completeEvent(s.id)
 }
 
-// legacyRetryMillis is the reconnection delay a 2025-era stream is told
-// when the sidecar ends it.
-const legacyRetryMillis = 1000
-
+// legacyRetryEvent tells a 2025-era client to reconnect after 1 s when the
+// sidecar ends its stream.
 var legacyRetryEvent = []byte("retry: 1000\n\n")
 
 // subscribe adds uri to a stream's subscriptions (2025-era

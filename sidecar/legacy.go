@@ -25,9 +25,10 @@ import (
 // legacyVersions are the 2025-era revisions the sidecar serves, newest first.
 var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
-// legacyDefaultVersion is assumed for a request without MCP-Protocol-Version
-// (2025-06-18 transports: "the server SHOULD assume 2025-03-26").
-const legacyDefaultVersion = "2025-03-26"
+// metaKeyLogLevel is the modern _meta key that carries a request's log
+// level (go-sdk's MetaKeyLogLevel, deprecated with logging itself by
+// SEP-2577; 2025-era clients still use logging).
+const metaKeyLogLevel = "io.modelcontextprotocol/logLevel"
 
 // headerSessionID is the 2025-era session header.
 const headerSessionID = "Mcp-Session-Id"
@@ -107,7 +108,7 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 	claim := []kv{
 		{key: mcp.MetaKeyProtocolVersion, val: []byte(`"` + ProtocolVersion + `"`)},
 		{key: mcp.MetaKeyClientCapabilities, val: clientCaps},
-		{key: mcp.MetaKeyLogLevel, val: jsonString(logLevel)},
+		{key: metaKeyLogLevel, val: jsonString(logLevel)},
 	}
 	meta := req.meta
 	if meta == nil || !isObject(meta) {

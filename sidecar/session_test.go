@@ -3,6 +3,7 @@ package sidecar
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func TestSessionIDs(t *testing.T) {
 		t.Errorf("a second before expiry: %v", err)
 	}
 	now = now.Add(time.Second)
-	if _, err := c.open(id); err != errSessionExpired {
+	if _, err := c.open(id); !errors.Is(err, errSessionExpired) {
 		t.Errorf("at expiry: %v, want errSessionExpired", err)
 	}
 

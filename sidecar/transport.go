@@ -106,12 +106,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // answers: the sidecar, the catalog (when one is served), or the upstream.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req *request) {
 	spec := req.spec
-	if spec != nil && spec.serve != nil && !req.isNotification() &&
-		(spec.owner == ownSidecar || (spec.owner == ownCatalog && s.opts.Overlay != nil)) {
-		spec.serve(s, w, r, req)
-		return
+	owner := ownUpstream
+	if spec != nil && spec.serve != nil && !req.isNotification() {
+		owner = spec.owner
 	}
-	s.forward(w, r, req)
+	switch {
+	case owner == ownSidecar, owner == ownCatalog && s.opts.Overlay != nil:
+		spec.serve(s, w, r, req)
+	default:
+		s.forward(w, r, req)
+	}
 }
 
 func acceptsBoth(h http.Header) bool {
