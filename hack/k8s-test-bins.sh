@@ -82,4 +82,10 @@ if wanted kwok && [[ ! -s "$OUT/kwok-stages.yaml" ]]; then
 	done >"$OUT/kwok-stages.yaml.tmp"
 	mv "$OUT/kwok-stages.yaml.tmp" "$OUT/kwok-stages.yaml"
 fi
+if wanted kwok && [[ ! -s "$OUT/kwok-portforward-crd.yaml" ]]; then
+	# kwok serves pods' port-forwards as their kubelet, configured by PortForward objects.
+	kdir=$(cd "$work" && go mod download -json "sigs.k8s.io/kwok@v$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+	cp "$kdir/kustomize/crd/bases/kwok.x-k8s.io_portforwards.yaml" "$OUT/kwok-portforward-crd.yaml.tmp"
+	mv "$OUT/kwok-portforward-crd.yaml.tmp" "$OUT/kwok-portforward-crd.yaml"
+fi
 echo "$OUT"

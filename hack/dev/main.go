@@ -5,14 +5,18 @@
 // server and a real sidecar process wired exactly as the pod spec says: the same flags, the
 // pod's name, watching the same catalog ConfigMap through the API as the sidecar's own
 // ServiceAccount, so every replica reports its propagation and the MCPServer turns Ready as in a
-// cluster. A small front on the MCP address plays the Service. It prints the kubeconfig and the
-// MCP URL and runs until interrupted, then stops everything it started.
+// cluster. kwok, the node's kubelet here, forwards each pod's ports to its replica's sidecar (a
+// kwok PortForward per pod), so `kubectl port-forward` and `kubectl mcp SERVER` work as in a
+// cluster, and a small front on the MCP address plays the Service. It prints the kubeconfig and
+// the MCP URL and runs until interrupted, then stops everything it started.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -22,6 +26,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +35,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
@@ -181,6 +187,9 @@ func run(ctx context.Context, o options) error {
 		if err := waitReady(ctx, "http://"+r.adminAddr+inject.ReadyzPath, sidecar); err != nil {
 			return err
 		}
+		if err := portForward(ctx, env.Client, pod, r); err != nil {
+			return err
+		}
 		sidecars = append(sidecars, r)
 	}
 	if front, err = serveFront(o.mcpAddr, sidecars); err != nil {
@@ -202,8 +211,9 @@ Switchboard is running. MCPServer %s/%s: Ready=%s
 
 Try: kubectl get mcp        (every Switchboard object)
      kubectl edit mcptool weather-forecast    (clients listening get tools/list_changed)
-     kubectl mcp tools weather --url http://%s/mcp    (make build puts kubectl-mcp in bin/;
-                                                     in a cluster, drop --url: it port-forwards)
+     kubectl mcp tools weather    (make build puts kubectl-mcp in bin/; it port-forwards to a
+                                   ready pod: kwok plays the kubelet, the pod's sidecar answers)
+     kubectl mcp watch weather --url http://%s/mcp    (through the Service front)
 
 Press Ctrl-C to stop everything.
 `, namespace, serverName, ready, o.mcpAddr, replicas.String(), kubeconfig, kubectlPath, o.mcpAddr)
@@ -232,6 +242,32 @@ type replica struct {
 	mcpAddr, adminAddr, serverAddr string
 }
 
+// portForward tells kwok (the node's kubelet here) where the pod's sidecar ports are, so
+// `kubectl port-forward` and `kubectl mcp SERVER` without --url reach this replica's processes.
+// Without kwok's PortForward kind (an older control-plane cache) it does nothing.
+func portForward(ctx context.Context, c client.Client, pod *corev1.Pod, r *replica) error {
+	target := func(addr string) map[string]any {
+		_, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		return map[string]any{"port": int64(p), "address": "127.0.0.1"}
+	}
+	pf := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "PortForward",
+		"metadata": map[string]any{"name": pod.Name, "namespace": pod.Namespace},
+		"spec": map[string]any{"forwards": []any{
+			map[string]any{"ports": []any{int64(mcpv1alpha1.SidecarMCPPort)}, "target": target(r.mcpAddr)},
+			map[string]any{"ports": []any{int64(mcpv1alpha1.SidecarAdminPort)}, "target": target(r.adminAddr)},
+		}},
+	}}
+	if err := c.Create(ctx, pf); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil
+		}
+		return fmt.Errorf("PortForward for pod %s: %w", pod.Name, err)
+	}
+	return nil
+}
+
 // serveFront plays the Service on addr: each request goes to the next replica whose sidecar is
 // ready (as endpoints drop a pod that fails readiness), streamed through unbuffered (listen
 // streams are SSE).
@@ -246,6 +282,7 @@ func serveFront(addr string, replicas []*replica) (*http.Server, error) {
 	for i, r := range replicas {
 		proxies[i] = httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: r.mcpAddr})
 		proxies[i].FlushInterval = -1
+		proxies[i].ErrorLog = log.New(io.Discard, "", 0) // clients hanging up are not news
 	}
 	ready := func(r *replica) bool {
 		resp, err := http.Get("http://" + r.adminAddr + inject.ReadyzPath)

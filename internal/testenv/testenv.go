@@ -10,9 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +32,23 @@ import (
 
 // NodeName is the fake node kwok manages when Options.Controllers is set.
 const NodeName = "kwok-node-0"
+
+// kwokPortForwardCRD is kwok's PortForward CRD, put next to the binaries by hack/k8s-test-bins.sh.
+const kwokPortForwardCRD = "kwok-portforward-crd.yaml"
+
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = ln.Close() }()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
+}
 
 // Options selects what runs besides etcd and kube-apiserver.
 type Options struct {
@@ -120,6 +139,14 @@ func Start(opts Options) (*Env, error) {
 			WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: opts.WebhookPaths},
 		},
 	}
+	if opts.Controllers {
+		// kwok is the node's kubelet for port-forwards (PortForward objects say where each pod's
+		// port goes): the API server reaches it at the node's InternalIP.
+		e.Environment.ControlPlane.GetAPIServer().Configure().Set("kubelet-preferred-address-types", "InternalIP")
+		if crd := filepath.Join(assets, kwokPortForwardCRD); fileExists(crd) {
+			e.Environment.CRDDirectoryPaths = append(e.Environment.CRDDirectoryPaths, crd)
+		}
+	}
 	cfg, err := e.Environment.Start()
 	if err != nil {
 		// Start can fail after etcd and kube-apiserver run (e.g. a CRD is refused): stop them.
@@ -161,9 +188,22 @@ func (e *Env) startControllers() error {
 		"--authorization-kubeconfig="+e.KubeconfigPath, "--leader-elect=false", "--secure-port=0"); err != nil {
 		return err
 	}
-	if err := e.run("kwok", kc, "--manage-all-nodes=true",
-		"--config="+filepath.Join(e.Assets, "kwok-stages.yaml"),
-		"--server-address=127.0.0.1:0", "--node-lease-duration-seconds=40"); err != nil {
+	kwokArgs := []string{kc, "--manage-all-nodes=true",
+		"--config=" + filepath.Join(e.Assets, "kwok-stages.yaml"), "--node-lease-duration-seconds=40"}
+	if fileExists(filepath.Join(e.Assets, kwokPortForwardCRD)) {
+		// kwok serves the node's kubelet API (HTTPS, its own certificate; the API server does
+		// not verify kubelets without --kubelet-certificate-authority) on a known port, so
+		// `kubectl port-forward` to a pod reaches whatever its PortForward object names.
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		kwokArgs = append(kwokArgs, "--server-address=127.0.0.1:"+port, "--node-ip=127.0.0.1", "--node-port="+port,
+			"--enable-crds=PortForward")
+	} else {
+		kwokArgs = append(kwokArgs, "--server-address=127.0.0.1:0")
+	}
+	if err := e.run("kwok", kwokArgs...); err != nil {
 		return err
 	}
 	return e.createNode()

@@ -24,8 +24,9 @@ import (
 // TestDevLoop runs the README's main job (`make dev`, i.e. hack/dev with the binaries `make
 // build` produces) as a real process, twice: the sample MCPServer is Ready=True at once (every
 // replica's sidecar reports), `kubectl mcp tools` lists the sample tools with the declared ones
-// marked, an MCP client and `kubectl mcp watch` listen on the printed URL, an edited MCPTool is
-// applied with kubectl, and both receive tools/list_changed; `kubectl mcp call` calls a tool;
+// marked (through the front, and through a port-forward to a pod: kwok plays the kubelet), an MCP
+// client and `kubectl mcp watch` listen on the printed URL, an edited MCPTool is applied with
+// kubectl, and both receive tools/list_changed; `kubectl mcp call` calls a tool (port-forward);
 // Ctrl-C (SIGINT) drains the sidecars (watch prints complete and relisten), stops everything and
 // frees every port, so the second run starts cleanly.
 func TestDevLoop(t *testing.T) {
@@ -111,13 +112,14 @@ func devRun(t *testing.T, root, bin string, ports []string) {
 	}
 	kubectlMCPTools(t, kmcp)
 	// Without --url the plugin finds a ready pod of the MCPServer through the API and
-	// port-forwards to it; no kubelet serves port-forwards here, so that step must fail, and say
-	// which pod it tried.
+	// port-forwards to it (client-go, through the API server, to kwok acting as the node's
+	// kubelet, to that pod's sidecar process).
 	noURL := exec.CommandContext(ctx, filepath.Join(bin, "kubectl-mcp"), "tools", "weather", "--kubeconfig", kubeconfig, "-n", "default")
-	if out, err := noURL.CombinedOutput(); err == nil || !strings.Contains(string(out), "port-forward to pod default/weather-") {
-		t.Errorf("kubectl mcp tools weather without --url: %v\n%s", err, out)
+	if out, err := noURL.CombinedOutput(); err != nil || !strings.Contains(string(out), "via port-forward to pod default/weather-") ||
+		!strings.Contains(string(out), "MCPTool/weather-forecast") {
+		t.Errorf("kubectl mcp tools weather (port-forward): %v\n%s", err, out)
 	} else {
-		t.Logf("kubectl mcp tools weather without --url (expected to fail here): %s", out)
+		t.Logf("kubectl mcp tools weather (port-forward):\n%s", out)
 	}
 	watch := startWatch(t, kmcp)
 
@@ -150,8 +152,10 @@ func devRun(t *testing.T, root, bin string, ports []string) {
 
 	watch.expect(t, "notifications/tools/list_changed")
 
-	// kubectl mcp call reaches the tool through the sidecar.
-	if out, err := kmcp("call", "weather", "get_forecast", "--args", `{"city":"Oslo","days":1}`).CombinedOutput(); err != nil || !strings.Contains(string(out), "Oslo") {
+	// kubectl mcp call reaches the tool through a port-forward to a pod's sidecar.
+	call := exec.CommandContext(ctx, filepath.Join(bin, "kubectl-mcp"), "call", "weather", "get_forecast", "--args", `{"city":"Oslo","days":1}`,
+		"--kubeconfig", kubeconfig, "-n", "default")
+	if out, err := call.CombinedOutput(); err != nil || !strings.Contains(string(out), "Oslo") {
 		t.Errorf("kubectl mcp call weather get_forecast: %v\n%s", err, out)
 	}
 
