@@ -332,6 +332,7 @@ func (a *App) Drain() DrainStatus {
 
 	start := time.Now()
 	a.Server.draining.Store(true)
+	a.Metrics.draining.Set(1)
 	a.log.Info("Draining", "delay", a.cfg.DrainDelay, "jitter", a.cfg.DrainJitter, "budget", a.cfg.DrainBudget, "streams", a.Hub.Len())
 	time.Sleep(a.cfg.DrainDelay)
 	endStart := time.Now()
@@ -354,6 +355,8 @@ func (a *App) Drain() DrainStatus {
 	a.drainInfo.InflightAtBudget = left
 	a.drainInfo.InflightAborted = aborted
 	a.drainInfo.DurationMs = time.Since(start).Milliseconds()
+	a.Metrics.drainStreamsEnded.Add(float64(n))
+	a.Metrics.drainSeconds.Observe(time.Since(start).Seconds())
 	close(a.drainDone)
 	a.drainMu.Unlock()
 	a.log.Info("Drained", "streamsEnded", n, "inflightAborted", aborted, "inflightLeft", a.Server.Inflight(), "took", time.Since(start))

@@ -26,6 +26,11 @@ type Metrics struct {
 	catalogRejectedNow  prometheus.Gauge
 	catalogMissingTools prometheus.Gauge
 	reportFailures      prometheus.Counter
+	catalogRevision     *prometheus.GaugeVec
+
+	draining          prometheus.Gauge
+	drainStreamsEnded prometheus.Counter
+	drainSeconds      prometheus.Histogram
 
 	// upstreamBy holds the resolved per-method observers (read-only after
 	// NewMetrics), so the hot path skips the label lookup.
@@ -87,8 +92,26 @@ func NewMetrics() *Metrics {
 			Name: "switchboard_sidecar_catalog_report_failures_total",
 			Help: "Failed attempts to write the propagation report into the status ConfigMap.",
 		}),
+		catalogRevision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchboard_sidecar_catalog_revision_info",
+			Help: "1 for the catalog revision the sidecar serves (one series, labelled with the revision).",
+		}, []string{"revision"}),
+		draining: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_sidecar_draining",
+			Help: "1 from the start of the graceful drain until the process exits.",
+		}),
+		drainStreamsEnded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_drain_streams_ended_total",
+			Help: "Listen streams the drain ended with their graceful complete result.",
+		}),
+		drainSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "switchboard_sidecar_drain_duration_seconds",
+			Help:    "How long the graceful drain took, from failing readiness until in-flight requests were done.",
+			Buckets: prometheus.ExponentialBuckets(0.5, 2, 10),
+		}),
 	}
-	m.Registry.MustRegister(m.catalogApplied, m.catalogRejected, m.catalogRejectedNow, m.catalogMissingTools, m.reportFailures)
+	m.Registry.MustRegister(m.catalogApplied, m.catalogRejected, m.catalogRejectedNow, m.catalogMissingTools, m.reportFailures,
+		m.catalogRevision, m.draining, m.drainStreamsEnded, m.drainSeconds)
 	m.Registry.MustRegister(m.listenStreams, m.notificationsSent, m.fanoutSeconds,
 		m.upstreamSeconds, m.errors, m.inflight, m.relayConnected,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -103,6 +126,10 @@ func NewMetrics() *Metrics {
 	for _, t := range []string{notifToolsListChanged, notifPromptsListChanged, notifResourcesListChange, notifResourcesUpdated} {
 		m.notificationsSent.WithLabelValues(t)
 	}
+	for _, c := range []int64{codeParseError, codeInvalidRequest, codeMethodNotFound, codeInvalidParams, codeInternalError,
+		codeHeaderMismatch, codeUnsupportedProto} {
+		m.errors.WithLabelValues(strconv.FormatInt(c, 10))
+	}
 	return m
 }
 
@@ -112,4 +139,11 @@ func (m *Metrics) observeUpstream(method string, d time.Duration) {
 
 func (m *Metrics) countError(code int64) {
 	m.errors.WithLabelValues(strconv.FormatInt(code, 10)).Inc()
+}
+
+// servingRevision makes revision the one series of catalog_revision_info.
+// Overlay.Apply calls it under Overlay.pendMu, so Reset and Set are not interleaved.
+func (m *Metrics) servingRevision(revision string) {
+	m.catalogRevision.Reset()
+	m.catalogRevision.WithLabelValues(revision).Set(1)
 }

@@ -216,6 +216,7 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 	}
 	o.cur.Store(&appliedCatalog{cat: c, rev: revision, templates: compileHintTemplates(c, o.log)})
 	o.report.Revision = revision
+	o.m.servingRevision(revision)
 	// Not known for the new revision until the next computation.
 	o.report.ToolsChecked, o.report.MissingTools, o.report.MissingToolCount = false, nil, 0
 	rep := o.report

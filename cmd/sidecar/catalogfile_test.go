@@ -169,6 +169,12 @@ func TestCatalogFileIsServedLive(t *testing.T) {
 	if n := metric(t, e.admin, applied); n != 2 {
 		t.Errorf("%s = %v after two revisions, want 2", applied, n)
 	}
+	// catalog_revision_info has one series: the revision served.
+	for rev, want := range map[string]float64{catalog.Revision(v2): 1, catalog.Revision(v1): 0} {
+		if v := metricOrZero(t, e.admin, `switchboard_sidecar_catalog_revision_info{revision="`+rev+`"}`); v != want {
+			t.Errorf("catalog_revision_info of %s = %v, want %v", rev, v, want)
+		}
+	}
 
 	// Invalid files are refused whole: the last good catalog keeps serving, nobody is told.
 	for i, bad := range []string{`{"schemaVersion":1,"server":`, `{"schemaVersion":99}`} {

@@ -273,6 +273,15 @@ func TestDrainThousandStreams(t *testing.T) {
 			t.Fatalf("GET /drain answered %v", st)
 		}
 		t.Logf("drain status: %v", st)
+		if v := metricValue(t, e.admin, "switchboard_sidecar_draining"); v != 1 {
+			t.Errorf("switchboard_sidecar_draining = %v after the drain, want 1", v)
+		}
+		if v := metricValue(t, e.admin, "switchboard_sidecar_drain_streams_ended_total"); v != float64(len(all)) {
+			t.Errorf("switchboard_sidecar_drain_streams_ended_total = %v, want %d", v, len(all))
+		}
+		if v := metricValue(t, e.admin, "switchboard_sidecar_drain_duration_seconds_count"); v != 1 {
+			t.Errorf("switchboard_sidecar_drain_duration_seconds_count = %v, want 1", v)
+		}
 	case <-time.After(hang):
 		t.Fatal("GET /drain did not return")
 	}
