@@ -108,7 +108,7 @@ func kindOf(o client.Object) string {
 	case *mcpv1alpha1.MCPPrompt:
 		return "MCPPrompt"
 	}
-	return fmt.Sprintf("%T", o)
+	return ""
 }
 
 // catalogFor compiles the catalog of a server from its accepted objects. It is pure: the same

@@ -10,9 +10,11 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
@@ -73,9 +75,21 @@ func (r *CatalogItemReconciler) SetupWithManager(mgr ctrl.Manager, name string) 
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(r.NewObject()).
-		Watches(&mcpv1alpha1.MCPServer{}, fromServer).
+		Watches(&mcpv1alpha1.MCPServer{}, fromServer, builder.WithPredicates(serverGone)).
 		Named(name).
 		Complete(r)
+}
+
+// serverGone passes only the MCPServer events that change what this reconciler decides: a
+// server deleted, or its deletion started. A server's creation, spec edits and status patches
+// are its own reconciler's business, which writes its items' status while it exists.
+var serverGone = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // listItems lists the tools, resources and prompts that reference a server, through the field

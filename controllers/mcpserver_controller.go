@@ -20,14 +20,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -77,6 +78,9 @@ type scope struct {
 	workload    workload
 	propagation propagation
 	pods        []corev1.Pod
+	// goneReports are the pods whose reports the status ConfigMap still holds although the API
+	// server says they no longer exist.
+	goneReports []string
 }
 
 type phase func(context.Context, *scope) (ctrl.Result, error)
@@ -108,7 +112,9 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// Owner references garbage-collect the children; nothing to do.
 		return ctrl.Result{}, nil
 	}
-	for _, p := range []phase{r.validate, r.compileCatalog, r.applyCatalog, r.applyAccess, r.applyWorkload, r.observe, r.publishItems} {
+	// The phases apply the children and read what the status is decided from; they write
+	// nothing else.
+	for _, p := range []phase{r.validate, r.compileCatalog, r.applyCatalog, r.applyAccess, r.applyWorkload, r.observe, r.checkSources} {
 		res, err := p(ctx, s)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -117,7 +123,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			result.RequeueAfter = res.RequeueAfter
 		}
 	}
-	return result, nil
+	return result, r.writeItemStatusAndPruneReports(ctx, s)
 }
 
 // validate rejects what the API schema cannot: the server's name becomes a Service name, which
@@ -181,7 +187,7 @@ func (r *MCPServerReconciler) applyAccess(ctx context.Context, s *scope) (ctrl.R
 	if err := r.ensureSessionSecret(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	for _, obj := range []client.Object{
+	for _, obj := range []child{
 		serviceAccountFor(s.server, s.names),
 		roleFor(s.server, s.names, s.catalog),
 		roleBindingFor(s.server, s.names),
@@ -211,8 +217,8 @@ func (r *MCPServerReconciler) applyWorkload(ctx context.Context, s *scope) (ctrl
 	return ctrl.Result{}, r.deleteOwned(ctx, s, &policyv1.PodDisruptionBudget{}, s.names.PodDisruptionBudget)
 }
 
-// observe reads the Deployment, the pods and the sidecars' reports, and prunes the reports of
-// pods that no longer exist.
+// observe reads the Deployment, the pods and the sidecars' reports, and finds the reports of
+// pods that no longer exist (writeItemStatusAndPruneReports removes them).
 func (r *MCPServerReconciler) observe(ctx context.Context, s *scope) (ctrl.Result, error) {
 	w := workload{External: s.server.Spec.Mode == mcpv1alpha1.WorkloadExternal, Replicas: 1}
 	if s.server.Spec.Replicas != nil {
@@ -249,48 +255,41 @@ func (r *MCPServerReconciler) observe(ctx context.Context, s *scope) (ctrl.Resul
 		}
 	}
 	p.Reports = status.Data
-	if err := r.pruneReports(ctx, s, status); err != nil {
+	gone, err := r.goneReports(ctx, s.names.Namespace, status.Data, pods.Items)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s.workload, s.propagation, s.observed = w, p, true
+	s.workload, s.propagation, s.goneReports, s.observed = w, p, gone, true
 	return ctrl.Result{}, nil
 }
 
-// pruneReports removes the reports of pods that no longer exist. The cache may not have seen a
-// brand-new pod yet, so a pod is gone only when the API server says so.
-func (r *MCPServerReconciler) pruneReports(ctx context.Context, s *scope, status *corev1.ConfigMap) error {
-	if len(status.Data) == 0 {
-		return nil
-	}
+// goneReports returns the pods that have a report but no longer exist, sorted. The cache may
+// not have seen a brand-new pod yet, so a pod is gone only when the API server says so.
+func (r *MCPServerReconciler) goneReports(ctx context.Context, namespace string, reports map[string]string, pods []corev1.Pod) ([]string, error) {
 	known := map[string]bool{}
-	for _, p := range s.pods {
+	for _, p := range pods {
 		known[p.Name] = true
 	}
-	gone := map[string]any{}
-	for _, name := range slices.Sorted(maps.Keys(status.Data)) {
+	var gone []string
+	for _, name := range slices.Sorted(maps.Keys(reports)) {
 		if known[name] {
 			continue
 		}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.names.Namespace, Name: name}, &metav1.PartialObjectMetadata{
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &metav1.PartialObjectMetadata{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}})
 		switch {
 		case apierrors.IsNotFound(err):
-			gone[name] = nil
+			gone = append(gone, name)
 		case err != nil:
-			return err
+			return nil, err
 		}
 	}
-	if len(gone) == 0 {
-		return nil
-	}
-	ctrl.LoggerFrom(ctx).Info("Pruning catalog reports of deleted pods", "configMap", client.ObjectKeyFromObject(status), "pods", slices.Sorted(maps.Keys(gone)))
-	patch, _ := json.Marshal(map[string]any{"data": gone})
-	return r.Patch(ctx, status, client.RawPatch(types.MergePatchType, patch))
+	return gone, nil
 }
 
-// publishItems checks the sources of ConfigMap- and Secret-backed resources and writes the
-// Accepted and Published conditions of every tool, resource and prompt of the server.
-func (r *MCPServerReconciler) publishItems(ctx context.Context, s *scope) (ctrl.Result, error) {
+// checkSources checks the sources of ConfigMap- and Secret-backed resources, and looks again
+// later while one is missing (the controller does not watch users' ConfigMaps and Secrets).
+func (r *MCPServerReconciler) checkSources(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var result ctrl.Result
 	s.missingSources = map[string]string{}
 	for _, res := range s.resolution.accepted.Resources {
@@ -301,43 +300,30 @@ func (r *MCPServerReconciler) publishItems(ctx context.Context, s *scope) (ctrl.
 			result.RequeueAfter = sourceRecheckInterval
 		}
 	}
-	var errs []error
-	for _, obj := range s.items.objects() {
-		v, ok := s.resolution.verdicts[kindOf(obj)][obj.GetName()]
-		if !ok {
-			continue // being deleted
-		}
-		accepted := metav1.Condition{Type: mcpv1alpha1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: v.Reason, Message: v.Message}
-		if v.Accepted {
-			accepted.Status = metav1.ConditionTrue
-		}
-		missing := ""
-		if _, isResource := obj.(*mcpv1alpha1.MCPResource); isResource {
-			missing = s.missingSources[obj.GetName()]
-		}
-		published, revision := publishedCondition(v, missing, s.tooLarge, s.revision, s.tooLargeMessage)
-		errs = append(errs, setItemStatus(ctx, r.Client, r.Recorder, obj, accepted, published, revision))
-	}
-	return result, errors.Join(errs...)
+	return result, nil
 }
 
-// publishedCondition decides Published for one accepted-or-not object.
-func publishedCondition(v verdict, missingSource string, tooLarge bool, revision, tooLargeMessage string) (metav1.Condition, string) {
-	c := metav1.Condition{Type: mcpv1alpha1.ConditionPublished, Status: metav1.ConditionFalse}
-	switch {
-	case !v.Accepted:
-		c.Reason, c.Message = mcpv1alpha1.ReasonNotAccepted, "not part of the catalog: "+v.Reason
-	case tooLarge:
-		c.Reason, c.Message = mcpv1alpha1.ReasonCatalogTooLarge, tooLargeMessage
-	case missingSource != "":
-		// The resource is in the catalog, but reading it fails until the source exists.
-		c.Reason, c.Message = mcpv1alpha1.ReasonSourceNotFound, missingSource
-		return c, revision
-	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, mcpv1alpha1.ReasonPublished, "part of catalog revision "+revision
-		return c, revision
+// writeItemStatusAndPruneReports is the last step, run once every phase succeeded. It writes
+// what the reconcile decided about objects other than the server and its children: the
+// Accepted and Published status of every tool, resource and prompt (itemStatuses), and the
+// removal of the reports of pods that are gone (found by observe). The server's own status is
+// written after it, once, by the deferred patchStatus.
+func (r *MCPServerReconciler) writeItemStatusAndPruneReports(ctx context.Context, s *scope) error {
+	var errs []error
+	for _, u := range itemStatuses(s) {
+		errs = append(errs, setItemStatus(ctx, r.Client, r.Recorder, u.object, u.accepted, u.published, u.revision))
 	}
-	return c, ""
+	if len(s.goneReports) > 0 {
+		status := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.names.Namespace, Name: s.names.StatusConfigMap}}
+		ctrl.LoggerFrom(ctx).Info("Pruning catalog reports of deleted pods", "configMap", client.ObjectKeyFromObject(status), "pods", s.goneReports)
+		gone := map[string]any{}
+		for _, name := range s.goneReports {
+			gone[name] = nil
+		}
+		patch, _ := json.Marshal(map[string]any{"data": gone})
+		errs = append(errs, r.Patch(ctx, status, client.RawPatch(types.MergePatchType, patch)))
+	}
+	return errors.Join(errs...)
 }
 
 // checkSource says what is missing behind a ConfigMap- or Secret-backed resource, or "".
@@ -345,15 +331,15 @@ func (r *MCPServerReconciler) checkSource(ctx context.Context, res *mcpv1alpha1.
 	src := res.Spec.Source
 	var ref *mcpv1alpha1.KeyReference
 	var obj client.Object
+	var kind string
 	switch {
 	case src.ConfigMapKeyRef != nil:
-		ref, obj = src.ConfigMapKeyRef, &corev1.ConfigMap{}
+		ref, obj, kind = src.ConfigMapKeyRef, &corev1.ConfigMap{}, "ConfigMap"
 	case src.SecretKeyRef != nil:
-		ref, obj = src.SecretKeyRef, &corev1.Secret{}
+		ref, obj, kind = src.SecretKeyRef, &corev1.Secret{}, "Secret"
 	default:
 		return "", nil
 	}
-	kind := fmt.Sprintf("%T", obj)[len("*v1."):]
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: res.Namespace, Name: ref.Name}, obj)
 	if apierrors.IsNotFound(err) {
 		return fmt.Sprintf("%s %q does not exist; create it, and reads of this resource succeed without a restart", kind, ref.Name), nil
@@ -377,60 +363,16 @@ func (r *MCPServerReconciler) checkSource(ctx context.Context, res *mcpv1alpha1.
 	return "", nil
 }
 
-// patchStatus decides the conditions from what the phases observed, emits an Event for every
-// condition that changed, and patches the status once, only when it changed.
+// patchStatus writes the status serverStatus decides, once and only when it changed, and
+// records an Event for every condition that changed.
 func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) error {
-	server := s.server
-	st := &server.Status
-	gen := server.Generation
-	set := func(c metav1.Condition) {
-		c.ObservedGeneration = gen
-		meta.SetStatusCondition(&st.Conditions, c)
-	}
-	if s.catalog != nil {
-		st.CatalogRevision = s.revision
-		st.Tools, st.Resources, st.Prompts = 0, int32(len(s.catalog.Resources)), int32(len(s.catalog.Prompts))
-		for _, t := range s.catalog.Tools {
-			if !t.Disabled {
-				st.Tools++
-			}
-		}
-	}
-	st.URL = urlFor(server, s.names)
-	st.Selector = labels.SelectorFromSet(inject.SelectorFor(server)).String()
-	if s.observed {
-		available := availableCondition(s.workload)
-		propagated, upToDate := propagationCondition(s.propagation)
-		set(available)
-		set(propagated)
-		set(readyCondition(available, propagated))
-		set(toolsServedCondition(s.propagation))
-		st.CatalogUpToDateReplicas = upToDate
-		if s.workload.External {
-			sidecars, stale := sidecarsCondition(s.cfg, s.pods)
-			set(sidecars)
-			st.StaleSidecarReplicas = stale
-		} else {
-			meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionSidecarsUpToDate)
-			st.StaleSidecarReplicas = 0
-		}
-		if d := s.workload.Deployment; d != nil {
-			st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = d.Status.Replicas, d.Status.ReadyReplicas, d.Status.UpdatedReplicas
-		} else {
-			st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = int32(len(s.pods)), s.workload.ReadyPods, 0
-		}
-	}
-	if reconcileErr != nil {
-		set(failureCondition(reconcileErr))
-	} else {
-		st.ObservedGeneration = gen
-	}
-	emitConditionEvents(r.Recorder, server, s.before.Status.Conditions, st.Conditions)
-	if equality.Semantic.DeepEqual(s.before.Status, server.Status) {
+	s.server.Status = serverStatus(s, reconcileErr)
+	emitConditionEvents(r.Recorder, s.server, s.before.Status.Conditions, s.server.Status.Conditions)
+	if equality.Semantic.DeepEqual(s.before.Status, s.server.Status) {
 		return nil
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Patching MCPServer status", "revision", st.CatalogRevision)
-	return client.IgnoreNotFound(r.Status().Patch(ctx, server, client.MergeFrom(s.before)))
+	ctrl.LoggerFrom(ctx).V(1).Info("Patching MCPServer status", "revision", s.server.Status.CatalogRevision)
+	return client.IgnoreNotFound(r.Status().Patch(ctx, s.server, client.MergeFrom(s.before)))
 }
 
 // emitConditionEvents records one Event per condition whose status or reason changed, with the
@@ -454,10 +396,19 @@ func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, a
 	}
 }
 
-// apply server-side-applies a typed object with the controller's field owner. Fields the object
-// leaves empty are not sent, so defaults the API server fills in never cause a diff.
-func (r *MCPServerReconciler) apply(ctx context.Context, obj client.Object) error {
-	return applyObject(ctx, r.Client, r.Scheme, obj)
+// child is the apply configuration of one child object, as the builders make it.
+type child interface {
+	runtime.ApplyConfiguration
+	GetKind() *string
+	GetName() *string
+}
+
+// apply server-side-applies a child with the controller's field owner, forcing ownership of the
+// fields it sets. It sends only the fields the builder set, so defaults the API server fills in
+// never cause a diff, and an unchanged child is not written.
+func (r *MCPServerReconciler) apply(ctx context.Context, obj child) error {
+	ctrl.LoggerFrom(ctx).V(1).Info("Applying child", "kind", ptr.Deref(obj.GetKind(), ""), "name", ptr.Deref(obj.GetName(), ""))
+	return r.Apply(ctx, obj, client.FieldOwner(FieldOwner), client.ForceOwnership)
 }
 
 // ensureSessionSecret creates the session Secret when it does not exist. It never rewrites the
@@ -489,7 +440,11 @@ func (r *MCPServerReconciler) deleteOwned(ctx context.Context, s *scope, obj cli
 	if !metav1.IsControlledBy(obj, s.server) {
 		return nil
 	}
-	ctrl.LoggerFrom(ctx).Info("Deleting unwanted child", "kind", fmt.Sprintf("%T", obj), "name", name)
+	kind := ""
+	if gvk, err := apiutil.GVKForObject(obj, r.Scheme); err == nil {
+		kind = gvk.Kind
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleting unwanted child", "kind", kind, "name", name)
 	return client.IgnoreNotFound(r.Delete(ctx, obj, client.Preconditions{UID: ptrTo(obj.GetUID())}))
 }
 

@@ -10,11 +10,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -244,14 +246,15 @@ func TestServerReconcilesIntoChildren(t *testing.T) {
 }
 
 // snapshotVersions returns the resourceVersion of every object in the namespace that
-// Switchboard reads or writes.
+// Switchboard reads or writes, Events included.
 func snapshotVersions(t *testing.T, ns string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
 	lists := []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{}, &corev1.ConfigMapList{},
 		&rbacv1.RoleList{}, &rbacv1.RoleBindingList{}, &policyv1.PodDisruptionBudgetList{},
-		&mcpv1alpha1.MCPServerList{}, &mcpv1alpha1.MCPToolList{}, &mcpv1alpha1.MCPResourceList{}, &mcpv1alpha1.MCPPromptList{}}
+		&mcpv1alpha1.MCPServerList{}, &mcpv1alpha1.MCPToolList{}, &mcpv1alpha1.MCPResourceList{}, &mcpv1alpha1.MCPPromptList{},
+		&eventsv1.EventList{}}
 	for _, l := range lists {
 		if err := k8s.List(ctx, l, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
@@ -265,7 +268,8 @@ func snapshotVersions(t *testing.T, ns string) map[string]string {
 }
 
 // TestSecondReconcileWritesNothing proves idempotency: once the world has settled, reconciling
-// again changes no object (every resourceVersion stays the same).
+// again changes no object (every resourceVersion stays the same), applies no child that differs,
+// patches no status and records no Event.
 func TestSecondReconcileWritesNothing(t *testing.T) {
 	ns := newNamespace(t)
 	server := newServer(ns, "calc", 1)
@@ -289,10 +293,18 @@ func TestSecondReconcileWritesNothing(t *testing.T) {
 		}
 		return nil
 	})
+	// The Events recorder folds repeated Events into a series it writes only later, so the
+	// further reconciles record into a recorder of their own, which must stay empty.
+	quiet := *servers
+	rec := events.NewFakeRecorder(100)
+	quiet.Recorder = rec
 	for range 3 {
-		if _, err := servers.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
+		if _, err := quiet.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if len(rec.Events) > 0 {
+		t.Errorf("a reconcile over an unchanged world recorded %d Events, the first: %s", len(rec.Events), <-rec.Events)
 	}
 	after := snapshotVersions(t, ns)
 	for k, v := range before {

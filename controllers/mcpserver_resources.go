@@ -3,15 +3,20 @@ package controllers
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/utils/ptr"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
@@ -19,37 +24,36 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
 
-// Pure builders of the objects an MCPServer reconciles into. They set only the fields we own,
-// and the controller applies them with server-side apply.
+// Pure builders of the objects an MCPServer reconciles into, as server-side apply
+// configurations: they hold only the fields we own, and the controller applies them as they are.
 
-// objectMeta is the metadata of every child: our labels and a controller owner reference.
-func objectMeta(s *mcpv1alpha1.MCPServer, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:      name,
-		Namespace: s.Namespace,
-		Labels:    inject.LabelsFor(s),
-		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion:         mcpv1alpha1.GroupVersion.String(),
-			Kind:               "MCPServer",
-			Name:               s.Name,
-			UID:                s.UID,
-			Controller:         ptr.To(true),
-			BlockOwnerDeletion: ptr.To(true),
-		}},
-	}
+// ownerReference makes the server the controller owner of a child, so the child is
+// garbage-collected with it.
+func ownerReference(s *mcpv1alpha1.MCPServer) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(mcpv1alpha1.GroupVersion.String()).
+		WithKind("MCPServer").
+		WithName(s.Name).
+		WithUID(s.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
 }
 
 // catalogConfigMapFor stores an encoded catalog and names its revision in an annotation.
-func catalogConfigMapFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, encoded []byte) *corev1.ConfigMap {
-	cm := &corev1.ConfigMap{ObjectMeta: objectMeta(s, n.CatalogConfigMap), Data: map[string]string{catalog.Key: string(encoded)}}
-	cm.Annotations = map[string]string{catalog.RevisionAnnotation: catalog.Revision(encoded)}
-	return cm
+func catalogConfigMapFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, encoded []byte) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(n.CatalogConfigMap, n.Namespace).
+		WithLabels(inject.LabelsFor(s)).
+		WithOwnerReferences(ownerReference(s)).
+		WithAnnotations(map[string]string{catalog.RevisionAnnotation: catalog.Revision(encoded)}).
+		WithData(map[string]string{catalog.Key: string(encoded)})
 }
 
 // statusConfigMapFor is the ConfigMap the sidecars report into. The controller applies only its
 // metadata; each sidecar owns its own key (field manager switchboard-sidecar-<pod>).
-func statusConfigMapFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: objectMeta(s, n.StatusConfigMap)}
+func statusConfigMapFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(n.StatusConfigMap, n.Namespace).
+		WithLabels(inject.LabelsFor(s)).
+		WithOwnerReferences(ownerReference(s))
 }
 
 // sessionSecretFor is the Secret holding the key that signs the sidecars' 2025-era session ids:
@@ -58,15 +62,30 @@ func statusConfigMapFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1.
 func sessionSecretFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1.Secret {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
+	// Created once, never applied (see ensureSessionSecret), so it is a typed object.
 	return &corev1.Secret{
-		ObjectMeta: objectMeta(s, n.SessionSecret),
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{inject.SessionKeySecretKey: []byte(hex.EncodeToString(key))},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      n.SessionSecret,
+			Namespace: n.Namespace,
+			Labels:    inject.LabelsFor(s),
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         mcpv1alpha1.GroupVersion.String(),
+				Kind:               "MCPServer",
+				Name:               s.Name,
+				UID:                s.UID,
+				Controller:         ptr.To(true),
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{inject.SessionKeySecretKey: []byte(hex.EncodeToString(key))},
 	}
 }
 
-func serviceAccountFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1.ServiceAccount {
-	return &corev1.ServiceAccount{ObjectMeta: objectMeta(s, n.ServiceAccount)}
+func serviceAccountFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1ac.ServiceAccountApplyConfiguration {
+	return corev1ac.ServiceAccount(n.ServiceAccount, n.Namespace).
+		WithLabels(inject.LabelsFor(s)).
+		WithOwnerReferences(ownerReference(s))
 }
 
 // podServiceAccount is the ServiceAccount the pods run as, which the sidecar Role is bound to.
@@ -82,45 +101,43 @@ func podServiceAccount(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) string {
 // report), and the Secrets its resources reference (read). A rule with empty resourceNames
 // would grant every object of the kind, so such rules are left out. list and watch by name need
 // a metadata.name field selector.
-func roleFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, c *catalog.Catalog) *rbacv1.Role {
+func roleFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, c *catalog.Catalog) *rbacv1ac.RoleApplyConfiguration {
 	configMaps, secrets := sourceRefs(c)
 	read := []string{"get", "list", "watch"}
-	role := &rbacv1.Role{
-		ObjectMeta: objectMeta(s, n.Role),
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: read,
-				ResourceNames: append([]string{n.CatalogConfigMap}, configMaps...)},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "patch"},
-				ResourceNames: []string{n.StatusConfigMap}},
-		},
-	}
+	role := rbacv1ac.Role(n.Role, n.Namespace).
+		WithLabels(inject.LabelsFor(s)).
+		WithOwnerReferences(ownerReference(s)).
+		WithRules(
+			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("configmaps").WithVerbs(read...).
+				WithResourceNames(append([]string{n.CatalogConfigMap}, configMaps...)...),
+			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("configmaps").WithVerbs("get", "patch").
+				WithResourceNames(n.StatusConfigMap),
+		)
 	if len(secrets) > 0 {
-		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: read, ResourceNames: secrets})
+		role.WithRules(rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").WithVerbs(read...).WithResourceNames(secrets...))
 	}
 	return role
 }
 
-func roleBindingFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *rbacv1.RoleBinding {
-	return &rbacv1.RoleBinding{
-		ObjectMeta: objectMeta(s, n.RoleBinding),
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: n.Role},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: podServiceAccount(s, n), Namespace: s.Namespace}},
-	}
+func roleBindingFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(n.RoleBinding, n.Namespace).
+		WithLabels(inject.LabelsFor(s)).
+		WithOwnerReferences(ownerReference(s)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(n.Role)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(podServiceAccount(s, n)).WithNamespace(n.Namespace))
 }
 
 // serviceFor sends port 80 to the sidecar, never to the MCP server container.
-func serviceFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: objectMeta(s, n.Service),
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeClusterIP,
-			Selector: inject.SelectorFor(s),
-			Ports: []corev1.ServicePort{{
-				Name: "mcp", Port: 80, Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("http"),
-				TargetPort: intstr.FromInt32(mcpv1alpha1.SidecarMCPPort),
-			}},
-		},
-	}
+func serviceFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(n.Service, n.Namespace).
+		WithLabels(inject.LabelsFor(s)).
+		WithOwnerReferences(ownerReference(s)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithSelector(inject.SelectorFor(s)).
+			WithPorts(corev1ac.ServicePort().
+				WithName("mcp").WithPort(80).WithProtocol(corev1.ProtocolTCP).WithAppProtocol("http").
+				WithTargetPort(intstr.FromInt32(mcpv1alpha1.SidecarMCPPort))))
 }
 
 // urlFor is the in-cluster MCP endpoint.
@@ -131,7 +148,7 @@ func urlFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) string {
 // deploymentFor runs the MCP server container behind the injected native sidecar. The pod
 // template depends only on the server spec and the sidecar settings, never on the catalog, so
 // catalog edits do not roll pods.
-func deploymentFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, cfg inject.Config) *appsv1.Deployment {
+func deploymentFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, cfg inject.Config) *appsv1ac.DeploymentApplyConfiguration {
 	spec := s.Spec
 	c := ptr.Deref(spec.Container, mcpv1alpha1.ServerContainer{})
 	podOverrides := ptr.Deref(spec.Pod, mcpv1alpha1.PodOverrides{})
@@ -182,27 +199,42 @@ func deploymentFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, cfg inject.Co
 	// The drain time wins over any earlier value: this template is rebuilt from scratch.
 	tmpl.Spec.TerminationGracePeriodSeconds = ptr.To(inject.TerminationGracePeriodSeconds(cfg))
 
-	strategy := appsv1.RollingUpdateDeployment{
-		MaxSurge:       ptr.To(intstr.FromInt32(1)),
-		MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-	}
+	strategy := appsv1ac.RollingUpdateDeployment().
+		WithMaxSurge(intstr.FromInt32(1)).
+		WithMaxUnavailable(intstr.FromInt32(0))
 	if r := spec.Rollout; r != nil {
 		if r.MaxSurge != nil {
-			strategy.MaxSurge = r.MaxSurge
+			strategy.WithMaxSurge(*r.MaxSurge)
 		}
 		if r.MaxUnavailable != nil {
-			strategy.MaxUnavailable = r.MaxUnavailable
+			strategy.WithMaxUnavailable(*r.MaxUnavailable)
 		}
 	}
-	return &appsv1.Deployment{
-		ObjectMeta: objectMeta(s, n.Deployment),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(ptr.Deref(spec.Replicas, 1)),
-			Selector: &metav1.LabelSelector{MatchLabels: inject.SelectorFor(s)},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &strategy},
-			Template: tmpl,
-		},
+	return appsv1ac.Deployment(n.Deployment, n.Namespace).
+		WithLabels(inject.LabelsFor(s)).
+		WithOwnerReferences(ownerReference(s)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(ptr.Deref(spec.Replicas, 1)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(inject.SelectorFor(s))).
+			WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RollingUpdateDeploymentStrategyType).WithRollingUpdate(strategy)).
+			WithTemplate(podTemplateApplyConfiguration(tmpl)))
+}
+
+// podTemplateApplyConfiguration turns the pod template, which the MCPServer's typed pod fields
+// and inject.Into (a pure function over typed pods, shared with the webhook) build, into its
+// apply configuration. Apply configurations mirror the API types' JSON with every field
+// optional, so a JSON round trip converts it exactly, leaving out what the template leaves empty
+// (such as the zero creationTimestamp a typed object would send as null).
+func podTemplateApplyConfiguration(tmpl corev1.PodTemplateSpec) *corev1ac.PodTemplateSpecApplyConfiguration {
+	b, err := json.Marshal(tmpl)
+	if err != nil {
+		panic(fmt.Sprintf("encoding a pod template: %v", err)) // typed API objects always encode
 	}
+	ac := corev1ac.PodTemplateSpec()
+	if err := json.Unmarshal(b, ac); err != nil {
+		panic(fmt.Sprintf("decoding a pod template into its apply configuration: %v", err))
+	}
+	return ac
 }
 
 // wantsPDB: a budget only protects something when there is more than one replica.
@@ -210,12 +242,11 @@ func wantsPDB(s *mcpv1alpha1.MCPServer) bool {
 	return s.Spec.Mode != mcpv1alpha1.WorkloadExternal && ptr.Deref(s.Spec.Replicas, 1) > 1
 }
 
-func pdbFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *policyv1.PodDisruptionBudget {
-	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: objectMeta(s, n.PodDisruptionBudget),
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-			Selector:       &metav1.LabelSelector{MatchLabels: inject.SelectorFor(s)},
-		},
-	}
+func pdbFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return policyv1ac.PodDisruptionBudget(n.PodDisruptionBudget, n.Namespace).
+		WithLabels(inject.LabelsFor(s)).
+		WithOwnerReferences(ownerReference(s)).
+		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
+			WithMaxUnavailable(intstr.FromInt32(1)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(inject.SelectorFor(s))))
 }

@@ -38,7 +38,7 @@ func TestDeploymentFor(t *testing.T) {
 		t.Fatalf("selector: %v", d.Spec.Selector.MatchLabels)
 	}
 	tmpl := d.Spec.Template
-	if tmpl.Labels["team"] != "maps" || tmpl.Labels[inject.LabelManagedBy] != inject.ManagedBy || tmpl.Spec.ServiceAccountName != "custom" || tmpl.Spec.NodeSelector["zone"] != "a" {
+	if tmpl.Labels["team"] != "maps" || tmpl.Labels[inject.LabelManagedBy] != inject.ManagedBy || *tmpl.Spec.ServiceAccountName != "custom" || tmpl.Spec.NodeSelector["zone"] != "a" {
 		t.Fatalf("pod overrides: %+v", tmpl)
 	}
 	// 5 s delay + 1 s jitter + 60 s budget + 5 s margin.
@@ -48,10 +48,10 @@ func TestDeploymentFor(t *testing.T) {
 	if tmpl.Annotations[inject.InjectedAnnotation] != inject.Hash(cfg) {
 		t.Fatal("the pod template records the injected sidecar settings")
 	}
-	if c := tmpl.Spec.Containers[0]; c.Image != "example/weather:1" || c.Ports[0].ContainerPort != 9000 || c.Lifecycle.PreStop.HTTPGet.Path != inject.DrainPath {
+	if c := tmpl.Spec.Containers[0]; *c.Image != "example/weather:1" || *c.Ports[0].ContainerPort != 9000 || *c.Lifecycle.PreStop.HTTPGet.Path != inject.DrainPath {
 		t.Fatalf("server container: %+v", c)
 	}
-	if d.OwnerReferences[0].UID != "uid-1" || !*d.OwnerReferences[0].Controller {
+	if *d.OwnerReferences[0].UID != "uid-1" || !*d.OwnerReferences[0].Controller {
 		t.Fatalf("owner: %+v", d.OwnerReferences)
 	}
 	// The same spec builds the same template; catalog contents are not an input at all.
@@ -60,6 +60,13 @@ func TestDeploymentFor(t *testing.T) {
 	b, _ := json.Marshal(again)
 	if string(a) != string(b) {
 		t.Fatal("deploymentFor is not deterministic")
+	}
+	// Only fields we own are applied: no status, no zero creationTimestamp from the typed pod
+	// template the injection builds on.
+	for _, field := range []string{`"status"`, `"creationTimestamp"`} {
+		if strings.Contains(string(a), field) {
+			t.Fatalf("the Deployment's apply configuration sends %s: %s", field, a)
+		}
 	}
 }
 
@@ -88,7 +95,7 @@ func TestRoleFor(t *testing.T) {
 func TestServiceFor(t *testing.T) {
 	svc := serviceFor(builderServer(), inject.NamesFor(builderServer()))
 	p := svc.Spec.Ports[0]
-	if p.Port != 80 || p.TargetPort.IntValue() != mcpv1alpha1.SidecarMCPPort || p.Name != "mcp" || *p.AppProtocol != "http" {
+	if *p.Port != 80 || p.TargetPort.IntValue() != mcpv1alpha1.SidecarMCPPort || *p.Name != "mcp" || *p.AppProtocol != "http" {
 		t.Fatalf("port: %+v", p)
 	}
 }

@@ -8,7 +8,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
@@ -16,7 +19,110 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
 
-// Pure functions that decide the MCPServer's conditions from what the phases observed.
+// Pure functions that decide the status of the MCPServer and of its tools, resources and
+// prompts from what the phases observed (the scope). patchStatus and
+// writeItemStatusAndPruneReports write what they decide.
+
+// serverStatus decides the MCPServer's status: the status it had, updated with what the phases
+// computed and observed, and with the failure of a phase, if any.
+func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
+	server := s.server
+	st := *s.before.Status.DeepCopy()
+	gen := server.Generation
+	set := func(c metav1.Condition) {
+		c.ObservedGeneration = gen
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	if s.catalog != nil {
+		st.CatalogRevision = s.revision
+		st.Tools, st.Resources, st.Prompts = 0, int32(len(s.catalog.Resources)), int32(len(s.catalog.Prompts))
+		for _, t := range s.catalog.Tools {
+			if !t.Disabled {
+				st.Tools++
+			}
+		}
+	}
+	st.URL = urlFor(server, s.names)
+	st.Selector = labels.SelectorFromSet(inject.SelectorFor(server)).String()
+	if s.observed {
+		available := availableCondition(s.workload)
+		propagated, upToDate := propagationCondition(s.propagation)
+		set(available)
+		set(propagated)
+		set(readyCondition(available, propagated))
+		set(toolsServedCondition(s.propagation))
+		st.CatalogUpToDateReplicas = upToDate
+		if s.workload.External {
+			sidecars, stale := sidecarsCondition(s.cfg, s.pods)
+			set(sidecars)
+			st.StaleSidecarReplicas = stale
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionSidecarsUpToDate)
+			st.StaleSidecarReplicas = 0
+		}
+		if d := s.workload.Deployment; d != nil {
+			st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = d.Status.Replicas, d.Status.ReadyReplicas, d.Status.UpdatedReplicas
+		} else {
+			st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = int32(len(s.pods)), s.workload.ReadyPods, 0
+		}
+	}
+	if reconcileErr != nil {
+		set(failureCondition(reconcileErr))
+	} else {
+		st.ObservedGeneration = gen
+	}
+	return st
+}
+
+// itemStatusUpdate is the decided status of one tool, resource or prompt.
+type itemStatusUpdate struct {
+	object              client.Object
+	accepted, published metav1.Condition
+	revision            string
+}
+
+// itemStatuses decides Accepted, Published and catalogRevision of every tool, resource and
+// prompt of the server. Objects being deleted (no verdict) are left out.
+func itemStatuses(s *scope) []itemStatusUpdate {
+	var out []itemStatusUpdate
+	for _, obj := range s.items.objects() {
+		v, ok := s.resolution.verdicts[kindOf(obj)][obj.GetName()]
+		if !ok {
+			continue
+		}
+		accepted := metav1.Condition{Type: mcpv1alpha1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: v.Reason, Message: v.Message}
+		if v.Accepted {
+			accepted.Status = metav1.ConditionTrue
+		}
+		missing := ""
+		if _, isResource := obj.(*mcpv1alpha1.MCPResource); isResource {
+			missing = s.missingSources[obj.GetName()]
+		}
+		published, revision := publishedCondition(v, missing, s.tooLarge, s.revision, s.tooLargeMessage)
+		out = append(out, itemStatusUpdate{object: obj, accepted: accepted, published: published, revision: revision})
+	}
+	return out
+}
+
+// publishedCondition decides Published for one accepted-or-not object, and the catalog revision
+// it is part of.
+func publishedCondition(v verdict, missingSource string, tooLarge bool, revision, tooLargeMessage string) (metav1.Condition, string) {
+	c := metav1.Condition{Type: mcpv1alpha1.ConditionPublished, Status: metav1.ConditionFalse}
+	switch {
+	case !v.Accepted:
+		c.Reason, c.Message = mcpv1alpha1.ReasonNotAccepted, "not part of the catalog: "+v.Reason
+	case tooLarge:
+		c.Reason, c.Message = mcpv1alpha1.ReasonCatalogTooLarge, tooLargeMessage
+	case missingSource != "":
+		// The resource is in the catalog, but reading it fails until the source exists.
+		c.Reason, c.Message = mcpv1alpha1.ReasonSourceNotFound, missingSource
+		return c, revision
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, mcpv1alpha1.ReasonPublished, "part of catalog revision "+revision
+		return c, revision
+	}
+	return c, ""
+}
 
 // workload is what the controller observed of the pods' owner.
 type workload struct {

@@ -12,6 +12,7 @@ import (
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
 
 func deployment(gen, observed int64, ready int32, conds ...appsv1.DeploymentCondition) *appsv1.Deployment {
@@ -191,5 +192,93 @@ func TestPublishedCondition(t *testing.T) {
 				t.Fatalf("got %+v, revision %q", c, rev)
 			}
 		})
+	}
+}
+
+// TestServerStatus: the status is decided from the scope alone; observedGeneration moves only
+// when every phase succeeded, and a failed phase makes Ready False with its reason.
+func TestServerStatus(t *testing.T) {
+	server := newServer("tools", "weather", 2)
+	server.Generation = 3
+	server.Status.ObservedGeneration = 2
+	scopeFor := func(observed bool) *scope {
+		s := &scope{server: server, before: server.DeepCopy(), names: inject.NamesFor(server), revision: "r1",
+			catalog: &catalog.Catalog{
+				Tools:     []catalog.Tool{{Name: "a"}, {Name: "b", Disabled: true}},
+				Resources: []catalog.Resource{{URI: "docs://x"}},
+			}}
+		if observed {
+			s.observed = true
+			s.workload = workload{Replicas: 2, Deployment: deployment(1, 1, 2, dcond(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable"))}
+			s.propagation = propagation{Revision: "r1", ReadyPods: []string{"p1", "p2"},
+				Reports: map[string]string{"p1": `{"revision":"r1"}`, "p2": `{"revision":"r1"}`}}
+		}
+		return s
+	}
+
+	st := serverStatus(scopeFor(true), nil)
+	if st.ObservedGeneration != 3 || st.CatalogRevision != "r1" || st.Tools != 1 || st.Resources != 1 || st.CatalogUpToDateReplicas != 2 {
+		t.Fatalf("status: %+v", st)
+	}
+	if st.URL != "http://weather.tools.svc/mcp" || st.Selector != "app.kubernetes.io/instance=weather,mcp.switchboard.dev/server=weather" {
+		t.Fatalf("url %q, selector %q", st.URL, st.Selector)
+	}
+	if err := conditionIs(st.Conditions, mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonReady); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range st.Conditions {
+		if c.ObservedGeneration != 3 {
+			t.Fatalf("condition %s observed generation %d", c.Type, c.ObservedGeneration)
+		}
+	}
+
+	st = serverStatus(scopeFor(false), errors.New("the API server is away"))
+	if st.ObservedGeneration != 2 {
+		t.Fatalf("a failed reconcile moved observedGeneration to %d", st.ObservedGeneration)
+	}
+	if err := conditionIs(st.Conditions, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonReconcileFailed); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Conditions) != 1 {
+		t.Fatalf("nothing was observed, yet conditions %+v", st.Conditions)
+	}
+	if server.Status.ObservedGeneration != 2 || len(server.Status.Conditions) != 0 {
+		t.Fatal("serverStatus changed the server it was given")
+	}
+}
+
+// TestItemStatuses: every item with a verdict gets Accepted and Published; a resource whose
+// source is missing is published but says so; items being deleted (no verdict) are left out.
+func TestItemStatuses(t *testing.T) {
+	in := items{
+		Tools: []mcpv1alpha1.MCPTool{*newTool("tools", "forecast", "weather", "forecast"), *newTool("tools", "later", "weather", "forecast")},
+		Resources: []mcpv1alpha1.MCPResource{*newResource("tools", "handbook", "weather", "docs://handbook",
+			mcpv1alpha1.ResourceSource{ConfigMapKeyRef: &mcpv1alpha1.KeyReference{Name: "h", Key: "k"}})},
+	}
+	s := &scope{items: in, resolution: resolve(in), revision: "r1",
+		missingSources: map[string]string{"handbook": `ConfigMap "h" does not exist`}}
+	gone := *newTool("tools", "leaving", "weather", "other")
+	s.items.Tools = append(s.items.Tools, gone) // listed, but resolved before it appeared
+
+	got := map[string]itemStatusUpdate{}
+	for _, u := range itemStatuses(s) {
+		got[u.object.GetName()] = u
+	}
+	if len(got) != 3 {
+		t.Fatalf("updates for %d objects, want 3: %v", len(got), got)
+	}
+	for name, want := range map[string]struct {
+		accepted, published string
+		revision            string
+	}{
+		"forecast": {mcpv1alpha1.ReasonAccepted, mcpv1alpha1.ReasonPublished, "r1"},
+		"later":    {mcpv1alpha1.ReasonNameConflict, mcpv1alpha1.ReasonNotAccepted, ""},
+		"handbook": {mcpv1alpha1.ReasonAccepted, mcpv1alpha1.ReasonSourceNotFound, "r1"},
+	} {
+		u := got[name]
+		if u.accepted.Reason != want.accepted || u.published.Reason != want.published || u.revision != want.revision {
+			t.Errorf("%s: accepted %s, published %s, revision %q; want %s, %s, %q", name,
+				u.accepted.Reason, u.published.Reason, u.revision, want.accepted, want.published, want.revision)
+		}
 	}
 }

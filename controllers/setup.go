@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 )
@@ -54,43 +51,4 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		}
 	}
 	return servers, nil
-}
-
-// applyObject server-side-applies a typed object with the controller's field owner, forcing
-// ownership of the fields it sets. It sends neither status nor the zero creationTimestamp that
-// typed objects carry.
-func applyObject(ctx context.Context, c client.Client, scheme *runtime.Scheme, obj client.Object) error {
-	gvk, err := apiutil.GVKForObject(obj, scheme)
-	if err != nil {
-		return err
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return err
-	}
-	delete(m, "status")
-	dropNullTimestamps(m)
-	u := &unstructured.Unstructured{Object: m}
-	u.SetGroupVersionKind(gvk)
-	ctrl.LoggerFrom(ctx).V(1).Info("Applying child", "kind", gvk.Kind, "name", obj.GetName())
-	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
-}
-
-func dropNullTimestamps(m map[string]any) {
-	for k, v := range m {
-		switch t := v.(type) {
-		case nil:
-			if k == "creationTimestamp" {
-				delete(m, k)
-			}
-		case map[string]any:
-			dropNullTimestamps(t)
-		case []any:
-			for _, e := range t {
-				if em, ok := e.(map[string]any); ok {
-					dropNullTimestamps(em)
-				}
-			}
-		}
-	}
 }
