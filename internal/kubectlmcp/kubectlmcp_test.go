@@ -172,4 +172,3 @@ func TestPickPod(t *testing.T) {
 		})
 	}
 }
-
