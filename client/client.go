@@ -173,7 +173,10 @@ type Client struct {
 }
 
 // Connect connects to the MCP endpoint url, opens its listen stream and waits for the
-// acknowledgement (so that the first read is a baseline no change can precede unseen).
+// acknowledgement (so that the first read is a baseline no change can precede unseen). If the
+// server answers but refuses the listen (its listen limit, say), Connect returns anyway with
+// Listening false and keeps trying with backoff; reads meanwhile live by their TTL, and the
+// re-baseline when the listen opens invalidates them.
 func Connect(ctx context.Context, url string, opts *Options) (*Client, error) {
 	c := &Client{url: url}
 	if opts != nil {

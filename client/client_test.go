@@ -520,3 +520,32 @@ func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", string(a))
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// A server that refuses the listen (its limit reached) still gets a client: reads work by TTL,
+// the client keeps trying, and once the listen opens it re-baselines.
+func TestListenRefusedAtConnect(t *testing.T) {
+	up := newUpstream(t)
+	cat := newCatalog(t, public60s, "v1")
+	sc := startSidecar(t, up.url, cat.path, "", "", "--max-listen-streams", "1")
+	other, err := mcp.NewClient(&mcp.Implementation{Name: "other", Version: "v1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+	}).Connect(tctx(t), &mcp.StreamableClientTransport{Endpoint: sc.mcp}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the other client's listen", func() bool { return sc.metric(t, "switchboard_sidecar_listen_streams") == "1" })
+
+	ev := newEvents()
+	c := connect(t, sc.mcp, &client.Options{Hooks: ev.hooks(), MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	if c.Listening() {
+		t.Fatal("listening although the sidecar's only listen slot is taken")
+	}
+	if tools, _, err := c.ListTools(tctx(t)); err != nil || description(t, tools, "alpha") != "v1" {
+		t.Fatalf("reads without a listen: %v", err)
+	}
+	_ = other.Close() // frees the slot
+	ev.waitEvent(t, 0, "a re-baseline once the listen opens", isType(client.EventRebaseline))
+	if !c.Listening() {
+		t.Fatal("not listening after the re-baseline")
+	}
+}

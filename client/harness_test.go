@@ -230,7 +230,7 @@ func (s *syncBuffer) String() string {
 
 // startSidecar runs a sidecar in front of up with the catalog file, on the given addresses (""
 // picks free ones), and waits until it is ready.
-func startSidecar(t *testing.T, upURL, catalogPath, mcpAddr, adminAddr string) *sidecar {
+func startSidecar(t *testing.T, upURL, catalogPath, mcpAddr, adminAddr string, extra ...string) *sidecar {
 	t.Helper()
 	if mcpAddr == "" {
 		mcpAddr = freeAddr(t)
@@ -240,8 +240,9 @@ func startSidecar(t *testing.T, upURL, catalogPath, mcpAddr, adminAddr string) *
 	}
 	s := &sidecar{out: &syncBuffer{}, mcpAddr: mcpAddr, adminAddr: adminAddr,
 		mcp: "http://" + mcpAddr + "/mcp", admin: "http://" + adminAddr}
-	s.cmd = exec.Command(sidecarBin, "--upstream", upURL+"/mcp", "--listen", mcpAddr, "--admin-listen", adminAddr,
-		"--catalog-file", catalogPath, "--drain-delay", "0s", "--drain-jitter", "0s", "--log-level", "debug")
+	args := append([]string{"--upstream", upURL + "/mcp", "--listen", mcpAddr, "--admin-listen", adminAddr,
+		"--catalog-file", catalogPath, "--drain-delay", "0s", "--drain-jitter", "0s", "--log-level", "debug"}, extra...)
+	s.cmd = exec.Command(sidecarBin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {

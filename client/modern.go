@@ -335,8 +335,17 @@ func (c *Client) connectModern(ctx context.Context) error {
 	c.listener = l
 	st, err := l.open(ctx, ir.Capabilities)
 	if err != nil {
-		_ = s.Close()
-		return fmt.Errorf("opening the listen stream: %w", err)
+		if ctx.Err() != nil {
+			_ = s.Close()
+			return fmt.Errorf("opening the listen stream: %w", err)
+		}
+		// The server serves but will not hold a listen now (e.g. its listen limit): serve reads
+		// by their TTL and keep trying with backoff; the re-baseline on success covers the gap.
+		c.log.Warn("Listen refused; retrying with backoff", "err", err)
+		c.emit(Event{Type: EventDropped, Err: err})
+		c.done.Add(1)
+		go func() { defer c.done.Done(); l.run(l.reconnect(err)) }()
+		return nil
 	}
 	c.done.Add(1)
 	go func() { defer c.done.Done(); l.run(st) }()
