@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 )
 
 var public60s = catalog.CacheHint{TTLMs: 60000, CacheScope: catalog.ScopePublic}
@@ -245,7 +246,7 @@ func TestCompleteMovesToAnotherReplica(t *testing.T) {
 	srv := &http.Server{Addr: freeAddr(t), Handler: f}
 	go func() { _ = srv.ListenAndServe() }()
 	t.Cleanup(func() { _ = srv.Close() })
-	waitFor(t, "the front listens", func() bool { return b.ready() && canDial(srv.Addr) })
+	eventually.True(t, "the front listens", func() bool { return b.ready() && canDial(srv.Addr) })
 
 	ev := newEvents()
 	relisting, proceed := make(chan struct{}), make(chan struct{})
@@ -265,7 +266,7 @@ func TestCompleteMovesToAnotherReplica(t *testing.T) {
 	}
 	streams := func(s *sidecar) string { return s.metric(t, "switchboard_sidecar_listen_streams") }
 	var holder, other *sidecar
-	waitFor(t, "the listen stream to be counted", func() bool {
+	eventually.True(t, "the listen stream to be counted", func() bool {
 		switch {
 		case streams(a) == "1" && streams(b) == "0":
 			holder, other = a, b
@@ -289,7 +290,7 @@ func TestCompleteMovesToAnotherReplica(t *testing.T) {
 		t.Fatalf("no re-listen after the drain; events: %v", ev.snapshot())
 	}
 	cat.write(t, "v2")
-	waitFor(t, "the other replica to serve v2", func() bool {
+	eventually.True(t, "the other replica to serve v2", func() bool {
 		tools, err := rawTools(other)
 		return err == nil && description(t, tools, "alpha") == "v2"
 	})
@@ -302,7 +303,7 @@ func TestCompleteMovesToAnotherReplica(t *testing.T) {
 	if got := description(t, tools, "alpha"); got != "v2" {
 		t.Fatalf("after moving replicas the client returns alpha %q, want v2", got)
 	}
-	waitFor(t, "the stream to be on the other replica", func() bool { return streams(other) == "1" })
+	eventually.True(t, "the stream to be on the other replica", func() bool { return streams(other) == "1" })
 	if err := <-drained; err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +388,7 @@ func TestFallbackTo20251125(t *testing.T) {
 			t.Logf("server2025 log:\n%s", out.String())
 		}
 	})
-	waitFor(t, "server2025 listens", func() bool { return canDial(addr) && canDial(admin) })
+	eventually.True(t, "server2025 listens", func() bool { return canDial(addr) && canDial(admin) })
 
 	ev := newEvents()
 	c := connect(t, "http://"+addr+"/mcp", &client.Options{Hooks: ev.hooks()})
@@ -478,7 +479,7 @@ func TestGoSDKClientCachesTheLateRead(t *testing.T) {
 	defer cs.Close()
 	// go-sdk opens its listen without waiting for the acknowledgement: wait until the sidecar
 	// counts it, so the change below is announced to it.
-	waitFor(t, "go-sdk's listen stream", func() bool { return sc.metric(t, "switchboard_sidecar_listen_streams") == "1" })
+	eventually.True(t, "go-sdk's listen stream", func() bool { return sc.metric(t, "switchboard_sidecar_listen_streams") == "1" })
 
 	up.hold(cred)
 	late := make(chan *mcp.ListToolsResult, 1)
@@ -533,7 +534,7 @@ func TestListenRefusedAtConnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the other client's listen", func() bool { return sc.metric(t, "switchboard_sidecar_listen_streams") == "1" })
+	eventually.True(t, "the other client's listen", func() bool { return sc.metric(t, "switchboard_sidecar_listen_streams") == "1" })
 
 	ev := newEvents()
 	c := connect(t, sc.mcp, &client.Options{Hooks: ev.hooks(), MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})

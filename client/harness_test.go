@@ -25,6 +25,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 )
 
 var sidecarBin, server2025Bin string
@@ -257,7 +258,7 @@ func startSidecar(t *testing.T, upURL, catalogPath, mcpAddr, adminAddr string, e
 			t.Logf("sidecar %s log:\n%s", mcpAddr, s.out.String())
 		}
 	})
-	waitFor(t, "the sidecar is ready", func() bool { return s.ready() })
+	eventually.True(t, "the sidecar is ready", func() bool { return s.ready() })
 	return s
 }
 
@@ -292,17 +293,6 @@ func (s *sidecar) metric(t *testing.T, name string) string {
 		}
 	}
 	return ""
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hang)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // events collects listen events and changes for a test to wait on.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 )
 
 // TestItemConditions reaches every reason of MCPTool, MCPResource and MCPPrompt against the
@@ -38,9 +38,10 @@ func TestItemConditions(t *testing.T) {
 	mustCreate(t, newServer(ns, "maps", 1))
 	itemCondition(t, early, mcpv1alpha1.ConditionAccepted, metav1.ConditionTrue, mcpv1alpha1.ReasonAccepted)
 	itemCondition(t, early, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
-	// Creation timestamps have one-second resolution: make the loser clearly younger.
-	time.Sleep(1100 * time.Millisecond)
-	late := newTool(ns, "a-late", "maps", "route")
+	// Creation timestamps have one-second resolution: the loser may share the winner's second,
+	// and then the object name decides ("early" < "late"), so "early" wins either way (the age
+	// rule itself is TestResolve's).
+	late := newTool(ns, "late", "maps", "route")
 	mustCreate(t, late)
 	itemCondition(t, late, mcpv1alpha1.ConditionAccepted, metav1.ConditionFalse, mcpv1alpha1.ReasonNameConflict)
 	itemCondition(t, late, mcpv1alpha1.ConditionPublished, metav1.ConditionFalse, mcpv1alpha1.ReasonNotAccepted)
@@ -165,14 +166,14 @@ func TestWorkloadReasons(t *testing.T) {
 	mustCreate(t, scaled)
 	key := client.ObjectKeyFromObject(scaled)
 	serverCondition(t, key, mcpv1alpha1.ConditionAvailable, metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable)
-	eventually(t, "a PDB with 2 replicas", func() error {
+	eventually.Succeeds(t, "a PDB with 2 replicas", func() error {
 		return k8s.Get(ctx, key, &policyv1.PodDisruptionBudget{})
 	})
 	edit(t, scaled, func() { scaled.Spec.Replicas = ptr.To[int32](0) })
 	serverCondition(t, key, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonScaledToZero)
 	serverCondition(t, key, mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionFalse, mcpv1alpha1.ReasonNoReadyReplicas)
 	eventRecorded(t, scaled, mcpv1alpha1.ReasonScaledToZero)
-	eventually(t, "the PDB removed at 0 replicas", func() error {
+	eventually.Succeeds(t, "the PDB removed at 0 replicas", func() error {
 		if err := k8s.Get(ctx, key, &policyv1.PodDisruptionBudget{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("PDB still there: %w", err)
 		}
@@ -183,7 +184,7 @@ func TestWorkloadReasons(t *testing.T) {
 	stuck := newServer(ns, "stuck", 1)
 	stuck.Spec.Pod = &mcpv1alpha1.PodOverrides{NodeSelector: map[string]string{"zone": "nowhere"}}
 	mustCreate(t, stuck)
-	eventually(t, "stuck: Available=False DeploymentProgressing with the Deployment observed", func() error {
+	eventually.Succeeds(t, "stuck: Available=False DeploymentProgressing with the Deployment observed", func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(stuck), stuck); err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ import (
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
 
@@ -79,7 +80,7 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 	}
 	orphan := newTool(ns, "orphan", "nowhere", "route")
 	winner := newTool(ns, "winner", "ready", "route")
-	loser := newTool(ns, "loser", "ready", "route")
+	loser := newTool(ns, "younger", "ready", "route")
 	badPrompt := newPrompt(ns, "directions", "ready", []string{"from"}, "Route from {{from}} to {{to}}.")
 	noSource := newResource(ns, "token", "ready", "secret://token", mcpv1alpha1.ResourceSource{
 		SecretKeyRef: &mcpv1alpha1.KeyReference{Name: "missing", Key: "value"}})
@@ -87,8 +88,8 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 	mustCreate(t, ready, published, pending, rejected, stuck, scaled, external, invalid, squat, squatted, big,
 		orphan, winner, badPrompt, noSource)
 	mustCreate(t, chunks...)
-	// Creation timestamps have one-second resolution: make the loser clearly younger.
-	time.Sleep(1100 * time.Millisecond)
+	// Creation timestamps have one-second resolution: when both share a second, the object name
+	// decides ("winner" < "younger"), so the loser loses either way.
 	mustCreate(t, loser)
 
 	step = func() {
@@ -97,7 +98,7 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 			key := client.ObjectKeyFromObject(s)
 			serverCondition(t, key, mcpv1alpha1.ConditionAvailable, metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable)
 			var pods []corev1.Pod
-			eventually(t, s.Name+": one ready pod", func() error {
+			eventually.Succeeds(t, s.Name+": one ready pod", func() error {
 				if pods = readyPods(t, ns, s.Name); len(pods) != 1 {
 					return fmt.Errorf("%d ready pods", len(pods))
 				}
@@ -147,7 +148,7 @@ func awaitCase(t *testing.T, c gitopsCase) *unstructured.Unstructured {
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	eventually(t, fmt.Sprintf("%s: %s=%s/%s", c.name, c.condType, c.condStatus, c.condReason), func() error {
+	eventually.Succeeds(t, fmt.Sprintf("%s: %s=%s/%s", c.name, c.condType, c.condStatus, c.condReason), func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(c.obj), u); err != nil {
 			return err
 		}

@@ -23,6 +23,7 @@ import (
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
 
@@ -110,7 +111,7 @@ func TestServerReconcilesIntoChildren(t *testing.T) {
 	// The catalog: everything, referenced sources, no Secret content.
 	var c *catalog.Catalog
 	var rev string
-	eventually(t, "status describes the stored catalog", func() error {
+	eventually.Succeeds(t, "status describes the stored catalog", func() error {
 		c, rev = getCatalog(t, ns, "weather")
 		if err := k8s.Get(ctx, key, server); err != nil {
 			return err
@@ -233,7 +234,7 @@ func TestServerReconcilesIntoChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, obj := range children {
-		eventually(t, fmt.Sprintf("%T %s garbage-collected", obj, names[i]), func() error {
+		eventually.Succeeds(t, fmt.Sprintf("%T %s garbage-collected", obj, names[i]), func() error {
 			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: names[i]}, obj)
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -282,7 +283,7 @@ func TestSecondReconcileWritesNothing(t *testing.T) {
 	// Wait until two snapshots a reconcile apart agree (the Deployment controller and kwok may
 	// still be finishing), then require a further reconcile to change nothing.
 	var before map[string]string
-	eventually(t, "the world settles", func() error {
+	eventually.Succeeds(t, "the world settles", func() error {
 		before = snapshotVersions(t, ns)
 		if _, err := servers.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
 			return err

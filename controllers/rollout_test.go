@@ -18,6 +18,7 @@ import (
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 	"github.com/switchboard-mcp/switchboard/internal/kube"
 )
@@ -90,7 +91,7 @@ func TestCatalogEditIsLiveImageChangeRolls(t *testing.T) {
 	n := inject.NamesFor(server)
 	serverCondition(t, key, mcpv1alpha1.ConditionAvailable, metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable)
 	itemCondition(t, tool, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
-	eventually(t, "two ready pods", func() error {
+	eventually.Succeeds(t, "two ready pods", func() error {
 		if p := readyPods(t, ns, "weather"); len(p) != 2 {
 			return fmt.Errorf("%d ready pods", len(p))
 		}
@@ -136,7 +137,7 @@ func TestCatalogEditIsLiveImageChangeRolls(t *testing.T) {
 	// Edit the tool: a new catalog revision, and nothing about the pods changes.
 	edit(t, tool, func() { tool.Spec.Description = "Forecast for a city, in metric units" })
 	var rev2 string
-	eventually(t, "a new catalog revision", func() error {
+	eventually.Succeeds(t, "a new catalog revision", func() error {
 		c, rev := getCatalog(t, ns, "weather")
 		if rev == rev1 || c.Tools[0].Description != tool.Spec.Description {
 			return fmt.Errorf("catalog still at %s", rev)
@@ -145,7 +146,7 @@ func TestCatalogEditIsLiveImageChangeRolls(t *testing.T) {
 		return nil
 	})
 	serverCondition(t, key, mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending)
-	eventually(t, "the tool names the new revision", func() error {
+	eventually.Succeeds(t, "the tool names the new revision", func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(tool), tool); err != nil {
 			return err
 		}
@@ -178,7 +179,7 @@ func TestCatalogEditIsLiveImageChangeRolls(t *testing.T) {
 	eventRecorded(t, server, mcpv1alpha1.ReasonCatalogRejected)
 	report(t, sidecar, ns, n.StatusConfigMap, pods[1].Name, catalog.Report{Revision: rev2})
 	serverCondition(t, key, mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonReady)
-	eventually(t, "two up-to-date replicas", func() error {
+	eventually.Succeeds(t, "two up-to-date replicas", func() error {
 		if err := k8s.Get(ctx, key, server); err != nil {
 			return err
 		}
@@ -191,7 +192,7 @@ func TestCatalogEditIsLiveImageChangeRolls(t *testing.T) {
 	// Change the image: a pod-level change rolls a new ReplicaSet, never below 2 available.
 	edit(t, server, func() { server.Spec.Container.Image = "example/weather:2" })
 	minAvailable := int32(2)
-	eventually(t, "the rollout to example/weather:2", func() error {
+	eventually.Succeeds(t, "the rollout to example/weather:2", func() error {
 		if err := k8s.Get(ctx, key, d); err != nil {
 			return err
 		}
@@ -224,7 +225,7 @@ func TestCatalogEditIsLiveImageChangeRolls(t *testing.T) {
 	}
 	// New pods have not reported yet; the old pods' reports are pruned.
 	serverCondition(t, key, mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending)
-	eventually(t, "reports of deleted pods pruned", func() error {
+	eventually.Succeeds(t, "reports of deleted pods pruned", func() error {
 		// Poke a reconcile; pruning waits until the API server confirms a pod is gone.
 		if _, err := servers.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
 
@@ -30,7 +31,7 @@ func TestSessionSecret(t *testing.T) {
 	secret := func(name string) *corev1.Secret {
 		t.Helper()
 		s := &corev1.Secret{}
-		eventually(t, "the session Secret of "+name, func() error {
+		eventually.Succeeds(t, "the session Secret of "+name, func() error {
 			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-sidecar-session"}, s)
 		})
 		return s
@@ -56,7 +57,7 @@ func TestSessionSecret(t *testing.T) {
 	sidecarOf := func(name string) corev1.Container {
 		t.Helper()
 		var c corev1.Container
-		eventually(t, "the Deployment of "+name, func() error {
+		eventually.Succeeds(t, "the Deployment of "+name, func() error {
 			d := &appsv1.Deployment{}
 			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
 
@@ -89,7 +90,7 @@ func TestStaleSidecarsReported(t *testing.T) {
 	// No owner: the garbage collector would delete a pod whose ReplicaSet does not exist.
 	pod.OwnerReferences = nil
 	mustCreate(t, pod)
-	eventually(t, "the pod counted in status.replicas", func() error {
+	eventually.Succeeds(t, "the pod counted in status.replicas", func() error {
 		if err := k8s.Get(ctx, key, server); err != nil {
 			return err
 		}

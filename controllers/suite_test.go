@@ -3,23 +3,19 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
-	"github.com/switchboard-mcp/switchboard/internal/kube"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 )
 
@@ -37,51 +33,12 @@ var (
 // TestMain starts one control plane (with kube-controller-manager, kube-scheduler and kwok, so
 // Deployments get Ready pods and garbage collection runs) and one manager for the package.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	// Quiet unless SWITCHBOARD_TEST_LOG=debug.
-	if os.Getenv("SWITCHBOARD_TEST_LOG") == "debug" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	}
-	var err error
-	if env, err = testenv.Start(testenv.Options{Controllers: true}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	k8s = env.Client
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  kube.CacheOptions(),
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if servers, err = Setup(ctx, mgr, Options{SidecarImage: testSidecarImage}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		fmt.Fprintln(os.Stderr, "the manager's cache did not sync")
-		return 1
-	}
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-	}
-	return code
+	os.Exit(testenv.Main(m, testenv.Options{Controllers: true},
+		func(e *testenv.Env) { env, k8s = e, e.Client },
+		func(ctx context.Context, mgr ctrl.Manager) (err error) {
+			servers, err = Setup(ctx, mgr, Options{SidecarImage: testSidecarImage})
+			return err
+		}))
 }
 
 // newNamespace creates a namespace for one test.
@@ -96,26 +53,6 @@ func newNamespace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return name
-}
-
-// hangGuard bounds how long a test waits for the control plane: generous, only to catch hangs.
-const hangGuard = 90 * time.Second
-
-// eventually polls check until it returns nil, failing the test with the last error after
-// hangGuard.
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after %s: %v", what, hangGuard, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func mustCreate(t *testing.T, objs ...client.Object) {
@@ -142,7 +79,7 @@ func conditionIs(conds []metav1.Condition, typ string, status metav1.ConditionSt
 
 func serverCondition(t *testing.T, key client.ObjectKey, typ string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("MCPServer %s %s=%s/%s", key, typ, status, reason), func() error {
+	eventually.Succeeds(t, fmt.Sprintf("MCPServer %s %s=%s/%s", key, typ, status, reason), func() error {
 		s := &mcpv1alpha1.MCPServer{}
 		if err := k8s.Get(context.Background(), key, s); err != nil {
 			return err
@@ -153,7 +90,7 @@ func serverCondition(t *testing.T, key client.ObjectKey, typ string, status meta
 
 func itemCondition(t *testing.T, obj client.Object, typ string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%T %s %s=%s/%s", obj, obj.GetName(), typ, status, reason), func() error {
+	eventually.Succeeds(t, fmt.Sprintf("%T %s %s=%s/%s", obj, obj.GetName(), typ, status, reason), func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
@@ -164,7 +101,7 @@ func itemCondition(t *testing.T, obj client.Object, typ string, status metav1.Co
 // eventRecorded waits for an Event about obj with the given reason.
 func eventRecorded(t *testing.T, obj client.Object, reason string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("event %s on %s", reason, obj.GetName()), func() error {
+	eventually.Succeeds(t, fmt.Sprintf("event %s on %s", reason, obj.GetName()), func() error {
 		var list eventsv1.EventList
 		if err := k8s.List(context.Background(), &list, client.InNamespace(obj.GetNamespace())); err != nil {
 			return err

@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 )
 
@@ -71,17 +73,12 @@ func TestKubectlExplain(t *testing.T) {
 	defer cancel()
 	// The API server publishes new CRDs' OpenAPI a moment after they are established.
 	var out []byte
-	var err error
-	for range 50 {
-		out, err = env.Kubectl(ctx, "explain", "mcpserver.spec").CombinedOutput()
-		if err == nil {
-			break
+	eventually.Succeeds(t, "kubectl explain mcpserver.spec", func() (err error) {
+		if out, err = env.Kubectl(ctx, "explain", "mcpserver.spec").CombinedOutput(); err != nil {
+			return fmt.Errorf("%w\n%s", err, out)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("kubectl explain mcpserver.spec: %v\n%s", err, out)
-	}
+		return nil
+	})
 	// kubectl wraps descriptions: compare with white space folded.
 	text := strings.Join(strings.Fields(string(out)), " ")
 	for _, want := range []string{
@@ -94,7 +91,7 @@ func TestKubectlExplain(t *testing.T) {
 			t.Errorf("kubectl explain mcpserver.spec lacks %q:\n%s", want, text)
 		}
 	}
-	out, err = env.Kubectl(ctx, "explain", "mcpresource.spec.source.secretKeyRef").CombinedOutput()
+	out, err := env.Kubectl(ctx, "explain", "mcpresource.spec.source.secretKeyRef").CombinedOutput()
 	if err != nil || !strings.Contains(strings.Join(strings.Fields(string(out)), " "), "always cacheScope private") {
 		t.Errorf("kubectl explain mcpresource.spec.source.secretKeyRef: %v\n%s", err, out)
 	}

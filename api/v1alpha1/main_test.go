@@ -1,7 +1,6 @@
 package v1alpha1_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -12,14 +11,5 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(testenv.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, "testenv:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping testenv:", err)
-	}
-	os.Exit(code)
+	os.Exit(testenv.Main(m, testenv.Options{}, func(e *testenv.Env) { env = e }, nil))
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 )
 
 // quietFor is how long a stream must stay silent to count as "got nothing": many times the
@@ -179,7 +180,7 @@ func TestCatalogFileIsServedLive(t *testing.T) {
 	// Invalid files are refused whole: the last good catalog keeps serving, nobody is told.
 	for i, bad := range []string{`{"schemaVersion":1,"server":`, `{"schemaVersion":99}`} {
 		writeFile(t, path, []byte(bad))
-		waitFor(t, func() bool { return metric(t, e.admin, rejected) == float64(i+1) })
+		eventually.True(t, "the bad file to be rejected", func() bool { return metric(t, e.admin, rejected) == float64(i+1) })
 		if n := metric(t, e.admin, rejectedNow); n != 1 {
 			t.Errorf("bad file %d: %s = %v, want 1", i, rejectedNow, n)
 		}
@@ -196,7 +197,7 @@ func TestCatalogFileIsServedLive(t *testing.T) {
 	// The last good file again (as when an admin reverts the bad edit): it is what is served, so
 	// nobody is told anything, and the sidecar no longer counts itself as rejecting.
 	writeFile(t, path, v2)
-	waitFor(t, func() bool { return metric(t, e.admin, rejectedNow) == 0 })
+	eventually.True(t, "the last good file to be served again", func() bool { return metric(t, e.admin, rejectedNow) == 0 })
 	expect("the last good file again", nil)
 
 	// A new good file: applied and announced once.

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 )
 
 // rawStream is one listen stream read to its end: every message in order,
@@ -135,7 +137,7 @@ func drainAsync(admin string) <-chan map[string]any {
 
 func waitNotReady(t *testing.T, admin string) {
 	t.Helper()
-	waitFor(t, func() bool {
+	eventually.True(t, "the sidecar to report not ready", func() bool {
 		r, err := http.Get(admin + "/readyz")
 		if err != nil {
 			return false
@@ -197,11 +199,11 @@ func TestDrainThousandStreams(t *testing.T) {
 	// asked for them, before its complete.
 	callTool(t, e.mcp, "test_trigger_tool_change")
 	callTool(t, e.mcp, "test_trigger_prompt_change")
-	waitFor(t, func() bool {
+	eventually.True(t, "the prompts change to reach the streams", func() bool {
 		m := metricOrZero(t, e.admin, `switchboard_sidecar_notifications_sent_total{type="notifications/prompts/list_changed"}`)
 		return m >= float64(len(all)*3/4)
 	})
-	waitFor(t, func() bool {
+	eventually.True(t, "the tools change to reach the streams", func() bool {
 		m := metricOrZero(t, e.admin, `switchboard_sidecar_notifications_sent_total{type="notifications/tools/list_changed"}`)
 		return m >= float64(len(all)/2)
 	})
@@ -284,6 +286,24 @@ func TestDrainThousandStreams(t *testing.T) {
 		}
 	case <-time.After(hang):
 		t.Fatal("GET /drain did not return")
+	}
+	// The drain is idempotent (both containers' preStop hooks call it; POST works too), and
+	// /drain/status reports it.
+	for _, req := range []struct{ method, path string }{{http.MethodPost, "/drain"}, {http.MethodGet, "/drain/status"}} {
+		hr, err := http.NewRequest(req.method, e.admin+req.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&st)
+		r.Body.Close()
+		if r.StatusCode != http.StatusOK || st["state"] != "drained" || st["streamsEnded"] != float64(len(all)) {
+			t.Errorf("%s %s after the drain: %d %v", req.method, req.path, r.StatusCode, st)
+		}
 	}
 	// The completes are spread over the jitter window, not sent in one
 	// burst. (Load only stretches the spread, so half the window is a safe
@@ -434,7 +454,7 @@ func TestDrainInflight(t *testing.T) {
 			discover := make(chan callResult, 1)
 			results["stuck-discover"] = discover
 			go func() { discover <- rawDo(t, rpcReq(t, e.mcp, "stuck-discover", "server/discover", "", "")) }()
-			waitFor(t, func() bool { return metricValue(t, e.admin, "switchboard_sidecar_inflight_requests") == 5 })
+			eventually.True(t, "five requests in flight", func() bool { return metricValue(t, e.admin, "switchboard_sidecar_inflight_requests") == 5 })
 			var drained <-chan map[string]any
 			if c.sigterm {
 				if err := e.sc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -494,5 +514,43 @@ func TestDrainInflight(t *testing.T) {
 				t.Fatal("GET /drain did not return")
 			}
 		})
+	}
+}
+
+// TestSIGTERMDrains: SIGTERM starts the same drain: every listen stream gets its complete, and
+// the sidecar exits cleanly.
+func TestSIGTERMDrains(t *testing.T) {
+	e := newEnv(t, "--drain-delay", "100ms", "--drain-jitter", "50ms", "--drain-budget", "2s")
+	streams := []*sse{
+		listen(t, e.mcp, 1, `{"toolsListChanged":true}`),
+		listen(t, e.mcp, "two", `{"promptsListChanged":true}`),
+		listen(t, e.mcp, 3, `{"resourceSubscriptions":["test://watched-resource"]}`),
+	}
+	for _, s := range streams {
+		s.next(t)
+	}
+	if err := e.sc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range streams {
+		// Skip any resources/updated that raced the signal.
+		var m map[string]any
+		m = s.next(t)
+		for m["method"] != nil {
+			m = s.next(t)
+		}
+		if res, _ := m["result"].(map[string]any); res["resultType"] != "complete" || subID(m) != m["id"] {
+			t.Fatalf("final frame = %v", m)
+		}
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- e.sc.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("sidecar exit: %v", err)
+		}
+	case <-time.After(hang):
+		t.Fatal("sidecar did not exit after SIGTERM")
 	}
 }

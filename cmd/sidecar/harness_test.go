@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 )
 
 var (
@@ -126,7 +128,7 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 func startUpstream(t *testing.T, addr string) *proc {
 	t.Helper()
 	p := start(t, upstreamBin, "-http="+addr, "-stateless")
-	waitFor(t, func() bool {
+	eventually.True(t, "the upstream to listen", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
@@ -161,7 +163,7 @@ func (e *env) startSidecar(t *testing.T, extra ...string) {
 	e.sc = start(t, sidecarBin, args...)
 	e.mcp = "http://" + mcpAddr + "/mcp"
 	e.admin = "http://" + adminAddr
-	waitFor(t, func() bool {
+	eventually.True(t, "the sidecar to be ready", func() bool {
 		r, err := http.Get(e.admin + "/readyz")
 		if err != nil {
 			return false
@@ -169,17 +171,6 @@ func (e *env) startSidecar(t *testing.T, extra ...string) {
 		r.Body.Close()
 		return r.StatusCode == http.StatusOK
 	})
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hang)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting for a condition")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"}}`

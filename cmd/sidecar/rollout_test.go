@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 )
 
 // front is an L4 round-robin load balancer over ready backends.
@@ -196,7 +198,7 @@ func startReplica(t *testing.T, w *world, f *front, name string, sidecarArgs ...
 	e.startSidecar(t, sidecarArgs...)
 	r := &replica{name: name, env: e, be: &backend{addr: strings.TrimSuffix(strings.TrimPrefix(e.mcp, "http://"), "/mcp"), admin: e.admin}}
 	f.add(r.be)
-	waitFor(t, r.be.ready.Load)
+	eventually.True(t, "the replica to be ready", r.be.ready.Load)
 	return r
 }
 
@@ -488,16 +490,22 @@ func TestRollingUpdate(t *testing.T) {
 		}
 	}()
 
-	time.Sleep(500 * time.Millisecond)
+	// Each phase lasts until ten more changes went through (about half a second).
+	tenMoreChanges := func(phase string) {
+		t.Helper()
+		k := changes.Load()
+		eventually.True(t, "ten changes "+phase, func() bool { return changes.Load() >= k+10 })
+	}
+	tenMoreChanges("before the rollout")
 	draining.Store(true)
 	stA := a.stop(t, f)
 	draining.Store(false)
 	a2 := startReplica(t, w, f, "A'", args...)
-	time.Sleep(500 * time.Millisecond)
+	tenMoreChanges("after A was replaced")
 	draining.Store(true)
 	stB := b.stop(t, f)
 	draining.Store(false)
-	time.Sleep(500 * time.Millisecond)
+	tenMoreChanges("after B stopped")
 	cancel()
 	<-pubDone
 	wg.Wait()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
 )
 
@@ -23,7 +24,7 @@ func TestStdioBridgeCLI(t *testing.T) {
 	p := start(t, sidecarBin, "stdio", "--listen", addr, "--path", "/rpc", "--", srv)
 	url := "http://" + addr + "/rpc"
 	var sid string
-	waitFor(t, func() bool {
+	eventually.True(t, "the stdio bridge to answer initialize", func() bool {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")

@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,9 +13,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/inject")
 
 func testServer() *mcpv1alpha1.MCPServer {
 	return &mcpv1alpha1.MCPServer{
@@ -105,18 +103,12 @@ func TestDecide(t *testing.T) {
 }
 
 // TestGolden injects every testdata/inject/<case>.yaml and compares with <case>.injected.yaml.
-// Refresh with: go test ./internal/inject -update
+// The same pods go through the webhook in internal/webhook (<case>.admitted.yaml). Refresh with:
+//
+//	go test ./internal/inject -run TestGolden -update
 func TestGolden(t *testing.T) {
-	cases, err := filepath.Glob("testdata/inject/*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
+	cases := golden.Inputs(t, "testdata/inject")
 	for _, in := range cases {
-		if strings.HasSuffix(in, ".injected.yaml") {
-			continue
-		}
-		n++
 		t.Run(filepath.Base(in), func(t *testing.T) {
 			raw, err := os.ReadFile(in)
 			if err != nil {
@@ -135,24 +127,8 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := strings.TrimSuffix(in, ".yaml") + ".injected.yaml"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/inject -update)", err)
-			}
-			if string(got) != string(want) {
-				t.Fatalf("%s is stale (run go test ./internal/inject -update and review the diff):\n%s", golden, got)
-			}
+			golden.Check(t, strings.TrimSuffix(in, ".yaml")+".injected.yaml", got)
 		})
-	}
-	if n == 0 {
-		t.Fatal("no golden cases found")
 	}
 }
 

@@ -3,7 +3,7 @@
 // kube-scheduler and kwok with one fake node, so Deployments get pods that become Ready.
 //
 // The binaries come from hack/k8s-test-bins.sh (built from Go modules); `make test` builds them
-// and sets KUBEBUILDER_ASSETS. Start one Env per test package, in TestMain.
+// and sets KUBEBUILDER_ASSETS. Start one Env per test package, in TestMain, with Main.
 package testenv
 
 import (

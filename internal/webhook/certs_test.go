@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 )
 
 // TestEnvSelfSignedCertificates: in self-signed mode the manager fills its (empty) Secret with a
@@ -82,15 +83,9 @@ func TestEnvSelfSignedCertificates(t *testing.T) {
 		t.Fatal("ready before any certificate exists")
 	}
 
-	deadline := time.Now().Add(60 * time.Second)
 	wait := func(what string, ok func() bool) {
 		t.Helper()
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		eventually.True(t, what, ok)
 	}
 	wait("the Secret to hold a certificate", func() bool {
 		return k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret) == nil && len(secret.Data["tls.crt"]) > 0

@@ -2,30 +2,24 @@ package webhook
 
 import (
 	"context"
-	"crypto/tls"
+	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
-	"github.com/switchboard-mcp/switchboard/internal/kube"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 )
 
@@ -39,77 +33,20 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	if os.Getenv("SWITCHBOARD_TEST_LOG") == "debug" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	}
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if env, err = testenv.Start(testenv.Options{WebhookPaths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	k8s = env.Client
-	wio := &env.Environment.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  kube.CacheOptions(),
-		WebhookServer: crwebhook.NewServer(crwebhook.Options{
-			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
-		}),
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		os.Exit(1)
 	}
 	// No ExcludedNamespaces: the generated configuration's namespaceSelector alone must keep
 	// the operator's namespace and kube-system out.
-	inj := &Injector{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("switchboard-injector"), SidecarImage: testImage}
-	if err := inj.SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	if err := waitForTLS(net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return code
-}
-
-func waitForTLS(addr string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // readiness probe only
-		if err == nil {
-			return conn.Close()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the webhook server at %s did not come up: %w", addr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	os.Exit(testenv.Main(m, testenv.Options{WebhookPaths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")}},
+		func(e *testenv.Env) { env, k8s = e, e.Client },
+		func(_ context.Context, mgr ctrl.Manager) error {
+			inj := &Injector{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+				Recorder: mgr.GetEventRecorder("switchboard-injector"), SidecarImage: testImage}
+			return inj.SetupWithManager(mgr)
+		}))
 }
 
 // namespace creates a namespace, named name or a fresh one.
@@ -254,20 +191,18 @@ func TestEnvWebhookDown(t *testing.T) {
 	externalServer(t, ns, "search")
 	// The API server picks up webhook configurations asynchronously: wait until opted-in pods
 	// fail, which proves the dead webhook is in effect.
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 0; ; i++ {
+	i := 0
+	eventually.Succeeds(t, "opted-in pods refused with the webhook down", func() error {
+		i++
 		err := k8s.Create(ctx, userPod(ns, fmt.Sprintf("opted-in-%d", i), map[string]string{inject.LabelServer: "search"}))
-		if err != nil {
-			if !strings.Contains(err.Error(), "down.inject.mcp.switchboard.dev") {
-				t.Fatalf("unexpected error: %v", err)
-			}
-			break
+		if err == nil {
+			return errors.New("an opted-in pod was created")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("opted-in pods are still created with the webhook down")
+		if !strings.Contains(err.Error(), "down.inject.mcp.switchboard.dev") {
+			t.Fatalf("unexpected error: %v", err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	pod := createPod(t, userPod(ns, "not-opted-in", map[string]string{"app": "other"}))
 	if len(pod.Spec.InitContainers) > 0 {
 		t.Fatal("a pod that did not opt in was changed")

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,11 +23,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/golden"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/inject")
+// goldenDir is the injection cases, shared with internal/inject: each pod <case>.yaml has
+// <case>.injected.yaml (inject.Pod) and <case>.admitted.yaml (this webhook) beside it.
+const goldenDir = "../inject/testdata/inject"
 
 const testImage = "switchboard-sidecar:test"
 
@@ -112,22 +114,13 @@ func admit(t *testing.T, inj *Injector, pod *corev1.Pod, dryRun bool) (*corev1.P
 	return got, resp
 }
 
-// TestGolden admits every testdata/inject/<case>.yaml through the webhook handler and compares
-// the result, headed by the decision, with <case>.injected.yaml. Every result is admitted again
-// and must come back without a patch (idempotency). Refresh with:
+// TestGolden admits every injection case (goldenDir/<case>.yaml) through the webhook handler
+// and compares the result, headed by the decision, with <case>.admitted.yaml. Every result is
+// admitted again and must come back without a patch (idempotency). Refresh with:
 //
 //	go test ./internal/webhook -run TestGolden -update
 func TestGolden(t *testing.T) {
-	cases, err := filepath.Glob("testdata/inject/*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, in := range cases {
-		if strings.HasSuffix(in, ".injected.yaml") {
-			continue
-		}
-		n++
+	for _, in := range golden.Inputs(t, goldenDir) {
 		t.Run(strings.TrimSuffix(filepath.Base(in), ".yaml"), func(t *testing.T) {
 			raw, err := os.ReadFile(in)
 			if err != nil {
@@ -158,31 +151,14 @@ func TestGolden(t *testing.T) {
 			if d.Reason != "" {
 				header = fmt.Sprintf("# result: skipped\n# reason: %s\n# message: %s\n", d.Reason, d.Message)
 			}
-			got := header + string(body)
-			golden := strings.TrimSuffix(in, ".yaml") + ".injected.yaml"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/webhook -run TestGolden -update)", err)
-			}
-			if got != string(want) {
-				t.Fatalf("%s is stale (run go test ./internal/webhook -run TestGolden -update and review the diff); got:\n%s", golden, got)
-			}
+			golden.Check(t, strings.TrimSuffix(in, ".yaml")+".admitted.yaml", []byte(header+string(body)))
 		})
-	}
-	if n == 0 {
-		t.Fatal("no golden cases found")
 	}
 }
 
 func readPod(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "inject", name))
+	raw, err := os.ReadFile(filepath.Join(goldenDir, name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 	"github.com/switchboard-mcp/switchboard/test/framework"
@@ -176,22 +177,23 @@ func TestSampleCatalogIsServedAndReported(t *testing.T) {
 	}
 
 	// The report makes the MCPServer's CatalogPropagated true for the one Ready pod.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.Succeeds(t, "CatalogPropagated True", func() error {
 		var s mcpv1alpha1.MCPServer
 		err := stack.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server}, &s)
 		cond := meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionCatalogPropagated)
 		if err == nil && cond != nil && cond.Status == "True" && s.Status.CatalogUpToDateReplicas == 1 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			var status corev1.ConfigMap
-			_ = stack.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server + "-catalog-status"}, &status)
-			t.Fatalf("CatalogPropagated not True: err=%v cond=%+v upToDate=%d revision=%s reports=%v (pod %s)\n%s",
-				err, cond, s.Status.CatalogUpToDateReplicas, s.Status.CatalogRevision, status.Data, stack.Pod, stack.SidecarLog(30))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("err=%v cond=%+v upToDate=%d revision=%s reports=%v (pod %s)\n%s",
+			err, cond, s.Status.CatalogUpToDateReplicas, s.Status.CatalogRevision, reports(t), stack.Pod, stack.SidecarLog(30))
+	})
+}
+
+// reports returns the sidecars' reports (the status ConfigMap's data), for failure messages.
+func reports(t *testing.T) map[string]string {
+	var status corev1.ConfigMap
+	_ = stack.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server + "-catalog-status"}, &status)
+	return status.Data
 }
 
 const toolYAML = `apiVersion: mcp.switchboard.dev/v1alpha1
@@ -281,19 +283,15 @@ func TestInvalidCatalogIsRefusedAndTheLastGoodKeepsServing(t *testing.T) {
 	if err := stack.Env.Client.Update(t.Context(), &cm); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.Succeeds(t, "the rejection reported", func() error {
 		var status corev1.ConfigMap
 		err := stack.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server + "-catalog-status"}, &status)
 		rep, _ := catalog.ParseReport(status.Data[stack.Pod])
 		if err == nil && rep.RejectedRevision == "bad-revision" && strings.Contains(rep.Reason, "schemaVersion 99") && rep.Revision != "" {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no rejection reported: %v %+v (pod %s)\n%s", err, status.Data, stack.Pod, stack.SidecarLog(30))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%v %+v (pod %s)\n%s", err, status.Data, stack.Pod, stack.SidecarLog(30))
+	})
 	expect(t, streams, map[string][]string{})
 	if after := toolNames(t); !slices.Equal(before, after) {
 		t.Errorf("tools changed from %v to %v after an invalid catalog", before, after)
@@ -318,22 +316,17 @@ func TestToolMissingUpstreamShowsInStatus(t *testing.T) {
 	key := client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server}
 	waitToolsServed := func(step string, want metav1.ConditionStatus, wantInMessage string) *metav1.Condition {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		var cond *metav1.Condition
+		eventually.Succeeds(t, fmt.Sprintf("%s: ToolsServed %s with %q", step, want, wantInMessage), func() error {
 			var s mcpv1alpha1.MCPServer
 			err := stack.Env.Client.Get(t.Context(), key, &s)
-			cond := meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionToolsServed)
+			cond = meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionToolsServed)
 			if err == nil && cond != nil && cond.Status == want && strings.Contains(cond.Message, wantInMessage) {
-				return cond
+				return nil
 			}
-			if time.Now().After(deadline) {
-				var status corev1.ConfigMap
-				_ = stack.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server + "-catalog-status"}, &status)
-				t.Fatalf("%s: ToolsServed not %s with %q: err=%v cond=%+v revision=%s reports=%v\n%s",
-					step, want, wantInMessage, err, cond, s.Status.CatalogRevision, status.Data, stack.SidecarLog(30))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return fmt.Errorf("err=%v cond=%+v revision=%s reports=%v\n%s", err, cond, s.Status.CatalogRevision, reports(t), stack.SidecarLog(30))
+		})
+		return cond
 	}
 	waitToolsServed("the sample", metav1.ConditionTrue, "lists every enabled MCPTool")
 
@@ -354,23 +347,17 @@ func TestToolMissingUpstreamShowsInStatus(t *testing.T) {
 	if c := meta.FindStatusCondition(ready.Status.Conditions, mcpv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Ready = %+v; ToolsServed is advisory and must not change it", c)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.Succeeds(t, "a Warning event "+mcpv1alpha1.ReasonToolsMissingUpstream+" naming ghost_tool", func() error {
 		var list eventsv1.EventList
 		err := stack.Env.Client.List(t.Context(), &list, client.InNamespace(stack.Namespace))
-		found := false
 		for _, e := range list.Items {
-			found = found || (e.Reason == mcpv1alpha1.ReasonToolsMissingUpstream && e.Regarding.Name == stack.Server &&
-				e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "ghost_tool"))
+			if e.Reason == mcpv1alpha1.ReasonToolsMissingUpstream && e.Regarding.Name == stack.Server &&
+				e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "ghost_tool") {
+				return err
+			}
 		}
-		if err == nil && found {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no Warning event %s naming ghost_tool: err=%v, %d events", mcpv1alpha1.ReasonToolsMissingUpstream, err, len(list.Items))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("err=%v, %d events", err, len(list.Items))
+	})
 
 	if _, err := stack.Kubectl(t.Context(), "", "delete", "mcptool", "weather-ghost"); err != nil {
 		t.Fatal(err)

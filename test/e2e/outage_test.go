@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
 	"github.com/switchboard-mcp/switchboard/test/framework"
 )
@@ -185,18 +186,14 @@ func startProxiedSidecar(t *testing.T) (proxy *tcpProxy, mcpURL, adminURL string
 		}
 	})
 	mcpURL, adminURL = "http://"+mcpAddr+"/mcp", "http://"+adminAddr
-	deadline := time.Now().Add(30 * time.Second)
-	for !ready(t.Context(), adminURL) {
+	eventually.True(t, "the proxied sidecar ready", func() bool {
 		select {
 		case <-exited:
 			t.Fatal("the proxied sidecar exited")
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the proxied sidecar did not become ready")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ready(t.Context(), adminURL)
+	})
 	return proxy, mcpURL, adminURL
 }
 
