@@ -122,6 +122,7 @@ func New(cfg Config) (*App, error) {
 	m := NewMetrics()
 	hub := NewHub(HubOptions{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Metrics: m})
 	up := NewUpstreamWith(cfg.Upstream, cfg.MaxResponseBytes, cfg.UpstreamTransport)
+	up.SetLogger(cfg.Logger)
 	cat, err := newCatalogWiring(cfg, hub, up, m)
 	if err != nil {
 		return nil, err

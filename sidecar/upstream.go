@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -95,7 +96,9 @@ func NewUpstreamWith(url string, maxResponseBytes int, rt UpstreamTransport) *Up
 		ForceAttemptHTTP2:   false,
 	}
 	if rt == nil {
-		rt = tr
+		// Find out what the upstream speaks; 2025-era servers are served
+		// through upstream sessions (upstream_legacy.go).
+		rt = newGenerationTransport(tr, url, maxResponseBytes)
 	}
 	return &Upstream{
 		url:      url,
@@ -104,6 +107,13 @@ func NewUpstreamWith(url string, maxResponseBytes int, rt UpstreamTransport) *Up
 			Transport:     rt,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
+	}
+}
+
+// SetLogger sets where the upstream transport logs what it finds out.
+func (u *Upstream) SetLogger(l *slog.Logger) {
+	if gt, ok := u.client.Transport.(*generationTransport); ok && l != nil {
+		gt.log.Store(l)
 	}
 }
 

@@ -1,0 +1,231 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/internal/mcptest"
+)
+
+// Tests of 2026-07-28 clients in front of 2025-era upstreams: go-sdk
+// v1.4.1's everything-server over HTTP, and over stdio behind the real
+// `sidecar stdio` bridge process.
+
+func legacyBin(t *testing.T) string {
+	t.Helper()
+	bin, err := mcptest.LegacyEverythingServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// legacyEnv starts a 2025-era upstream (HTTP, or stdio through the bridge)
+// and a sidecar in front of it, waiting for /readyz.
+func legacyEnv(t *testing.T, stdio bool) *env {
+	t.Helper()
+	e := &env{upAddr: freePort(t)}
+	if stdio {
+		e.up = start(t, sidecarBin, "stdio", "--listen", e.upAddr, "--", legacyBin(t))
+	} else {
+		e.up = start(t, legacyBin(t), "-http="+e.upAddr)
+	}
+	waitFor(t, func() bool {
+		c, err := net.Dial("tcp", e.upAddr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	e.startSidecar(t)
+	return e
+}
+
+func TestLegacyUpstreams(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stdio bool
+	}{{"http", false}, {"stdio-bridge", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := legacyEnv(t, tc.stdio)
+
+			// server/discover is answered from the upstream's initialize.
+			st, _, msg := do(t, rpcReq(t, e.mcp, "d", "server/discover", "", ""))
+			res, _ := msg["result"].(map[string]any)
+			if st != 200 || res == nil {
+				t.Fatalf("server/discover: HTTP %d %v", st, msg)
+			}
+			if v := fmt.Sprint(res["supportedVersions"]); !strings.Contains(v, "2026-07-28") {
+				t.Errorf("supportedVersions %s", v)
+			}
+			m, _ := res["_meta"].(map[string]any)
+			si, _ := m["io.modelcontextprotocol/serverInfo"].(map[string]any)
+			if si["name"] != "mcp-conformance-test-server" {
+				t.Errorf("serverInfo %v", m)
+			}
+			if m["dev.switchboard/upstreamProtocolVersion"] != "2025-11-25" {
+				t.Errorf("upstream protocol version %v", m["dev.switchboard/upstreamProtocolVersion"])
+			}
+
+			// Lists carry resultType and the cache hints.
+			st, _, msg = do(t, rpcReq(t, e.mcp, "l", "tools/list", "", ""))
+			res, _ = msg["result"].(map[string]any)
+			if st != 200 || res["resultType"] != "complete" || res["ttlMs"] == nil || res["cacheScope"] == nil {
+				t.Fatalf("tools/list: HTTP %d %v", st, msg)
+			}
+
+			// Eight concurrent calls with the same id: each gets its answer.
+			var wg sync.WaitGroup
+			for i := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					st, _, msg := do(t, progressReq(t, e.mcp, "same", fmt.Sprintf("p%d", i)))
+					res, _ := msg["result"].(map[string]any)
+					if st != 200 || msg["id"] != "same" || res["resultType"] != "complete" {
+						t.Errorf("call %d: HTTP %d %v", i, st, msg)
+					}
+				}()
+			}
+			wg.Wait()
+
+			// Progress reaches the call's own stream.
+			s := openStream(t, progressReq(t, e.mcp, "prog", "mine"))
+			p, _ := s.nextMethod(t, "notifications/progress")
+			if pp, _ := p["params"].(map[string]any); pp["progressToken"] != "mine" {
+				t.Errorf("progress %v", p)
+			}
+
+			// A server-to-client request during a call is refused with an
+			// error that names the limitation (the tool reports it).
+			st, _, msg = do(t, rpcReq(t, e.mcp, "samp", "tools/call", "test_sampling", `,"name":"test_sampling","arguments":{"prompt":"hi"}`))
+			if !strings.Contains(fmt.Sprint(msg["result"]), "sampling, elicitation, roots") {
+				t.Errorf("test_sampling: %v", msg)
+			}
+
+			// resources/updated through an upstream subscription.
+			l := listen(t, e.mcp, "sub", `{"resourceSubscriptions":["test://watched-resource"]}`)
+			if ack := l.next(t); ack["method"] != "notifications/subscriptions/acknowledged" {
+				t.Fatalf("first frame %v", ack)
+			}
+			u, _ := l.nextMethod(t, "notifications/resources/updated")
+			if up, _ := u["params"].(map[string]any); up["uri"] != "test://watched-resource" || subID(u) != "sub" {
+				t.Errorf("resources/updated %v", u)
+			}
+
+			// The removed and unknown methods get 404 -32601 like from a 2026 server.
+			st, _, msg = do(t, rpcReq(t, e.mcp, 5, "unknown/method", "", ""))
+			if e, _ := msg["error"].(map[string]any); st != 404 || fmt.Sprint(e["code"]) != "-32601" || fmt.Sprint(msg["id"]) != "5" {
+				t.Errorf("unknown/method: HTTP %d %v", st, msg)
+			}
+		})
+	}
+}
+
+// The upstream goes away and comes back (its sessions lost): the sidecar
+// finds the upstream again, initializes a new session, clients' calls work,
+// and listening clients are told to re-read (list_changed).
+func TestLegacyHTTPUpstreamRestart(t *testing.T) {
+	e := legacyEnv(t, false)
+	l := listen(t, e.mcp, "tl", `{"toolsListChanged":true}`)
+	if ack := l.next(t); ack["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first frame %v", ack)
+	}
+	callTool(t, e.mcp, "test_simple_text")
+	e.up.kill()
+	e.up = start(t, legacyBin(t), "-http="+e.upAddr)
+	waitFor(t, func() bool {
+		st, _, msg := doQuiet(rpcReq(t, e.mcp, "again", "tools/call", "test_simple_text", `,"name":"test_simple_text","arguments":{}`))
+		return st == 200 && msg["error"] == nil
+	})
+	callTool(t, e.mcp, "test_simple_text")
+	l2 := listen(t, e.mcp, "tl2", `{"toolsListChanged":true}`)
+	if ack := l2.next(t); ack["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first frame after the restart %v", ack)
+	}
+	_ = l
+}
+
+// The stdio child dies: the bridge restarts it and the sidecar's listen
+// clients get tools/list_changed (the catalog may differ), and calls work.
+func TestLegacyStdioChildRestartNotifiesClients(t *testing.T) {
+	e := legacyEnv(t, true)
+	l := listen(t, e.mcp, "tl", `{"toolsListChanged":true}`)
+	if ack := l.next(t); ack["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first frame %v", ack)
+	}
+	// The bridge's child is the only everything-server started by it.
+	pid := childOf(t, e.up.cmd.Process.Pid)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := l.nextMethod(t, "notifications/tools/list_changed")
+	if subID(n) != "tl" {
+		t.Errorf("list_changed %v", n)
+	}
+	waitFor(t, func() bool {
+		st, _, msg := doQuiet(rpcReq(t, e.mcp, "again", "tools/call", "test_simple_text", `,"name":"test_simple_text","arguments":{}`))
+		return st == 200 && msg["error"] == nil
+	})
+}
+
+// doQuiet is do without failing the test on a transport error; the
+// message is the JSON body's (nil for SSE or non-JSON).
+func doQuiet(req *http.Request) (int, http.Header, map[string]any) {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, nil
+	}
+	defer resp.Body.Close()
+	var msg map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&msg)
+	return resp.StatusCode, resp.Header, msg
+}
+
+// childOf returns the pid of a child process of parent (from /proc).
+func childOf(t *testing.T, parent int) int {
+	t.Helper()
+	var pid int
+	waitFor(t, func() bool {
+		// Any thread may have started it: scan every process's parent.
+		ents, _ := os.ReadDir("/proc")
+		for _, ent := range ents {
+			p, err := strconv.Atoi(ent.Name())
+			if err != nil {
+				continue
+			}
+			data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+			if err != nil {
+				continue
+			}
+			// pid (comm) state ppid …; comm may hold spaces: split after ")".
+			rest := string(data[strings.LastIndexByte(string(data), ')')+1:])
+			if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(parent) {
+				pid = p
+				return true
+			}
+		}
+		return false
+	})
+	return pid
+}
+
+// progressReq calls test_tool_with_progress with a progress token.
+func progressReq(t *testing.T, url, id, token string) *http.Request {
+	t.Helper()
+	r := rpcReq(t, url, id, "tools/call", "test_tool_with_progress", `,"name":"test_tool_with_progress","arguments":{}`)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":%q,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id, token)
+	r.Body = io.NopCloser(strings.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Set("Mcp-Name", "test_tool_with_progress")
+	return r
+}

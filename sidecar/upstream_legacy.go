@@ -1,0 +1,756 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// This file is the UpstreamTransport every sidecar uses: it finds out what
+// the MCP server container speaks and reaches it accordingly.
+//
+//   - A 2026-07-28 server (server/discover answers): requests go through
+//     untouched.
+//   - A 2025-era server (server/discover gets a 4xx, "not initialized",
+//     -32601, a non-JSON body, …; initialize works): the transport holds
+//     upstream sessions (initialize once, notifications/initialized,
+//     Mcp-Session-Id, a new initialize when the upstream answers 404, a small
+//     pool) and maps every 2026 request onto one. It answers server/discover
+//     from the initialize result, strips the reserved 2026 _meta keys and
+//     Mcp-* headers, gives each request an id of its own on the session,
+//     answers the upstream's server-to-client requests with an error that
+//     names the limitation, and serves subscriptions/listen from the
+//     upstream's GET stream (list_changed; resources/updated through
+//     reference-counted upstream resources/subscribe).
+//
+// The generation is found at the first request and again after the upstream
+// was unreachable (a restart may bring another server).
+
+// Legacy upstream limits.
+const (
+	// legacyPoolMax is the most upstream sessions held at once; a new one
+	// is opened only while every open one has a request in flight.
+	legacyPoolMax = 4
+	// legacyClientVersion is the revision asked for in initialize.
+	legacyClientVersion = "2025-11-25"
+	// legacyListenQueue buffers notifications per emulated listen; a listen
+	// that falls this far behind is ended (the relay reconnects and tells
+	// every client to re-read).
+	legacyListenQueue = 64
+	// legacyGetBackoffMax bounds the wait between upstream GET streams.
+	legacyGetBackoffMax = 5 * time.Second
+)
+
+// metaServerInfo and metaUpstreamVersion are what the synthesized discover
+// result carries in _meta: the upstream's serverInfo, and the revision it
+// negotiated (for the propagation report and the log).
+const (
+	metaServerInfo      = "io.modelcontextprotocol/serverInfo"
+	metaUpstreamVersion = "dev.switchboard/upstreamProtocolVersion"
+)
+
+type upstreamGen uint8
+
+const (
+	genUnknown upstreamGen = iota
+	genModern
+	genLegacy
+)
+
+// generationTransport is the UpstreamTransport described above.
+type generationTransport struct {
+	base     http.RoundTripper
+	url      string
+	maxBytes int
+	log      atomic.Pointer[slog.Logger]
+	seq      atomic.Int64
+
+	// detectMu serializes finding out the generation.
+	detectMu sync.Mutex
+
+	// mu guards every field below.
+	mu       sync.Mutex
+	gen      upstreamGen
+	initRes  json.RawMessage // the upstream's initialize result (legacy)
+	version  string          // the revision it negotiated (legacy)
+	sessions []*upSession
+	listens  map[*legacyListen]struct{}
+	subs     map[string]int     // URI -> open listens that want it
+	stopGet  context.CancelFunc // ends the GET stream loop of the current legacy connection
+}
+
+// upSession is one upstream session. inflight is guarded by the
+// transport's mu; id changes only under mu (re-initialize).
+type upSession struct {
+	id       string
+	inflight int
+}
+
+func newGenerationTransport(base http.RoundTripper, url string, maxBytes int) *generationTransport {
+	t := &generationTransport{base: base, url: url, maxBytes: maxBytes,
+		listens: map[*legacyListen]struct{}{}, subs: map[string]int{}}
+	t.log.Store(slog.Default())
+	return t
+}
+
+// UpstreamGeneration describes what the upstream speaks, for the report.
+type UpstreamGeneration struct {
+	// Legacy is set when the upstream is a 2025-era server.
+	Legacy bool
+	// ProtocolVersion is the revision the upstream negotiated (legacy).
+	ProtocolVersion string
+}
+
+func (t *generationTransport) generation() upstreamGen {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.gen
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *generationTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	g := t.generation()
+	if g == genUnknown {
+		var err error
+		if g, err = t.detect(req.Context()); err != nil {
+			return nil, err
+		}
+	}
+	if g == genModern {
+		resp, err := t.base.RoundTrip(req)
+		if err != nil && req.Context().Err() == nil {
+			t.reset(genModern)
+		}
+		return resp, err
+	}
+	return t.legacyRoundTrip(req)
+}
+
+// reset forgets the generation (and every legacy session and listen) when
+// the upstream was unreachable, so that the next request finds out again.
+func (t *generationTransport) reset(was upstreamGen) {
+	t.mu.Lock()
+	if t.gen != was {
+		t.mu.Unlock()
+		return
+	}
+	t.gen = genUnknown
+	t.sessions = nil
+	stop := t.stopGet
+	t.stopGet = nil
+	ls := t.listenList()
+	t.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	for _, l := range ls {
+		l.end(errors.New("upstream unreachable"))
+	}
+}
+
+// detect asks server/discover; on a legacy answer it initializes.
+func (t *generationTransport) detect(ctx context.Context) (upstreamGen, error) {
+	t.detectMu.Lock()
+	defer t.detectMu.Unlock()
+	if g := t.generation(); g != genUnknown {
+		return g, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	defer cancel()
+	req, err := modernRequest(dctx, t.url, "switchboard-generation", methodDiscover, "")
+	if err != nil {
+		return genUnknown, err
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return genUnknown, err
+	}
+	body, rerr := t.readMessage(resp)
+	resp.Body.Close()
+	if rerr == nil && resp.StatusCode == http.StatusOK {
+		if res, ok, _ := field(body, "result"); ok && isObject(res) {
+			if _, ok, _ := field(res, "supportedVersions"); ok {
+				t.mu.Lock()
+				t.gen = genModern
+				t.mu.Unlock()
+				t.log.Load().Info("Upstream speaks 2026-07-28 (server/discover answered)")
+				return genModern, nil
+			}
+		}
+	}
+	discoverAnswer := fmt.Sprintf("HTTP %d %s", resp.StatusCode, truncate(body, 160))
+	s := &upSession{}
+	res, version, err := t.initialize(dctx, s)
+	if err != nil {
+		return genUnknown, fmt.Errorf("upstream speaks neither 2026-07-28 (server/discover: %s) nor a 2025 revision (initialize: %w)", discoverAnswer, err)
+	}
+	getCtx, stopGet := context.WithCancel(context.Background())
+	t.mu.Lock()
+	t.gen, t.initRes, t.version = genLegacy, res, version
+	t.sessions = []*upSession{s}
+	t.stopGet = stopGet
+	t.mu.Unlock()
+	var info struct {
+		ServerInfo json.RawMessage `json:"serverInfo"`
+	}
+	_ = json.Unmarshal(res, &info)
+	t.log.Load().Info("Upstream speaks a 2025 revision; serving it to 2026-07-28 clients through upstream sessions",
+		"protocolVersion", version, "serverInfo", string(info.ServerInfo), "discoverAnswer", discoverAnswer)
+	go t.getLoop(getCtx)
+	return genLegacy, nil
+}
+
+// initialize opens (or re-opens) session s: initialize, then
+// notifications/initialized. It returns the result and the negotiated revision.
+func (t *generationTransport) initialize(ctx context.Context, s *upSession) (json.RawMessage, string, error) {
+	body := `{"jsonrpc":"2.0","id":"switchboard-init-` + strconv.FormatInt(t.seq.Add(1), 10) +
+		`","method":"initialize","params":{"protocolVersion":"` + legacyClientVersion +
+		`","capabilities":{},"clientInfo":` + string(sidecarClientInfo) + `}}`
+	req, err := t.legacyRequest(ctx, []byte(body), "", "")
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, "", err
+	}
+	msg, err := t.readMessage(resp)
+	resp.Body.Close()
+	if err != nil {
+		return nil, "", err
+	}
+	res, ok, _ := field(msg, "result")
+	if resp.StatusCode != http.StatusOK || !ok || !isObject(res) {
+		return nil, "", fmt.Errorf("HTTP %d %s", resp.StatusCode, truncate(msg, 160))
+	}
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if json.Unmarshal(res, &r) != nil || r.ProtocolVersion == "" {
+		return nil, "", fmt.Errorf("initialize result without protocolVersion: %s", truncate(res, 160))
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	req, err = t.legacyRequest(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), sid, r.ProtocolVersion)
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err = t.base.RoundTrip(req)
+	if err != nil {
+		return nil, "", err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	t.mu.Lock()
+	s.id = sid
+	t.mu.Unlock()
+	return bytes.Clone(res), r.ProtocolVersion, nil
+}
+
+// legacyRequest builds a POST to the upstream in the 2025 shape.
+func (t *generationTransport) legacyRequest(ctx context.Context, body []byte, sid, version string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	if version != "" {
+		req.Header.Set(headerProtocolVersion, version)
+	}
+	return req, nil
+}
+
+// readMessage reads a JSON body, or the first response of an SSE body.
+func (t *generationTransport) readMessage(resp *http.Response) ([]byte, error) {
+	if isEventStream(resp.Header) {
+		rd := newSSEReader(resp.Body, t.maxBytes)
+		for {
+			ev, err := rd.next()
+			if err != nil {
+				return nil, err
+			}
+			if isResponse(ev.data) {
+				return bytes.Clone(ev.data), nil
+			}
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.maxBytes)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > t.maxBytes {
+		return nil, errors.New("upstream response exceeds size limit")
+	}
+	return b, nil
+}
+
+// legacyRoundTrip serves one 2026 request from a legacy upstream.
+func (t *generationTransport) legacyRoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	method := req.Header.Get(headerMethod)
+	if method == "" {
+		if m, ok, _ := field(body, "method"); ok {
+			method, _ = stringValue(m)
+		}
+	}
+	switch method {
+	case methodDiscover:
+		return t.legacyDiscover(req, body)
+	case methodListen:
+		return t.legacyListen(req, body)
+	}
+	return t.legacyCall(req, body)
+}
+
+// jsonResponse is a synthesized upstream answer.
+func jsonResponse(req *http.Request, status int, body []byte) *http.Response {
+	return &http.Response{
+		StatusCode:    status,
+		Status:        strconv.Itoa(status) + " " + http.StatusText(status),
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}
+}
+
+// legacyDiscover answers server/discover from the initialize result, after
+// a ping on the upstream session (readiness follows reachability).
+func (t *generationTransport) legacyDiscover(req *http.Request, body []byte) (*http.Response, error) {
+	ping := []byte(`{"jsonrpc":"2.0","id":"switchboard-ping","method":"ping"}`)
+	resp, err := t.legacyCall(req, ping)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := t.readMessage(resp)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok, _ := field(msg, "result"); !ok {
+		return nil, fmt.Errorf("upstream ping failed: HTTP %d %s", resp.StatusCode, truncate(msg, 160))
+	}
+	t.mu.Lock()
+	res, version := t.initRes, t.version
+	t.mu.Unlock()
+	var ir struct {
+		Capabilities json.RawMessage `json:"capabilities"`
+		ServerInfo   json.RawMessage `json:"serverInfo"`
+		Instructions string          `json:"instructions"`
+	}
+	_ = json.Unmarshal(res, &ir)
+	if !isObject(ir.Capabilities) {
+		ir.Capabilities = json.RawMessage(`{}`)
+	}
+	meta := map[string]any{metaUpstreamVersion: version}
+	if isObject(ir.ServerInfo) {
+		meta[metaServerInfo] = ir.ServerInfo
+	}
+	out := map[string]any{"supportedVersions": []string{ProtocolVersion}, "capabilities": ir.Capabilities, "_meta": meta}
+	if ir.Instructions != "" {
+		out["instructions"] = ir.Instructions
+	}
+	rb, _ := json.Marshal(out)
+	id, _, _ := field(body, "id")
+	if len(id) == 0 {
+		id = nullID
+	}
+	msg = append(append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...), rb...)
+	return jsonResponse(req, http.StatusOK, append(msg, '}')), nil
+}
+
+// pick returns the session for the next request: the least busy one, or a
+// new one while every open one is busy and the pool has room.
+func (t *generationTransport) pick(ctx context.Context) (*upSession, error) {
+	t.mu.Lock()
+	if t.gen != genLegacy {
+		t.mu.Unlock()
+		return nil, errors.New("upstream generation changed")
+	}
+	var best *upSession
+	for _, s := range t.sessions {
+		if best == nil || s.inflight < best.inflight {
+			best = s
+		}
+	}
+	grow := best == nil || (best.inflight > 0 && len(t.sessions) < legacyPoolMax)
+	if !grow {
+		best.inflight++
+		t.mu.Unlock()
+		return best, nil
+	}
+	t.mu.Unlock()
+	s := &upSession{}
+	if _, _, err := t.initialize(ctx, s); err != nil {
+		if best == nil {
+			return nil, err
+		}
+		t.log.Load().Warn("Opening another upstream session failed; sharing the open ones", "err", err)
+		t.mu.Lock()
+		best.inflight++
+		t.mu.Unlock()
+		return best, nil
+	}
+	t.mu.Lock()
+	if len(t.sessions) < legacyPoolMax && t.gen == genLegacy {
+		t.sessions = append(t.sessions, s)
+	}
+	s.inflight++
+	t.mu.Unlock()
+	return s, nil
+}
+
+func (t *generationTransport) done(s *upSession) {
+	t.mu.Lock()
+	s.inflight--
+	t.mu.Unlock()
+}
+
+// reinit re-opens a session the upstream no longer knows (404), once per
+// stale id however many requests saw it.
+func (t *generationTransport) reinit(ctx context.Context, s *upSession, staleID string) error {
+	t.mu.Lock()
+	cur := s.id
+	t.mu.Unlock()
+	if cur != staleID {
+		return nil // another request re-opened it meanwhile
+	}
+	t.log.Load().Info("Upstream dropped its session; initializing again", "session", staleID)
+	_, _, err := t.initialize(ctx, s)
+	return err
+}
+
+// toLegacy rewrites a 2026 request body for a 2025 server: a request id of
+// the transport's own (several clients may use the same id on one upstream
+// session), and no reserved io.modelcontextprotocol/* _meta keys.
+func toLegacy(body []byte, newID string) ([]byte, error) {
+	var sets []kv
+	if newID != "" {
+		sets = append(sets, kv{key: "id", val: []byte(`"` + newID + `"`)})
+	}
+	var drop []string
+	if params, ok, _ := field(body, "params"); ok && isObject(params) {
+		if meta, ok, _ := field(params, "_meta"); ok && isObject(meta) {
+			nmeta, empty, err := dropReserved(meta)
+			if err != nil {
+				return nil, err
+			}
+			var np []byte
+			if empty {
+				np, err = setMembers(params, nil, []string{"_meta"})
+			} else {
+				np, err = setMembers(params, []kv{{key: "_meta", val: nmeta}}, nil)
+			}
+			if err != nil {
+				return nil, err
+			}
+			sets = append(sets, kv{key: "params", val: np})
+		}
+	}
+	if len(sets) == 0 && len(drop) == 0 {
+		return body, nil
+	}
+	return setMembers(body, sets, drop)
+}
+
+// legacyForwardHeaders are the client headers a legacy upstream gets.
+var legacyForwardHeaders = []string{"Authorization", "Traceparent", "Tracestate", "Baggage"}
+
+// reservedMetaPrefix is the _meta key prefix of the 2026 request envelope.
+const reservedMetaPrefix = "io.modelcontextprotocol/"
+
+// dropReserved removes the reserved keys from a _meta object.
+func dropReserved(meta []byte) ([]byte, bool, error) {
+	out := make([]byte, 0, len(meta))
+	out = append(out, '{')
+	n := 0
+	err := eachMember(meta, func(m member) bool {
+		k, _ := stringValue(m.key)
+		if strings.HasPrefix(k, reservedMetaPrefix) {
+			return true
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = append(out, m.key...)
+		out = append(out, ':')
+		out = append(out, meta[m.start:m.end]...)
+		return true
+	})
+	return append(out, '}'), n == 0, err
+}
+
+// legacyCall sends one request or notification on an upstream session and
+// returns its answer in the shape the sidecar expects.
+func (t *generationTransport) legacyCall(req *http.Request, body []byte) (*http.Response, error) {
+	ctx := req.Context()
+	origID, hasID, _ := field(body, "id")
+	newID := ""
+	if hasID {
+		newID = "sb-" + strconv.FormatInt(t.seq.Add(1), 10)
+	}
+	lbody, err := toLegacy(body, newID)
+	if err != nil {
+		return nil, err
+	}
+	s, err := t.pick(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var resp *http.Response
+	for attempt := 0; ; attempt++ {
+		t.mu.Lock()
+		sid, version := s.id, t.version
+		t.mu.Unlock()
+		ureq, err := t.legacyRequest(ctx, lbody, sid, version)
+		if err != nil {
+			t.done(s)
+			return nil, err
+		}
+		// Only what the upstream may need from the client: its credentials
+		// and trace context (not Origin, Host or the Mcp-* headers, which
+		// a 2025 server would check against its own rules).
+		for _, k := range legacyForwardHeaders {
+			if vs := req.Header[k]; len(vs) > 0 {
+				ureq.Header[k] = vs
+			}
+		}
+		resp, err = t.base.RoundTrip(ureq)
+		if err != nil {
+			t.done(s)
+			if ctx.Err() == nil {
+				t.reset(genLegacy)
+			}
+			return nil, err
+		}
+		if resp.StatusCode == http.StatusNotFound && sid != "" && attempt == 0 {
+			resp.Body.Close()
+			if err := t.reinit(ctx, s, sid); err != nil {
+				t.done(s)
+				return nil, fmt.Errorf("re-initializing the upstream session: %w", err)
+			}
+			continue
+		}
+		break
+	}
+	resp.Header.Del("Mcp-Session-Id")
+	if !hasID {
+		t.done(s)
+		return resp, nil
+	}
+	if isEventStream(resp.Header) {
+		// The first message decides the shape: a response (most calls) goes
+		// back as JSON with the status a 2026 server would give it; a
+		// notification first (progress) makes the answer a stream.
+		rd := newSSEReader(resp.Body, t.maxBytes)
+		first, isResp, err := t.nextForward(rd, s, origID)
+		if err != nil {
+			resp.Body.Close()
+			t.done(s)
+			return nil, fmt.Errorf("reading the upstream's answer: %w", err)
+		}
+		if isResp {
+			resp.Body.Close()
+			t.done(s)
+			first, status := legacyAnswer(first, resp.StatusCode)
+			out := jsonResponse(req, status, first)
+			return out, nil
+		}
+		pr, pw := io.Pipe()
+		go t.relayCallStream(rd, resp.Body, first, pw, s, origID)
+		resp.Body = pr
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+		return resp, nil
+	}
+	defer t.done(s)
+	msg, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.maxBytes)+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if len(msg) > t.maxBytes {
+		return nil, errors.New("upstream response exceeds size limit")
+	}
+	if !isObject(msg) && resp.StatusCode >= 400 {
+		// A transport-level refusal in plain text (go-sdk answers an unknown
+		// method with 400 "JSON RPC not handled: … unsupported"): a 2026
+		// client needs a JSON-RPC error with its id.
+		return jsonResponse(req, legacyTextStatus(resp.StatusCode, msg), legacyTextError(origID, resp.StatusCode, msg)), nil
+	}
+	if isObject(msg) {
+		if nm, err := setMembers(msg, []kv{{key: "id", val: origID}}, nil); err == nil {
+			msg = nm
+		}
+	}
+	msg, resp.StatusCode = legacyAnswer(msg, resp.StatusCode)
+	resp.Body = io.NopCloser(bytes.NewReader(msg))
+	resp.ContentLength = int64(len(msg))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(msg)))
+	return resp, nil
+}
+
+// nextForward reads a call's SSE answer up to the next message for the
+// client: the response (id restored), or a progress or log notification.
+// On the way it answers the upstream's server-to-client requests and hands
+// change notifications to the listens (they are not request-scoped).
+func (t *generationTransport) nextForward(rd *sseReader, s *upSession, origID []byte) (msg []byte, isResp bool, err error) {
+	for {
+		ev, err := rd.next()
+		if err != nil {
+			return nil, false, err
+		}
+		data := ev.data
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue // a 2025-11-25 priming event
+		}
+		m, hasMethod, _ := field(data, "method")
+		_, hasID, _ := field(data, "id")
+		switch {
+		case hasMethod && hasID:
+			method, _ := stringValue(m)
+			t.answerServerRequest(s, data, method)
+		case hasMethod:
+			method, _ := stringValue(m)
+			if !t.dispatch(method, data) {
+				return bytes.Clone(data), false, nil
+			}
+		default:
+			if nd, err := setMembers(data, []kv{{key: "id", val: origID}}, nil); err == nil {
+				return nd, true, nil
+			}
+			return bytes.Clone(data), true, nil
+		}
+	}
+}
+
+// relayCallStream copies the rest of a call's SSE answer, first being the
+// message nextForward already read.
+func (t *generationTransport) relayCallStream(rd *sseReader, body io.Closer, first []byte, pw *io.PipeWriter, s *upSession, origID []byte) {
+	defer t.done(s)
+	defer body.Close()
+	var out []byte
+	data := first
+	for {
+		out = append(out[:0], "event: message\ndata: "...)
+		out = append(out, data...)
+		out = append(out, '\n', '\n')
+		if _, err := pw.Write(out); err != nil {
+			return // the sidecar stopped reading (client gone)
+		}
+		var err error
+		data, _, err = t.nextForward(rd, s, origID)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			pw.CloseWithError(err)
+			return
+		}
+	}
+}
+
+// legacyTextMethodNotFound tells whether a plain-text refusal is about the
+// method: HTTP 404, or the words SDKs use for an unhandled method.
+func legacyTextMethodNotFound(status int, text []byte) bool {
+	t := strings.ToLower(string(text))
+	return status == http.StatusNotFound || strings.Contains(t, "unsupported") ||
+		strings.Contains(t, "method not found") || strings.Contains(t, "unknown method") || strings.Contains(t, "not handled")
+}
+
+func legacyTextStatus(status int, text []byte) int {
+	if legacyTextMethodNotFound(status, text) {
+		return http.StatusNotFound
+	}
+	return status
+}
+
+// legacyTextError is the JSON-RPC error for a plain-text refusal.
+func legacyTextError(id []byte, status int, text []byte) []byte {
+	code := int64(codeInvalidRequest)
+	msg := "Invalid Request"
+	if legacyTextMethodNotFound(status, text) {
+		code, msg = codeMethodNotFound, "Method not found"
+	}
+	return errorBody(id, newErr(status, code, msg+": the 2025-era upstream answered HTTP "+strconv.Itoa(status)+": "+strings.TrimSpace(truncate(text, 200))))
+}
+
+// legacyAnswer gives an answer the HTTP status a 2026-07-28 server would:
+// 404 for -32601 (spec §2.4), which a 2025 server sends with 200. An error
+// without a valid code whose message says the method is not handled (go-sdk
+// before 1.5 over stdio answers unknown methods with code 0) becomes -32601.
+func legacyAnswer(msg []byte, status int) ([]byte, int) {
+	e, ok, _ := field(msg, "error")
+	if !ok || status != http.StatusOK {
+		return msg, status
+	}
+	c, _, _ := field(e, "code")
+	switch string(c) {
+	case strconv.Itoa(codeMethodNotFound):
+		return msg, http.StatusNotFound
+	case "0", "":
+		m, _, _ := field(e, "message")
+		if text, _ := stringValue(m); legacyTextMethodNotFound(0, []byte(text)) {
+			ne, err := setMembers(e, []kv{{key: "code", val: []byte(strconv.Itoa(codeMethodNotFound))}}, nil)
+			if err == nil {
+				if nm, err := setMembers(msg, []kv{{key: "error", val: ne}}, nil); err == nil {
+					return nm, http.StatusNotFound
+				}
+			}
+		}
+	}
+	return msg, status
+}
+
+// answerServerRequest answers a request the legacy upstream makes of its
+// client during a call. 2026-07-28 clients cannot be asked mid-call (their
+// way is an input_required result, which a 2025 server cannot produce), so
+// sampling, elicitation and roots get an error that says so; ping works.
+func (t *generationTransport) answerServerRequest(s *upSession, msg []byte, method string) {
+	id, _, _ := field(msg, "id")
+	var answer []byte
+	if method == "ping" {
+		answer = []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{}}`)
+	} else {
+		answer = errorBody(id, newErr(http.StatusOK, codeMethodNotFound, method+
+			" is not available: this 2025-era MCP server is served to 2026-07-28 clients through the Switchboard sidecar, which cannot pass server-to-client requests (sampling, elicitation, roots) to them in the middle of a call"))
+		t.log.Load().Info("Refused a server-to-client request from the 2025-era upstream", "method", method)
+	}
+	t.mu.Lock()
+	sid, version := s.id, t.version
+	t.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), discoverTimeout)
+		defer cancel()
+		req, err := t.legacyRequest(ctx, answer, sid, version)
+		if err != nil {
+			return
+		}
+		resp, err := t.base.RoundTrip(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+		}
+	}()
+}
