@@ -106,8 +106,38 @@ set +e
 "$NODE" "$CONF_DIR/compare.mjs" "$OUT/required.txt" "$OUT/direct" "$OUT/sidecar"
 CMP_RC=$?
 set -e
-if [[ $SIDECAR_RC -ne 0 || $CMP_RC -ne 0 || $CMP25_RC -ne 0 ]]; then
-  echo "conformance through the sidecar FAILED (2026-07-28 suite rc=$SIDECAR_RC, comparison rc=$CMP_RC; 2025-11-25 comparison rc=$CMP25_RC); logs in $OUT" >&2
+
+# The 2025-era upstream legs: the 2026-07-28 suite through the sidecar in
+# front of go-sdk $LEGACY_SDK's everything-server (a 2025-11-25 server),
+# once over HTTP and once over stdio behind the stdio bridge
+# (`sidecar stdio`). Judged by legacy-upstream.mjs (23 required scenarios).
+LEGACY_SDK=v1.4.1
+echo "== the 2025-era upstream legs (go-sdk $LEGACY_SDK everything-server: HTTP, and stdio through the bridge)"
+mkdir -p bin/legacy
+GOBIN="$ROOT/bin/legacy" go install "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$LEGACY_SDK"
+LEGACY_RC=0
+legacy_leg() { # label, then the upstream command line (ADDR is replaced by its address)
+  local label=$1; shift
+  local up_port sc_port ad_port
+  up_port=$(free_port); sc_port=$(free_port); ad_port=$(free_port)
+  "${@//ADDR/127.0.0.1:$up_port}" >"$OUT/legacy-$label-upstream.log" 2>&1 &
+  PIDS+=($!)
+  bin/sidecar --upstream "http://127.0.0.1:$up_port/mcp" --listen "127.0.0.1:$sc_port" \
+    --admin-listen "127.0.0.1:$ad_port" >"$OUT/legacy-$label-sidecar.log" 2>&1 &
+  PIDS+=($!)
+  wait_http "http://127.0.0.1:$ad_port/readyz"
+  set +e
+  "$NODE" "$CLI" server --url "http://127.0.0.1:$sc_port/mcp" --requirements 2026-07-28 \
+    -o "$OUT/legacy-$label" >"$OUT/legacy-$label-run.log" 2>&1
+  sed -n '/=== SUMMARY ===/,$p' "$OUT/legacy-$label-run.log" | grep -E '^(Total)' || true
+  "$NODE" "$CONF_DIR/legacy-upstream.mjs" "$OUT/required.txt" "$OUT/legacy-$label" "$label" || LEGACY_RC=1
+  set -e
+}
+legacy_leg http bin/legacy/everything-server -http=ADDR
+legacy_leg stdio bin/sidecar stdio --listen ADDR -- bin/legacy/everything-server
+
+if [[ $SIDECAR_RC -ne 0 || $CMP_RC -ne 0 || $CMP25_RC -ne 0 || $LEGACY_RC -ne 0 ]]; then
+  echo "conformance through the sidecar FAILED (2026-07-28 suite rc=$SIDECAR_RC, comparison rc=$CMP_RC; 2025-11-25 comparison rc=$CMP25_RC; 2025-era upstream legs rc=$LEGACY_RC); logs in $OUT" >&2
   exit 1
 fi
 echo "conformance through the sidecar: OK"
