@@ -30,7 +30,7 @@ const (
 
 // HintFunc decides the cache hints stamped on a cacheable result: the
 // method and its raw params in, ttlMs and cacheScope ("public" or
-// "private") out. The catalog overlay will supply one per catalog.
+// "private") out. With an overlay, the overlay's (the catalog's cache hints) is used.
 type HintFunc func(method string, params []byte) (ttlMs int64, scope string)
 
 // DefaultHints is the conservative policy used until a catalog says

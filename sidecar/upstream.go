@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/internal/version"
 )
 
 // Upstream limits.
@@ -34,7 +36,7 @@ const (
 )
 
 // sidecarClientInfo identifies the sidecar's own requests to the upstream.
-var sidecarClientInfo = json.RawMessage(`{"name":"switchboard-sidecar","version":"0.1.0"}`)
+var sidecarClientInfo, _ = json.Marshal(map[string]string{"name": "switchboard-sidecar", "version": version.Version})
 
 // Upstream is the client side towards the MCP server container.
 type Upstream struct {

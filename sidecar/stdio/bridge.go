@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/switchboard-mcp/switchboard/internal/version"
 )
 
 // Defaults and limits. Each has a flag in Main where an operator may need
@@ -62,7 +64,7 @@ const (
 )
 
 // bridgeClientInfo is how the bridge introduces itself to its child.
-const bridgeClientInfo = `{"name":"switchboard-stdio-bridge","version":"0.1.0"}`
+var bridgeClientInfo = `{"name":"switchboard-stdio-bridge","version":` + strconv.Quote(version.Version) + `}`
 
 // Config configures a Bridge.
 type Config struct {

@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
@@ -163,13 +165,18 @@ func TestSampleCatalogIsServedAndReported(t *testing.T) {
 		t.Errorf("calling the renamed tool: %v %+v %s", err, r, r.Result)
 	}
 	r, err = c.Call(t.Context(), "resources/read", map[string]any{"uri": "docs://weather/handbook"})
-	if err != nil || r.Error != nil || !strings.Contains(string(r.Result), "Weather desk handbook") ||
+	var read mcp.ReadResourceResult
+	if err != nil || r.Error != nil || json.Unmarshal(r.Result, &read) != nil || len(read.Contents) != 1 ||
+		read.Contents[0].URI != "docs://weather/handbook" || !strings.Contains(read.Contents[0].Text, "Weather desk handbook") ||
 		!strings.Contains(string(r.Result), `"ttlMs":600000`) || !strings.Contains(string(r.Result), `"cacheScope":"public"`) {
 		t.Errorf("reading the ConfigMap resource: %v %+v %s", err, r, r.Result)
 	}
 	r, err = c.Call(t.Context(), "prompts/get", map[string]any{"name": "trip_brief", "arguments": map[string]any{"city": "Oslo", "days": "3"}})
-	if err != nil || r.Error != nil || !strings.Contains(string(r.Result), "travelling to Oslo for 3 days") {
+	var prompt mcp.GetPromptResult
+	if err != nil || r.Error != nil || json.Unmarshal(r.Result, &prompt) != nil || len(prompt.Messages) == 0 {
 		t.Errorf("rendering the prompt: %v %+v %s", err, r, r.Result)
+	} else if text, ok := prompt.Messages[0].Content.(*mcp.TextContent); !ok || !strings.Contains(text.Text, "travelling to Oslo for 3 days") {
+		t.Errorf("the prompt's first message = %+v, want text naming the trip", prompt.Messages[0].Content)
 	}
 	r, err = c.Call(t.Context(), "prompts/get", map[string]any{"name": "trip_brief", "arguments": map[string]any{"days": "3"}})
 	if err != nil || r.Error == nil || r.Error.Code != -32602 {
