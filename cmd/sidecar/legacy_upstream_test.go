@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
 )
 
@@ -39,7 +40,7 @@ func legacyEnv(t *testing.T, stdio bool) *env {
 	} else {
 		e.up = start(t, legacyBin(t), "-http="+e.upAddr)
 	}
-	waitFor(t, func() bool {
+	eventually.True(t, "the legacy upstream to listen", func() bool {
 		c, err := net.Dial("tcp", e.upAddr)
 		if err == nil {
 			c.Close()
@@ -143,7 +144,7 @@ func TestLegacyHTTPUpstreamRestart(t *testing.T) {
 	callTool(t, e.mcp, "test_simple_text")
 	e.up.kill()
 	e.up = start(t, legacyBin(t), "-http="+e.upAddr)
-	waitFor(t, func() bool {
+	eventually.True(t, "tools/call to succeed again", func() bool {
 		st, _, msg := doQuiet(rpcReq(t, e.mcp, "again", "tools/call", "test_simple_text", `,"name":"test_simple_text","arguments":{}`))
 		return st == 200 && msg["error"] == nil
 	})
@@ -172,7 +173,7 @@ func TestLegacyStdioChildRestartNotifiesClients(t *testing.T) {
 	if subID(n) != "tl" {
 		t.Errorf("list_changed %v", n)
 	}
-	waitFor(t, func() bool {
+	eventually.True(t, "tools/call to succeed again", func() bool {
 		st, _, msg := doQuiet(rpcReq(t, e.mcp, "again", "tools/call", "test_simple_text", `,"name":"test_simple_text","arguments":{}`))
 		return st == 200 && msg["error"] == nil
 	})
@@ -195,7 +196,7 @@ func doQuiet(req *http.Request) (int, http.Header, map[string]any) {
 func childOf(t *testing.T, parent int) int {
 	t.Helper()
 	var pid int
-	waitFor(t, func() bool {
+	eventually.True(t, "the child process to appear", func() bool {
 		// Any thread may have started it: scan every process's parent.
 		ents, _ := os.ReadDir("/proc")
 		for _, ent := range ents {
