@@ -285,13 +285,13 @@ func (m *modernConn) discover(ctx context.Context) (*mcp.InitializeResult, error
 			if json.Unmarshal(werr.Data, &data) == nil && slices.Contains(data.Supported, Version20260728) {
 				return nil, err
 			}
-			return nil, fmt.Errorf("%w: %v", errNotModern, err)
+			return nil, fmt.Errorf("%w: %w", errNotModern, err)
 		case errors.As(err, &werr) && (werr.Code == mcp.CodeHeaderMismatch || werr.Code == mcp.CodeMissingRequiredClientCapabilities):
 			return nil, err
 		case errors.As(err, &werr):
-			return nil, fmt.Errorf("%w: %v", errNotModern, err)
+			return nil, fmt.Errorf("%w: %w", errNotModern, err)
 		case errors.As(err, &herr) && herr.Status >= 400 && herr.Status < 500:
-			return nil, fmt.Errorf("%w: %v", errNotModern, err)
+			return nil, fmt.Errorf("%w: %w", errNotModern, err)
 		}
 		return nil, err
 	}
@@ -419,7 +419,7 @@ func (l *listener) open(ctx context.Context, caps *mcp.ServerCapabilities) (*str
 		cancel()
 		return nil, err
 	}
-	resp, err := l.m.hc.Do(req)
+	resp, err := l.m.hc.Do(req) //nolint:bodyclose // closed on every error path here, else by the stream reader
 	if err != nil {
 		cancel()
 		return nil, err

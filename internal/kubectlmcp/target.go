@@ -12,12 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/streaming/pkg/httpstream"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
@@ -132,7 +132,7 @@ func forward(cfg *rest.Config, cs kubernetes.Interface, pod *corev1.Pod, port in
 	ports, err := fw.GetPorts()
 	if err != nil || len(ports) != 1 {
 		close(stop)
-		return 0, nil, fmt.Errorf("port-forward: no local port (%v)", err)
+		return 0, nil, fmt.Errorf("port-forward: no local port (%w)", err)
 	}
 	return ports[0].Local, stop, nil
 }

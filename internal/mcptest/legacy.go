@@ -48,7 +48,7 @@ func LegacyEverythingServer() (string, error) {
 			cmd.Dir = dir // outside any module: go install PKG@VERSION ignores ours anyway
 			cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOWORK=off", "GOFLAGS=-buildvcs=false", "CGO_ENABLED=0")
 			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("go install %s@%s: %v\n%s", legacyEverythingPkg, LegacyGoSDK, err, out)
+				return fmt.Errorf("go install %s@%s: %w\n%s", legacyEverythingPkg, LegacyGoSDK, err, out)
 			}
 			return nil
 		})
@@ -97,7 +97,7 @@ func npmCI(dir string) error {
 		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("npm ci in %s: %v\n%s", dir, err, out)
+			return fmt.Errorf("npm ci in %s: %w\n%s", dir, err, out)
 		}
 		return nil
 	})

@@ -54,10 +54,10 @@ const (
 	readyWait = 30 * time.Second
 	// stdinWriteTimeout fails a write to a child that stopped reading stdin.
 	stdinWriteTimeout = 10 * time.Second
-	// backoffMin/backoffMax bound the wait before restarting an exited child;
-	// a child that ran at least stableAfter starts again at backoffMin.
-	backoffMin  = 100 * time.Millisecond
-	backoffMax  = 30 * time.Second
+	// minBackoff/maxBackoff bound the wait before restarting an exited child;
+	// a child that ran at least stableAfter starts again at minBackoff.
+	minBackoff  = 100 * time.Millisecond
+	maxBackoff  = 30 * time.Second
 	stableAfter = 30 * time.Second
 	// keepalive is the interval of SSE comments on idle GET streams.
 	keepalive = 15 * time.Second

@@ -214,7 +214,7 @@ func (s *rawSession) postErr(ctx context.Context, body string) ([]rpcMsg, int, h
 	if len(bytes.TrimSpace(data)) > 0 {
 		var m rpcMsg
 		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, 0, nil, fmt.Errorf("%v: %s", err, data)
+			return nil, 0, nil, fmt.Errorf("%w: %s", err, data)
 		}
 		out = append(out, m)
 	}
@@ -222,12 +222,12 @@ func (s *rawSession) postErr(ctx context.Context, body string) ([]rpcMsg, int, h
 }
 
 // listen opens the session's GET stream; messages arrive on the channel.
-func (s *rawSession) listen(t *testing.T, ctx context.Context) <-chan rpcMsg {
+func (s *rawSession) listen(ctx context.Context, t *testing.T) <-chan rpcMsg {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set(headerSession, s.sid)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // closed by the reading goroutine below
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func TestBridgeEightConcurrentCallsWithCollidingIDs(t *testing.T) {
 			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":"same-%d"}}}`, i%2)
 			msgs, status, _, err := s.postErr(context.Background(), body)
 			if err != nil || status != http.StatusOK {
-				errs <- fmt.Errorf("client %d: HTTP %d %v", i, status, err)
+				errs <- fmt.Errorf("client %d: HTTP %d %w", i, status, err)
 				return
 			}
 			var prog int
@@ -377,7 +377,7 @@ func TestBridgeChildKilledMidCall(t *testing.T) {
 	s := h.session(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events := s.listen(t, ctx)
+	events := s.listen(ctx, t)
 
 	// The progress tool runs ~150 ms; kill the child while it runs.
 	type answer struct {
@@ -529,7 +529,7 @@ func TestBridgeResourceSubscriptions(t *testing.T) {
 	a, b := h.session(t), h.session(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	evA, evB := a.listen(t, ctx), b.listen(t, ctx)
+	evA, evB := a.listen(ctx, t), b.listen(ctx, t)
 	for i, s := range []*rawSession{a, a} { // subscribing twice is one subscription
 		msgs, _, _ := s.post(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":"test://watched-resource"}}`, i))
 		if m := final(t, msgs); m.Error != nil {

@@ -18,7 +18,7 @@ func TestLineReader(t *testing.T) {
 	want := []got{{"a", 3, nil}, {long[:100], 300, errLineTooLong}, {"b", 2, nil}, {long[:100], 300, errLineTooLong}, {"tail", 4, nil}, {"", 0, io.EOF}}
 	for i, w := range want {
 		line, n, err := lr.next()
-		if w.err == errLineTooLong { // the kept prefix is keepPrefix or the line, whichever is shorter
+		if errors.Is(w.err, errLineTooLong) { // the kept prefix is keepPrefix or the line, whichever is shorter
 			if !errors.Is(err, errLineTooLong) || n != w.n || !strings.HasPrefix(long, string(line)) {
 				t.Errorf("%d: %q %d %v, want an over-long line of %d", i, line, n, err, w.n)
 			}

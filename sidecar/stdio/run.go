@@ -90,7 +90,7 @@ func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
 // what it left unanswered and starts it again with backoff, until ctx ends.
 // It returns the child that runs when ctx ends (for the drain to stop), or nil.
 func (b *Bridge) supervise(ctx context.Context) *child {
-	backoff := backoffMin
+	backoff := minBackoff
 	for {
 		b.mu.Lock()
 		b.gen++
@@ -122,7 +122,7 @@ func (b *Bridge) supervise(ctx context.Context) *child {
 		}
 		b.childGone(gen, err)
 		if time.Since(started) >= stableAfter {
-			backoff = backoffMin
+			backoff = minBackoff
 		}
 		b.log.Error("MCP server process ended; restarting", "err", err, "generation", gen, "backoff", backoff.String())
 		t := time.NewTimer(backoff)
@@ -132,7 +132,7 @@ func (b *Bridge) supervise(ctx context.Context) *child {
 			t.Stop()
 			return nil
 		}
-		backoff = min(2*backoff, backoffMax)
+		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
