@@ -272,13 +272,8 @@ func (c *rolloutClient) call(ctx context.Context, id, tool string) (string, erro
 		return "", err
 	}
 	var res struct {
-		ID     string `json:"id"`
-		Result *struct {
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-			IsError bool `json:"isError"`
-		} `json:"result"`
+		ID     string              `json:"id"`
+		Result *mcp.CallToolResult `json:"result"`
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
 		d, _ := strings.CutPrefix(line, "data: ")
@@ -289,7 +284,11 @@ func (c *rolloutClient) call(ctx context.Context, id, tool string) (string, erro
 	if resp.StatusCode != http.StatusOK || res.ID != id || res.Result == nil || res.Result.IsError || len(res.Result.Content) == 0 {
 		return "", fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
 	}
-	return res.Result.Content[0].Text, nil
+	text, ok := res.Result.Content[0].(*mcp.TextContent)
+	if !ok {
+		return "", fmt.Errorf("tools/call %s answered %T content: %s", id, res.Result.Content[0], b)
+	}
+	return text.Text, nil
 }
 
 // work calls the 50 ms tool every 20 ms.

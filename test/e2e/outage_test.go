@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
 	"github.com/switchboard-mcp/switchboard/test/framework"
@@ -245,11 +247,7 @@ func TestAPIServerOutageChangesNothingForClientsAndTheWatchCatchesUp(t *testing.
 		if err != nil || r.Error != nil {
 			t.Fatalf("tools/list: %v %+v", err, r)
 		}
-		var res struct {
-			Tools []struct {
-				Name string `json:"name"`
-			} `json:"tools"`
-		}
+		var res mcp.ListToolsResult
 		if err := json.Unmarshal(r.Result, &res); err != nil {
 			t.Fatal(err)
 		}
