@@ -70,7 +70,7 @@ test: $(HELM) ## Run every test against a real API server (builds the control pl
 dev: build ## The main job on this machine: control plane, manager, samples, sample server and sidecar (Ctrl-C stops all).
 	go build -o $(LOCALBIN)/dev ./hack/dev
 	@assets="$$(hack/k8s-test-bins.sh | tail -n 1)"; \
-	KUBEBUILDER_ASSETS="$$assets" exec $(LOCALBIN)/dev --bin=$(LOCALBIN)
+	KUBEBUILDER_ASSETS="$$assets" exec $(LOCALBIN)/dev --bin=$(LOCALBIN) $(DEV_FLAGS)
 
 .PHONY: chart-lint
 chart-lint: $(HELM) ## Lint the Helm chart.
@@ -102,6 +102,13 @@ bench-drain: build ## Benchmark the graceful drain with 10,000 listen streams (d
 	mkdir -p results
 	go build -o $(LOCALBIN)/drainbench ./hack/drainbench
 	$(LOCALBIN)/drainbench -sidecar $(LOCALBIN)/sidecar -json results/drainbench.jsonl
+
+.PHONY: bench-scale
+bench-scale: build ## Fleet benchmark: 1,000 MCPServers on the local control plane (docs/performance.md); long; 127.0.0.1 only. SCALE_FLAGS='-servers 50' for a quick run.
+	mkdir -p results
+	go build -o $(LOCALBIN)/scalebench ./hack/scalebench
+	@assets="$$(hack/k8s-test-bins.sh | tail -n 1)"; \
+	KUBEBUILDER_ASSETS="$$assets" $(LOCALBIN)/scalebench -manager $(LOCALBIN)/manager -json results/scalebench.jsonl $(SCALE_FLAGS)
 
 .PHONY: verify
 verify: generate manifests fmt check-large-files ## Regenerate everything and fail if the tree changed.

@@ -56,6 +56,7 @@ type options struct {
 	adminAddr  string
 	serverAddr string
 	ready      time.Duration
+	plane      testenv.Options
 }
 
 func main() {
@@ -65,6 +66,11 @@ func main() {
 	flag.StringVar(&o.adminAddr, "admin-listen", "127.0.0.1:8801", "Address of the sidecar's admin endpoints.")
 	flag.StringVar(&o.serverAddr, "server-listen", "127.0.0.1:18080", "Address of the sample MCP server (the sidecar's upstream).")
 	flag.DurationVar(&o.ready, "timeout", 2*time.Minute, "How long to wait for the sample server's pods.")
+	o.plane.Controllers = true
+	// Sized for a fleet of 1,000 single-replica servers (docs/performance.md, make bench-scale).
+	flag.StringVar(&o.plane.ServiceCIDR, "service-cidr", testenv.DefaultServiceCIDR, "The API server's Service range (--service-cluster-ip-range).")
+	flag.IntVar(&o.plane.Nodes, "nodes", 10, "How many fake kwok nodes run pods.")
+	flag.IntVar(&o.plane.PodsPerNode, "pods-per-node", testenv.DefaultPodsPerNode, "Pod capacity of each kwok node.")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -95,8 +101,9 @@ func run(ctx context.Context, o options) error {
 	}
 	say("Logs and kubeconfigs in %s", dir)
 
-	say("Starting the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)")
-	env, err := testenv.Start(testenv.Options{Controllers: true})
+	say("Starting the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with %d nodes of %d pods; Services in %s)",
+		o.plane.Nodes, o.plane.PodsPerNode, o.plane.ServiceCIDR)
+	env, err := testenv.Start(o.plane)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,10 @@
 // Package testenv starts a real Kubernetes control plane for tests: etcd and kube-apiserver
 // through envtest, with the Switchboard CRDs installed, and, on request, kube-controller-manager,
-// kube-scheduler and kwok with one fake node, so Deployments get pods that become Ready.
+// kube-scheduler and kwok with fake nodes, so Deployments get pods that become Ready.
+//
+// It is sized for fleets: the Service range is a /16 (envtest's default /24 holds 254 Services)
+// and the number of kwok nodes and their pod capacity are options; the defaults keep small tests
+// as fast as one node makes them.
 //
 // The binaries come from hack/k8s-test-bins.sh (built from Go modules); `make test` builds them
 // and sets KUBEBUILDER_ASSETS. Start one Env per test package, in TestMain, with Main.
@@ -30,7 +34,8 @@ import (
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 )
 
-// NodeName is the fake node kwok manages when Options.Controllers is set.
+// NodeName is the first fake node kwok manages when Options.Controllers is set; the others
+// are kwok-node-1, kwok-node-2, ...
 const NodeName = "kwok-node-0"
 
 // kwokPortForwardCRD is kwok's PortForward CRD, put next to the binaries by hack/k8s-test-bins.sh.
@@ -50,11 +55,28 @@ func freePort() (string, error) {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
 }
 
+// Defaults for the sizing options.
+const (
+	// DefaultServiceCIDR holds 65,534 ClusterIPs, a realistic range (kubeadm's default is a /12).
+	DefaultServiceCIDR = "10.0.0.0/16"
+	// DefaultPodsPerNode is the kubelet's default --max-pods.
+	DefaultPodsPerNode = 110
+)
+
 // Options selects what runs besides etcd and kube-apiserver.
 type Options struct {
-	// Controllers starts kube-controller-manager, kube-scheduler and kwok (with one fake node),
-	// so Deployments create ReplicaSets and pods that become Ready and roll.
+	// Controllers starts kube-controller-manager, kube-scheduler and kwok (with Nodes fake
+	// nodes), so Deployments create ReplicaSets and pods that become Ready and roll.
 	Controllers bool
+	// ServiceCIDR is the API server's --service-cluster-ip-range; DefaultServiceCIDR when empty.
+	ServiceCIDR string
+	// Nodes is how many fake kwok nodes to create with Controllers; 1 when zero.
+	Nodes int
+	// PodsPerNode is each fake node's pod capacity; DefaultPodsPerNode when zero.
+	PodsPerNode int
+	// APIServerFlags are extra kube-apiserver flags (name without dashes -> value), e.g. an
+	// audit log for a benchmark.
+	APIServerFlags map[string]string
 	// WebhookPaths are folders or files of webhook configurations that envtest installs,
 	// pointing at a local webhook server with its own serving certificate (see
 	// Env.Environment.WebhookInstallOptions for the host, port and certificate folder).
@@ -147,6 +169,14 @@ func Start(opts Options) (*Env, error) {
 			e.Environment.CRDDirectoryPaths = append(e.Environment.CRDDirectoryPaths, crd)
 		}
 	}
+	if opts.ServiceCIDR == "" {
+		opts.ServiceCIDR = DefaultServiceCIDR
+	}
+	apiServer := e.Environment.ControlPlane.GetAPIServer().Configure()
+	apiServer.Set("service-cluster-ip-range", opts.ServiceCIDR)
+	for name, value := range opts.APIServerFlags {
+		apiServer.Set(name, value)
+	}
 	cfg, err := e.Environment.Start()
 	if err != nil {
 		// Start can fail after etcd and kube-apiserver run (e.g. a CRD is refused): stop them.
@@ -165,7 +195,7 @@ func Start(opts Options) (*Env, error) {
 		return nil, err
 	}
 	if opts.Controllers {
-		if err := e.startControllers(); err != nil {
+		if err := e.startControllers(opts); err != nil {
 			_ = e.Stop()
 			return nil, err
 		}
@@ -173,7 +203,7 @@ func Start(opts Options) (*Env, error) {
 	return e, nil
 }
 
-func (e *Env) startControllers() error {
+func (e *Env) startControllers(opts Options) error {
 	kc := "--kubeconfig=" + e.KubeconfigPath
 	saKey := filepath.Join(e.Environment.ControlPlane.APIServer.CertDir, "sa-signer.key")
 	if err := e.run("kube-controller-manager", kc, "--leader-elect=false", "--secure-port=0",
@@ -185,7 +215,9 @@ func (e *Env) startControllers() error {
 		return err
 	}
 	if err := e.run("kube-scheduler", kc, "--authentication-kubeconfig="+e.KubeconfigPath,
-		"--authorization-kubeconfig="+e.KubeconfigPath, "--leader-elect=false", "--secure-port=0"); err != nil {
+		"--authorization-kubeconfig="+e.KubeconfigPath, "--leader-elect=false", "--secure-port=0",
+		// Fleets: the default 50 QPS binds 1,000 pods in 20 s.
+		"--kube-api-qps=1000", "--kube-api-burst=2000"); err != nil {
 		return err
 	}
 	kwokArgs := []string{kc, "--manage-all-nodes=true",
@@ -206,31 +238,44 @@ func (e *Env) startControllers() error {
 	if err := e.run("kwok", kwokArgs...); err != nil {
 		return err
 	}
-	return e.createNode()
+	nodes, pods := max(opts.Nodes, 1), opts.PodsPerNode
+	if pods <= 0 {
+		pods = DefaultPodsPerNode
+	}
+	errs := make(chan error, nodes)
+	for i := range nodes {
+		go func() { errs <- e.createNode(fmt.Sprintf("kwok-node-%d", i), pods) }()
+	}
+	var err error
+	for range nodes {
+		err = errors.Join(err, <-errs)
+	}
+	return err
 }
 
-func (e *Env) createNode() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// createNode creates one fake node with room for pods pods and waits until kwok marks it Ready.
+func (e *Env) createNode(name string, pods int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("32"),
 		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
+		corev1.ResourcePods:   *resource.NewQuantity(int64(pods), resource.DecimalSI),
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        NodeName,
+			Name:        name,
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
-			Labels:      map[string]string{"type": "kwok", corev1.LabelHostname: NodeName},
+			Labels:      map[string]string{"type": "kwok", corev1.LabelHostname: name},
 		},
 	}
 	if err := e.Client.Create(ctx, node); err != nil {
-		return fmt.Errorf("creating node %s: %w", NodeName, err)
+		return fmt.Errorf("creating node %s: %w", name, err)
 	}
 	node.Status.Capacity = capacity
 	node.Status.Allocatable = capacity
 	if err := e.Client.Status().Update(ctx, node); err != nil {
-		return fmt.Errorf("setting node %s capacity: %w", NodeName, err)
+		return fmt.Errorf("setting node %s capacity: %w", name, err)
 	}
 	// kwok marks the node Ready within a fraction of a second.
 	for {
@@ -243,7 +288,7 @@ func (e *Env) createNode() error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("node %s did not become Ready: %s", NodeName, e.Logs("kwok"))
+			return fmt.Errorf("node %s did not become Ready: %s", name, e.Logs("kwok"))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -310,4 +355,29 @@ func (e *Env) Stop() error {
 	err := e.Environment.Stop()
 	_ = os.RemoveAll(e.dir)
 	return err
+}
+
+// APIServerPID returns the process id of this control plane's kube-apiserver (found by its
+// certificate folder), for benchmarks that read its memory and CPU from /proc.
+func (e *Env) APIServerPID() (int, error) {
+	certDir := e.Environment.ControlPlane.APIServer.CertDir
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if filepath.Base(args[0]) == "kube-apiserver" && strings.Contains(string(cmdline), certDir) {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no kube-apiserver process with certificates in %s", certDir)
 }
