@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -452,7 +453,7 @@ func ptrTo[T any](v T) *T { return &v }
 
 // SetupWithManager watches the server, its children, its pods, and the tools, resources and
 // prompts that reference it.
-func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	toServer := enqueueServerOf(serverRefOf)
 	fromPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if name := o.GetLabels()[inject.LabelServer]; name != "" {
@@ -475,5 +476,6 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&mcpv1alpha1.MCPResource{}, toServer, items).
 		Watches(&mcpv1alpha1.MCPPrompt{}, toServer, items).
 		Named("mcpserver").
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }

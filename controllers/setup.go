@@ -10,10 +10,20 @@ import (
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 )
 
+// Defaults of the manager's throughput settings, sized so that 1,000 MCPServers converge within
+// a minute on two cores (docs/performance.md, make bench-scale).
+const (
+	DefaultQPS                     = 200
+	DefaultBurst                   = 400
+	DefaultMaxConcurrentReconciles = 4
+)
+
 // Options configures the controllers.
 type Options struct {
 	// SidecarImage is the default sidecar image.
 	SidecarImage string
+	// MaxConcurrentReconciles is how many MCPServers are reconciled at once; 1 when zero.
+	MaxConcurrentReconciles int
 }
 
 // Leader election (cmd/manager) uses a Lease and records core Events.
@@ -37,7 +47,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		Recorder:     mgr.GetEventRecorder("switchboard"),
 		SidecarImage: opts.SidecarImage,
 	}
-	if err := servers.SetupWithManager(mgr); err != nil {
+	if err := servers.SetupWithManager(mgr, max(opts.MaxConcurrentReconciles, 1)); err != nil {
 		return nil, err
 	}
 	for name, newObj := range map[string]func() client.Object{

@@ -32,6 +32,10 @@ func main() {
 		webhookPort     int
 		webhookTLS      = webhook.TLSOptions{}
 		certMode        string
+		webhookHost     string
+		qps             float64
+		burst           int
+		concurrency     int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
@@ -41,6 +45,12 @@ func main() {
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "",
 		"Comma-separated namespaces to reconcile and serve; empty means all (which needs the ClusterRole).")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port of the injection webhook server.")
+	flag.StringVar(&webhookHost, "webhook-host", "", "Address the webhook server binds to; empty means every interface.")
+	flag.Float64Var(&qps, "kube-api-qps", controllers.DefaultQPS,
+		"Requests per second the manager may send to the API server (client-side limit; the API server's priority and fairness still applies).")
+	flag.IntVar(&burst, "kube-api-burst", controllers.DefaultBurst, "Burst above --kube-api-qps.")
+	flag.IntVar(&concurrency, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles,
+		"MCPServers reconciled at the same time.")
 	flag.StringVar(&certMode, "webhook-cert-mode", string(webhook.CertSelfSigned),
 		"Where the webhook's serving certificate comes from: self-signed (the manager issues, rotates and injects it), "+
 			"cert-manager (mounted from a cert-manager Certificate; caBundle injected by cert-manager), or none (no injection webhook).")
@@ -78,13 +88,17 @@ func main() {
 			}
 		}
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		WebhookServer:          crwebhook.NewServer(crwebhook.Options{Port: webhookPort, CertDir: webhookTLS.CertDir}),
+	restConfig := ctrl.GetConfigOrDie()
+	restConfig.QPS, restConfig.Burst = float32(qps), burst
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		WebhookServer:          crwebhook.NewServer(crwebhook.Options{Host: webhookHost, Port: webhookPort, CertDir: webhookTLS.CertDir}),
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElection,
 		LeaderElectionID:       "switchboard-manager.mcp.switchboard.dev",
+		// In a cluster the Lease lives in the pod's namespace; outside one, in --namespace.
+		LeaderElectionNamespace: webhookTLS.Namespace,
 		// Hand leadership over at once on shutdown instead of waiting a full lease.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cacheOptions,
@@ -94,7 +108,7 @@ func main() {
 		os.Exit(1)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if _, err := controllers.Setup(ctx, mgr, controllers.Options{SidecarImage: sidecarImage}); err != nil {
+	if _, err := controllers.Setup(ctx, mgr, controllers.Options{SidecarImage: sidecarImage, MaxConcurrentReconciles: concurrency}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}
