@@ -1,0 +1,649 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
+	"github.com/switchboard-mcp/switchboard/internal/managerproc"
+)
+
+func serverName(i int) string { return fmt.Sprintf("s%04d", i) }
+
+// editedTool is the MCPTool the edit phases change on every server.
+func editedTool(server string) string { return server + "-t00" }
+
+const editedToolName = "tool_00"
+
+// fleetObjects are one server and its tools, resource and prompt.
+func fleetObjects(i, tools int) []client.Object {
+	name := serverName(i)
+	ref := mcpv1alpha1.ServerReference{Name: name}
+	objs := []client.Object{&mcpv1alpha1.MCPServer{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: mcpv1alpha1.MCPServerSpec{
+			Container: &mcpv1alpha1.ServerContainer{Image: "example/mcp-server:1", Port: 8080, Path: "/mcp"},
+		},
+	}}
+	for t := range tools {
+		objs = append(objs, &mcpv1alpha1.MCPTool{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-t%02d", name, t), Namespace: namespace},
+			Spec: mcpv1alpha1.MCPToolSpec{ServerRef: ref, Name: fmt.Sprintf("tool_%02d", t),
+				Description: fmt.Sprintf("Tool %d of server %s, described for the fleet benchmark.", t, name)},
+		})
+	}
+	objs = append(objs,
+		&mcpv1alpha1.MCPResource{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-r", Namespace: namespace},
+			Spec: mcpv1alpha1.MCPResourceSpec{ServerRef: ref, URI: "docs://" + name + "/readme", Name: "readme",
+				MimeType: "text/markdown",
+				Source:   mcpv1alpha1.ResourceSource{Inline: &mcpv1alpha1.InlineSource{Text: "# " + name + "\nA server of the fleet."}}},
+		},
+		&mcpv1alpha1.MCPPrompt{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-p", Namespace: namespace},
+			Spec: mcpv1alpha1.MCPPromptSpec{ServerRef: ref, Name: "brief", Description: "Brief the user.",
+				Messages: []mcpv1alpha1.PromptMessage{{Role: "user", Text: "Tell me about " + name + "."}}},
+		})
+	return objs
+}
+
+// parallel runs f(0..n-1) on workers goroutines and returns the first error.
+func parallel(n, workers int, f func(int) error) error {
+	var next atomic.Int64
+	var first atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || first.Load() != nil {
+					return
+				}
+				if err := f(i); err != nil {
+					first.CompareAndSwap(nil, &err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if p := first.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fleetWatch follows the catalogs and Deployments of the fleet through the bench's own cache.
+type fleetWatch struct {
+	cache  cache.Cache
+	cancel context.CancelFunc
+	o      options
+
+	mu      sync.Mutex
+	decoded map[string]catalogSummary // catalog ConfigMap uid/resourceVersion -> summary
+}
+
+type catalogSummary struct {
+	tools, resources, prompts int
+	edited                    string // description of editedToolName
+}
+
+func startFleetWatch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o options) (*fleetWatch, error) {
+	hasServer, err := labels.NewRequirement(inject.LabelServer, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cfg, cache.Options{
+		Scheme:            scheme,
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(*hasServer)},
+		},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}} {
+		if _, err := c.GetInformer(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = c.Start(wctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		cancel()
+		return nil, fmt.Errorf("the benchmark's cache did not sync")
+	}
+	return &fleetWatch{cache: c, cancel: cancel, o: o, decoded: map[string]catalogSummary{}}, nil
+}
+
+func (w *fleetWatch) stop() { w.cancel() }
+
+// state counts the servers whose catalog is complete (all items, and the tool edit wanted,
+// if any) and whose Deployment is available.
+func (w *fleetWatch) state(ctx context.Context, wantEdit string) (catalogs, available int, err error) {
+	var cms corev1.ConfigMapList
+	if err := w.cache.List(ctx, &cms); err != nil {
+		return 0, 0, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := map[string]catalogSummary{}
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		data, ok := cm.Data[catalog.Key]
+		if !ok {
+			continue
+		}
+		key := string(cm.UID) + "/" + cm.ResourceVersion
+		sum, ok := w.decoded[key]
+		if !ok {
+			c, err := catalog.Decode([]byte(data))
+			if err != nil {
+				return 0, 0, fmt.Errorf("catalog ConfigMap %s: %w", cm.Name, err)
+			}
+			sum = catalogSummary{tools: len(c.Tools), resources: len(c.Resources), prompts: len(c.Prompts)}
+			for _, t := range c.Tools {
+				if t.Name == editedToolName {
+					sum.edited = t.Description
+				}
+			}
+		}
+		seen[key] = sum
+		if sum.tools == w.o.tools && sum.resources == 1 && sum.prompts == 1 &&
+			(wantEdit == "" || sum.edited == wantEdit) {
+			catalogs++
+		}
+	}
+	w.decoded = seen
+	var ds appsv1.DeploymentList
+	if err := w.cache.List(ctx, &ds); err != nil {
+		return 0, 0, err
+	}
+	for _, d := range ds.Items {
+		want := ptr.Deref(d.Spec.Replicas, 1)
+		if d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want && d.Status.AvailableReplicas >= want {
+			available++
+		}
+	}
+	return catalogs, available, nil
+}
+
+// cold creates the fleet and waits until every server has its catalog and an available
+// Deployment, then until the manager is idle.
+func (b *bench) cold(ctx context.Context) error {
+	m := b.managers[0]
+	p := b.beginPhase("cold", m)
+	start := time.Now()
+	var lastCreate atomic.Int64
+	err := parallel(b.o.servers, b.o.workers, func(i int) error {
+		for _, obj := range fleetObjects(i, b.o.tools) {
+			if err := b.c.Create(ctx, obj); err != nil {
+				return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+			}
+		}
+		lastCreate.Store(max(lastCreate.Load(), time.Now().UnixNano()))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	last := time.Unix(0, lastCreate.Load())
+	b.res.Objects = b.o.servers * (b.o.tools + 3)
+	b.res.CreateSeconds = last.Sub(start).Seconds()
+	say("Created %d objects in %.1f s", b.res.Objects, b.res.CreateSeconds)
+
+	var catalogsAt, availableAt time.Time
+	progress := time.Now()
+	err = waitFor(ctx, b.o.timeout, "every catalog and Deployment", func() (bool, error) {
+		catalogs, available, err := b.watch.state(ctx, "")
+		if err != nil {
+			return false, err
+		}
+		now := time.Now()
+		if catalogs == b.o.servers && catalogsAt.IsZero() {
+			catalogsAt = now
+		}
+		if available == b.o.servers && availableAt.IsZero() {
+			availableAt = now
+		}
+		if now.Sub(progress) > 5*time.Second {
+			progress = now
+			say("  %.0f s after the last create: %d/%d catalogs complete, %d/%d Deployments available",
+				now.Sub(last).Seconds(), catalogs, b.o.servers, available, b.o.servers)
+		}
+		return !catalogsAt.IsZero() && !availableAt.IsZero(), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, m.Tail(10))
+	}
+	b.res.ColdCatalogsSeconds = catalogsAt.Sub(last).Seconds()
+	b.res.ColdAvailableSeconds = availableAt.Sub(last).Seconds()
+	b.res.ColdSeconds = max(b.res.ColdCatalogsSeconds, b.res.ColdAvailableSeconds)
+	say("Last create → every catalog complete %.1f s, every Deployment available %.1f s",
+		b.res.ColdCatalogsSeconds, b.res.ColdAvailableSeconds)
+	idle, err := b.waitIdle(ctx, m)
+	if err != nil {
+		return err
+	}
+	b.res.ColdIdleSeconds = idle.Sub(last).Seconds()
+	say("Manager idle %.1f s after the last create", b.res.ColdIdleSeconds)
+	return b.endPhase(p)
+}
+
+// waitIdle waits until the manager's work queues are empty and no reconcile ran for 3 s.
+func (b *bench) waitIdle(ctx context.Context, m *managerproc.Manager) (time.Time, error) {
+	var lastCount float64 = -1
+	var since time.Time
+	var idleAt time.Time
+	err := waitFor(ctx, b.o.timeout, "the manager to go idle", func() (bool, error) {
+		s, err := m.Metrics("")
+		if err != nil {
+			return false, err
+		}
+		count := managerproc.Sum(s, "controller_runtime_reconcile_total")
+		depth := managerproc.Sum(s, "workqueue_depth")
+		now := time.Now()
+		if count != lastCount || depth > 0 {
+			lastCount, since, idleAt = count, now, now
+			return false, nil
+		}
+		return now.Sub(since) >= 3*time.Second, nil
+	})
+	return idleAt, err
+}
+
+// steadyState watches a quiet fleet: nothing changes, so the manager should write nothing.
+func (b *bench) steadyState(ctx context.Context) error {
+	m := b.managers[0]
+	p := b.beginPhase("steady", m)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(b.o.steady):
+	}
+	if err := b.endPhase(p); err != nil {
+		return err
+	}
+	ph := b.res.Phases[len(b.res.Phases)-1]
+	b.res.SteadyWrites = ph.ManagerWrites
+	b.res.SteadySeconds = b.o.steady.Seconds()
+	say("Steady %v: %d writes by the manager (and %d Lease renewals), %.0f reconciles", b.o.steady, ph.ManagerWrites, ph.LeaseWrites, ph.ReconcilesTotal)
+	return nil
+}
+
+// edit changes one MCPTool of every server and waits until every catalog has the change.
+func (b *bench) edit(ctx context.Context) error {
+	m := b.leader()
+	p := b.beginPhase("edit", m)
+	want := "Edited at " + time.Now().UTC().Format(time.RFC3339Nano)
+	var lastEdit atomic.Int64
+	err := parallel(b.o.servers, b.o.workers, func(i int) error {
+		if err := b.editTool(ctx, serverName(i), want); err != nil {
+			return err
+		}
+		lastEdit.Store(max(lastEdit.Load(), time.Now().UnixNano()))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	last := time.Unix(0, lastEdit.Load())
+	progress := time.Now()
+	err = waitFor(ctx, b.o.timeout, "every catalog to have the edit", func() (bool, error) {
+		catalogs, _, err := b.watch.state(ctx, want)
+		if time.Since(progress) > 5*time.Second {
+			progress = time.Now()
+			say("  %.0f s after the last edit: %d/%d catalogs have it", time.Since(last).Seconds(), catalogs, b.o.servers)
+		}
+		return catalogs == b.o.servers, err
+	})
+	if err != nil {
+		return err
+	}
+	b.res.EditSeconds = time.Since(last).Seconds()
+	say("Last edit → every catalog has it: %.1f s", b.res.EditSeconds)
+	if _, err := b.waitIdle(ctx, m); err != nil {
+		return err
+	}
+	return b.endPhase(p)
+}
+
+func (b *bench) editTool(ctx context.Context, server, description string) error {
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"description": description}})
+	tool := &mcpv1alpha1.MCPTool{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: editedTool(server)}}
+	return b.c.Patch(ctx, tool, client.RawPatch(types.MergePatchType, patch))
+}
+
+// deleteFleet deletes every server and item and waits until nothing they made is left.
+func (b *bench) deleteFleet(ctx context.Context) error {
+	m := b.leader()
+	p := b.beginPhase("delete", m)
+	start := time.Now()
+	for _, obj := range []client.Object{&mcpv1alpha1.MCPServer{}, &mcpv1alpha1.MCPTool{}, &mcpv1alpha1.MCPResource{}, &mcpv1alpha1.MCPPrompt{}} {
+		if err := b.c.DeleteAllOf(ctx, obj, client.InNamespace(namespace)); err != nil {
+			return err
+		}
+	}
+	say("Deleted the fleet in %.1f s (deletecollection)", time.Since(start).Seconds())
+	deleted := time.Now()
+	lists := []client.ObjectList{
+		&appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{},
+		&corev1.ServiceList{}, &corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{},
+		&policyv1.PodDisruptionBudgetList{},
+	}
+	progress := time.Now()
+	err := waitFor(ctx, b.o.timeout, "garbage collection", func() (bool, error) {
+		left := map[string]int{}
+		for _, l := range lists {
+			// Children, ReplicaSets and pods all carry the server label (the namespace's own
+			// default ServiceAccount and root CA ConfigMap do not).
+			if err := b.c.List(ctx, l, client.InNamespace(namespace), client.HasLabels{inject.LabelServer}); err != nil {
+				return false, err
+			}
+			if n := len(mustItems(l)); n > 0 {
+				kind := fmt.Sprintf("%T", l)
+				left[strings.TrimSuffix(kind[strings.LastIndexByte(kind, '.')+1:], "List")] = n
+			}
+		}
+		var cms corev1.ConfigMapList
+		if err := b.c.List(ctx, &cms, client.InNamespace(namespace), client.HasLabels{inject.LabelServer}); err != nil {
+			return false, err
+		}
+		if len(cms.Items) > 0 {
+			left["ConfigMap"] = len(cms.Items)
+		}
+		var servers mcpv1alpha1.MCPServerList
+		if err := b.c.List(ctx, &servers, client.InNamespace(namespace)); err != nil {
+			return false, err
+		}
+		if len(servers.Items) > 0 {
+			left["MCPServer"] = len(servers.Items)
+		}
+		if time.Since(progress) > 5*time.Second {
+			progress = time.Now()
+			say("  %.0f s after the delete: left %v", time.Since(deleted).Seconds(), left)
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return err
+	}
+	b.res.DeleteSeconds = time.Since(deleted).Seconds()
+	say("Delete → nothing left: %.1f s", b.res.DeleteSeconds)
+	return b.endPhase(p)
+}
+
+func mustItems(l client.ObjectList) []runtime.Object {
+	items, err := meta.ExtractList(l)
+	if err != nil {
+		panic(err)
+	}
+	return items
+}
+
+// auditLog reads the API server's audit log (JSON lines) from where the last read stopped.
+type auditLog struct {
+	path   string
+	offset int64
+}
+
+type auditEvent struct {
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	ObjectRef struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+}
+
+// managerUserAgent prefixes the user agent of the manager binary (client-go's default).
+const managerUserAgent = "manager/"
+
+// since counts the manager's writes, by "verb resource[/subresource]", since the last call.
+func (a *auditLog) since() (map[string]int, error) {
+	f, err := os.Open(a.path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			break // an unfinished line is read next time
+		}
+		if err != nil {
+			return nil, err
+		}
+		a.offset += int64(len(line))
+		var e auditEvent
+		if json.Unmarshal(line, &e) != nil || !strings.HasPrefix(e.UserAgent, managerUserAgent) {
+			continue
+		}
+		res := e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			res += "/" + e.ObjectRef.Subresource
+		}
+		out[e.Verb+" "+res]++
+	}
+	return out, nil
+}
+
+// phase is what one phase cost the manager (the replica that led during it).
+type phase struct {
+	Name            string             `json:"name"`
+	Seconds         float64            `json:"seconds"`
+	Reconciles      map[string]float64 `json:"reconciles"` // controller -> count
+	ReconcilesTotal float64            `json:"reconcilesTotal"`
+	ManagerWrites   int                `json:"managerWrites"` // without Lease renewals
+	LeaseWrites     int                `json:"leaseWrites"`
+	Writes          map[string]int     `json:"writes"` // "verb resource" -> count
+	ManagerCPU      float64            `json:"managerCpuSeconds"`
+	ManagerRSSMB    float64            `json:"managerRssMB"`
+	ManagerPeakMB   float64            `json:"managerPeakRssMB"`
+	APIServerCPU    float64            `json:"apiserverCpuSeconds"`
+	APIServerRSSMB  float64            `json:"apiserverRssMB"`
+
+	m         *managerproc.Manager
+	start     time.Time
+	recBefore map[string]float64
+	cpuBefore time.Duration
+	apiBefore time.Duration
+}
+
+func (b *bench) beginPhase(name string, m *managerproc.Manager) *phase {
+	p := &phase{Name: name, m: m, start: time.Now()}
+	p.recBefore = reconcilesByController(m)
+	if u, err := managerproc.ReadUsage(m.Pid()); err == nil {
+		p.cpuBefore = u.CPU
+	}
+	if u, err := managerproc.ReadUsage(b.apiPID); err == nil {
+		p.apiBefore = u.CPU
+	}
+	if _, err := b.audit.since(); err != nil { // skip what came before
+		say("Reading the audit log: %v", err)
+	}
+	return p
+}
+
+func (b *bench) endPhase(p *phase) error {
+	p.Seconds = time.Since(p.start).Seconds()
+	after := reconcilesByController(p.m)
+	p.Reconciles = map[string]float64{}
+	for c, v := range after {
+		if d := v - p.recBefore[c]; d > 0 {
+			p.Reconciles[c] = d
+			p.ReconcilesTotal += d
+		}
+	}
+	writes, err := b.audit.since()
+	if err != nil {
+		return err
+	}
+	p.Writes = writes
+	for k, n := range writes {
+		if strings.HasSuffix(k, " leases") {
+			p.LeaseWrites += n // leader election renews its Lease every 2 s
+			continue
+		}
+		p.ManagerWrites += n
+	}
+	if u, err := managerproc.ReadUsage(p.m.Pid()); err == nil {
+		p.ManagerCPU = (u.CPU - p.cpuBefore).Seconds()
+		p.ManagerRSSMB, p.ManagerPeakMB = mb(u.RSS), mb(u.PeakRSS)
+	}
+	if u, err := managerproc.ReadUsage(b.apiPID); err == nil {
+		p.APIServerCPU = (u.CPU - p.apiBefore).Seconds()
+		p.APIServerRSSMB = mb(u.RSS)
+	}
+	b.res.Phases = append(b.res.Phases, *p)
+	return nil
+}
+
+func reconcilesByController(m *managerproc.Manager) map[string]float64 {
+	s, err := m.Metrics("controller_runtime_reconcile_total")
+	out := map[string]float64{}
+	if err != nil {
+		return out
+	}
+	for k, v := range s {
+		_, rest, _ := strings.Cut(k, `controller="`)
+		name, _, _ := strings.Cut(rest, `"`)
+		out[name] += v
+	}
+	return out
+}
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+// results is the benchmark's outcome (one JSON line with -json).
+type results struct {
+	Started              string        `json:"started"`
+	Servers              int           `json:"servers"`
+	ToolsPerServer       int           `json:"toolsPerServer"`
+	Nodes                int           `json:"nodes"`
+	PodsPerNode          int           `json:"podsPerNode"`
+	Objects              int           `json:"objects"`
+	CreateSeconds        float64       `json:"createSeconds"`
+	ColdCatalogsSeconds  float64       `json:"coldCatalogsSeconds"`
+	ColdAvailableSeconds float64       `json:"coldAvailableSeconds"`
+	ColdSeconds          float64       `json:"coldSeconds"`
+	ColdIdleSeconds      float64       `json:"coldIdleSeconds"`
+	SteadySeconds        float64       `json:"steadySeconds"`
+	SteadyWrites         int           `json:"steadyWrites"`
+	EditSeconds          float64       `json:"editSeconds"`
+	DeleteSeconds        float64       `json:"deleteSeconds"`
+	Sidecars             int           `json:"sidecars"`
+	SidecarWatches       sidecarResult `json:"sidecarWatches"`
+	HA                   []haResult    `json:"ha"`
+	Phases               []phase       `json:"phases"`
+	ForeignCPU           string        `json:"foreignCpu"`
+}
+
+func (b *bench) report() {
+	r := &b.res
+	items := float64(r.Servers * (r.ToolsPerServer + 2))
+	fmt.Printf("\nscalebench: %d MCPServers × (%d MCPTools + 1 MCPResource + 1 MCPPrompt) = %d objects; %d kwok nodes × %d pods\n",
+		r.Servers, r.ToolsPerServer, r.Objects, r.Nodes, r.PodsPerNode)
+	fmt.Printf("create (first → last)                     %7.1f s\n", r.CreateSeconds)
+	fmt.Printf("cold: last create → every catalog        %7.1f s\n", r.ColdCatalogsSeconds)
+	fmt.Printf("cold: last create → every Deployment available %5.1f s\n", r.ColdAvailableSeconds)
+	fmt.Printf("cold: last create → manager idle          %7.1f s\n", r.ColdIdleSeconds)
+	fmt.Printf("steady: manager writes in %.0f s (no Lease) %7d\n", r.SteadySeconds, r.SteadyWrites)
+	fmt.Printf("edit: last edit → every catalog has it    %7.1f s\n", r.EditSeconds)
+	fmt.Printf("delete: → nothing left                    %7.1f s\n", r.DeleteSeconds)
+	fmt.Printf("\n%-8s %8s %12s %12s %14s %10s %10s %10s %10s %10s\n", "phase", "seconds", "srv rec/srv", "item rec/item", "manager writes", "mgr CPU s", "mgr RSS MB", "mgr peak", "api CPU s", "api RSS MB")
+	for _, p := range r.Phases {
+		srv := p.Reconciles["mcpserver"] / float64(r.Servers)
+		it := (p.Reconciles["mcptool"] + p.Reconciles["mcpresource"] + p.Reconciles["mcpprompt"]) / items
+		fmt.Printf("%-8s %8.1f %12.2f %12.2f %14d %10.1f %10.0f %10.0f %10.1f %10.0f\n", p.Name, p.Seconds, srv, it,
+			p.ManagerWrites, p.ManagerCPU, p.ManagerRSSMB, p.ManagerPeakMB, p.APIServerCPU, p.APIServerRSSMB)
+	}
+	for _, p := range r.Phases {
+		keys := slices.Sorted(maps.Keys(p.Writes))
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, p.Writes[k]))
+		}
+		fmt.Printf("writes %-8s %s\n", p.Name+":", strings.Join(parts, " "))
+	}
+	if r.Sidecars > 0 {
+		s := r.SidecarWatches
+		fmt.Printf("\nsidecar watches: %d sidecars (%d API server watches on configmaps): API server RSS %.0f → %.0f MB (+%.0f MB, %.1f KB per sidecar); API server CPU idle %.1f%% → %.1f%% of a core; sidecar process RSS %.0f MB (%.0f KB per sidecar); all watching after %.1f s\n",
+			s.Sidecars, int(s.Watches), s.APIServerRSSBeforeMB, s.APIServerRSSAfterMB, s.APIServerRSSAfterMB-s.APIServerRSSBeforeMB,
+			(s.APIServerRSSAfterMB-s.APIServerRSSBeforeMB)*1024/float64(max(s.Sidecars, 1)),
+			s.APIServerIdleCPUBefore*100, s.APIServerIdleCPUAfter*100, s.SidecarProcessRSSMB, s.SidecarProcessRSSMB*1024/float64(max(s.Sidecars, 1)), s.StartSeconds)
+	}
+	for _, h := range r.HA {
+		fmt.Printf("ha %-8s leader stopped → new leader reconciled an edit %.1f s (new leader elected after %.1f s); webhook probes: survivor %d ok / %d failed, stopped replica %d failed while down\n",
+			h.Signal, h.EditSeconds, h.LeaderSeconds, h.SurvivorOK, h.SurvivorFailed, h.StoppedFailed)
+	}
+	fmt.Printf("foreign CPU (other processes) during the run: %s\n", r.ForeignCPU)
+}
+
+// hasEdit reports whether the server's catalog has the edited tool with the description want.
+func (w *fleetWatch) hasEdit(ctx context.Context, server, want string) (bool, error) {
+	var cms corev1.ConfigMapList
+	if err := w.cache.List(ctx, &cms, client.MatchingLabels{inject.LabelServer: server}); err != nil {
+		return false, err
+	}
+	for _, cm := range cms.Items {
+		data, ok := cm.Data[catalog.Key]
+		if !ok {
+			continue
+		}
+		c, err := catalog.Decode([]byte(data))
+		if err != nil {
+			return false, err
+		}
+		for _, t := range c.Tools {
+			if t.Name == editedToolName && t.Description == want {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// foreignCPU describes the machine's load: this benchmark shares 2 cores with other work.
+func foreignCPU() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return err.Error()
+	}
+	f := strings.Fields(string(b))
+	return fmt.Sprintf("load average at the end %s (1 min) %s (5 min) %s (15 min) on %d cores", f[0], f[1], f[2], goruntime.NumCPU())
+}

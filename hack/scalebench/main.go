@@ -1,0 +1,298 @@
+// Command scalebench is `make bench-scale` (docs/performance.md): Switchboard with a fleet of
+// MCPServers on the local control plane (etcd, kube-apiserver with an audit log,
+// kube-controller-manager, kube-scheduler and kwok nodes), the manager running as a real
+// process (bin/manager) with leader election and its webhook, everything on 127.0.0.1.
+//
+// Phases, each bounded by -timeout:
+//
+//	cold      create -servers MCPServers with -tools MCPTools, one MCPResource and one MCPPrompt
+//	          each; time from the last create until every server has its complete compiled
+//	          catalog and an available Deployment
+//	steady    -steady of quiet: the manager's writes (audit log) and reconciles
+//	edit      one MCPTool edited on every server: time until every catalog has the edit
+//	sidecars  -sidecars sidecars (the sidecar package's own code, in one child process) watch
+//	          their catalog ConfigMaps: the API server's RSS and CPU with and without them
+//	ha        a second manager replica; the leader stopped (SIGTERM), then killed (SIGKILL):
+//	          time until the new leader reconciles an edit; both webhooks probed throughout
+//	delete    every MCPServer, MCPTool, MCPResource and MCPPrompt deleted: time until garbage
+//	          collection leaves no child, ReplicaSet or pod behind
+//
+// Reconciles come from the manager's controller_runtime_reconcile_total, RSS and CPU from
+// /proc/<pid>, writes from the API server's audit log (user agent of the manager binary).
+//
+//	make bench-scale                                   # 1,000 servers (long on 2 cores)
+//	go run ./hack/scalebench -manager bin/manager -servers 50 -sidecars 100 -steady 10s   # quick
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/switchboard-mcp/switchboard/internal/managerproc"
+	"github.com/switchboard-mcp/switchboard/internal/testenv"
+)
+
+type options struct {
+	manager     string
+	servers     int
+	tools       int
+	nodes       int
+	podsPerNode int
+	workers     int
+	steady      time.Duration
+	sidecars    int
+	ha          bool
+	timeout     time.Duration
+	managerArgs string
+	jsonOut     string
+	keep        bool
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == sidecarsCommand {
+		if err := runSidecars(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "scalebench sidecars:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var o options
+	flag.StringVar(&o.manager, "manager", "bin/manager", "The built cmd/manager.")
+	flag.IntVar(&o.servers, "servers", 1000, "MCPServers in the fleet.")
+	flag.IntVar(&o.tools, "tools", 10, "MCPTools per server (plus one MCPResource and one MCPPrompt).")
+	flag.IntVar(&o.nodes, "nodes", 0, "kwok nodes; 0 means enough for one pod per server with 10% spare.")
+	flag.IntVar(&o.podsPerNode, "pods-per-node", testenv.DefaultPodsPerNode, "Pod capacity of each kwok node.")
+	flag.IntVar(&o.workers, "workers", 16, "Concurrent creates, edits and deletes.")
+	flag.DurationVar(&o.steady, "steady", 60*time.Second, "Length of the steady-state window.")
+	flag.IntVar(&o.sidecars, "sidecars", -1, "Sidecars watching their catalog ConfigMap (spread over the servers); -1 means 2 per server, 0 skips.")
+	flag.BoolVar(&o.ha, "ha", true, "Run the high-availability phase (a second manager replica).")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "Upper bound of each phase.")
+	flag.StringVar(&o.managerArgs, "manager-args", "", "Extra manager flags, space-separated.")
+	flag.StringVar(&o.jsonOut, "json", "", "Append the results as one JSON line to this file.")
+	flag.BoolVar(&o.keep, "keep", false, "Keep the logs and the audit log (their folder is printed).")
+	flag.Parse()
+	if o.sidecars < 0 {
+		o.sidecars = 2 * o.servers
+	}
+	if o.nodes == 0 {
+		o.nodes = (o.servers*11/10 + o.podsPerNode - 1) / o.podsPerNode
+	}
+	ctrllog.SetLogger(logr.Discard())
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "scalebench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench is the running benchmark: the control plane, the manager replicas and the results.
+type bench struct {
+	o        options
+	dir      string
+	env      *testenv.Env
+	c        client.Client
+	cfg      *rest.Config
+	apiPID   int
+	managers []*managerproc.Manager
+	watch    *fleetWatch
+	audit    *auditLog
+	res      results
+}
+
+const namespace = "fleet"
+
+func run(o options) (err error) {
+	dir, err := os.MkdirTemp("", "switchboard-scalebench-")
+	if err != nil {
+		return err
+	}
+	b := &bench{o: o, dir: dir}
+	b.res.Started = time.Now().UTC().Format(time.RFC3339)
+	b.res.Servers, b.res.ToolsPerServer, b.res.Nodes, b.res.PodsPerNode = o.servers, o.tools, o.nodes, o.podsPerNode
+	b.res.Sidecars = o.sidecars
+	say("Folder %s", dir)
+	defer func() {
+		b.stop()
+		if !o.keep {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	if err := b.start(); err != nil {
+		return err
+	}
+	phases := []struct {
+		name string
+		run  func(context.Context) error
+		skip bool
+	}{
+		{"cold", b.cold, false},
+		{"steady", b.steadyState, false},
+		{"edit", b.edit, false},
+		{"sidecars", b.sidecarWatches, o.sidecars == 0},
+		{"ha", b.highAvailability, !o.ha},
+		{"delete", b.deleteFleet, false},
+	}
+	for _, p := range phases {
+		if p.skip {
+			continue
+		}
+		say("Phase %s", p.name)
+		ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+		err := p.run(ctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("phase %s: %w", p.name, err)
+		}
+	}
+	b.res.ForeignCPU = foreignCPU()
+	b.report()
+	if o.jsonOut != "" {
+		if err := os.MkdirAll(filepath.Dir(o.jsonOut), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(o.jsonOut, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		line, _ := json.Marshal(b.res)
+		_, err = fmt.Fprintf(f, "%s\n", line)
+		return err
+	}
+	return nil
+}
+
+// auditPolicy records every write at Metadata level and nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+`
+
+func (b *bench) start() error {
+	policy := filepath.Join(b.dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		return err
+	}
+	auditPath := filepath.Join(b.dir, "audit.log")
+	say("Starting the control plane: %d kwok nodes of %d pods", b.o.nodes, b.o.podsPerNode)
+	t := time.Now()
+	env, err := testenv.Start(testenv.Options{
+		Controllers: true, Nodes: b.o.nodes, PodsPerNode: b.o.podsPerNode,
+		APIServerFlags: map[string]string{"audit-policy-file": policy, "audit-log-path": auditPath},
+	})
+	if err != nil {
+		return err
+	}
+	b.env = env
+	say("Control plane up in %v", time.Since(t).Round(time.Millisecond))
+	if b.apiPID, err = env.APIServerPID(); err != nil {
+		return err
+	}
+	b.cfg = rest.CopyConfig(env.Config)
+	b.cfg.QPS, b.cfg.Burst = 2000, 4000
+	b.cfg.UserAgent = "scalebench"
+	if b.c, err = client.New(b.cfg, client.Options{Scheme: env.Scheme}); err != nil {
+		return err
+	}
+	b.audit = &auditLog{path: auditPath}
+	ctx := context.Background()
+	for _, ns := range []string{managerproc.Namespace, namespace} {
+		if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+	}
+	if b.watch, err = startFleetWatch(ctx, b.cfg, env.Scheme, b.o); err != nil {
+		return err
+	}
+	m, err := b.startManager(ctx, "manager-0")
+	if err != nil {
+		return err
+	}
+	return waitFor(ctx, time.Minute, "manager-0 to lead", func() (bool, error) { return m.IsLeader(), nil })
+}
+
+func (b *bench) startManager(ctx context.Context, name string) (*managerproc.Manager, error) {
+	m, err := managerproc.Start(ctx, managerproc.Options{
+		Bin: b.o.manager, Kubeconfig: b.env.KubeconfigPath, Dir: b.dir, Name: name,
+		LeaderElect: true, Webhook: true, Args: strings.Fields(b.o.managerArgs),
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.managers = append(b.managers, m)
+	return m, nil
+}
+
+// leader returns the running replica that holds the Lease.
+func (b *bench) leader() *managerproc.Manager {
+	for _, m := range b.managers {
+		select {
+		case <-m.Done():
+			continue
+		default:
+		}
+		if m.IsLeader() {
+			return m
+		}
+	}
+	return nil
+}
+
+func (b *bench) stop() {
+	if b.watch != nil {
+		b.watch.stop()
+	}
+	for _, m := range b.managers {
+		select {
+		case <-m.Done():
+		default:
+			m.Stop()
+		}
+	}
+	if b.env != nil {
+		if err := b.env.Stop(); err != nil {
+			say("Stopping the control plane: %v", err)
+		}
+	}
+}
+
+func say(format string, args ...any) {
+	fmt.Printf("%s scalebench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// waitFor polls cond every 250 ms until it holds, fails, or limit passes.
+func waitFor(ctx context.Context, limit time.Duration, what string, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.New("timed out waiting for " + what)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
