@@ -73,8 +73,10 @@ func (r *CatalogItemReconciler) SetupWithManager(mgr ctrl.Manager, name string) 
 		}
 		return reqs
 	})
+	// Status writes (the server's reconciler publishes every item) do not change the
+	// generation, and do not need this reconciler: it would only find the server exists.
 	return ctrl.NewControllerManagedBy(mgr).
-		For(r.NewObject()).
+		For(r.NewObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&mcpv1alpha1.MCPServer{}, fromServer, builder.WithPredicates(serverGone)).
 		Named(name).
 		Complete(r)

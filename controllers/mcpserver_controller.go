@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -75,6 +76,9 @@ type scope struct {
 	// missingSources: MCPResource name -> what is missing.
 	missingSources map[string]string
 
+	// failedChildren are the children the API server refused in this reconcile.
+	failedChildren childErrors
+
 	observed    bool
 	workload    workload
 	propagation propagation
@@ -115,7 +119,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	// The phases apply the children and read what the status is decided from; they write
 	// nothing else.
-	for _, p := range []phase{r.validate, r.compileCatalog, r.applyCatalog, r.applyAccess, r.applyWorkload, r.observe, r.checkSources} {
+	for _, p := range []phase{r.validate, r.compileCatalog, r.applyChildren, r.observe, r.checkSources} {
 		res, err := p(ctx, s)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -124,7 +128,13 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			result.RequeueAfter = res.RequeueAfter
 		}
 	}
-	return result, r.writeItemStatusAndPruneReports(ctx, s)
+	if err := r.writeItemStatusAndPruneReports(ctx, s); err != nil {
+		return ctrl.Result{}, errors.Join(s.failedChildren.orNil(), err)
+	}
+	if len(s.failedChildren) > 0 {
+		return ctrl.Result{}, s.failedChildren
+	}
+	return result, nil
 }
 
 // validate rejects what the API schema cannot: the server's name becomes a Service name, which
@@ -171,51 +181,62 @@ func (r *MCPServerReconciler) compileCatalog(ctx context.Context, s *scope) (ctr
 	return ctrl.Result{}, nil
 }
 
-// applyCatalog stores the catalog (unless it is too large: then the previous one stays) and
-// makes sure the status ConfigMap for the sidecars' reports exists.
-func (r *MCPServerReconciler) applyCatalog(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if !s.tooLarge {
-		if err := r.apply(ctx, catalogConfigMapFor(s.server, s.names, s.encoded)); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return ctrl.Result{}, r.apply(ctx, statusConfigMapFor(s.server, s.names))
+// childStep is one object the server owns and how to bring it to the wanted state.
+type childStep struct {
+	kind, name string
+	sync       func(context.Context) error
 }
 
-// applyAccess applies the sidecar's ServiceAccount, Role and RoleBinding, and the Service, and
-// creates the session Secret once.
-func (r *MCPServerReconciler) applyAccess(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if err := r.ensureSessionSecret(ctx, s); err != nil {
-		return ctrl.Result{}, err
+// children lists the server's children in the order they are applied: the catalog (unless it
+// is too large: then the previous one stays) and the status ConfigMap for the sidecars'
+// reports, the sidecar's ServiceAccount, Role and RoleBinding, the Service, the session Secret
+// (created once), and the Deployment and PodDisruptionBudget, or their removal when the server
+// does not want them (External mode, one replica).
+func (r *MCPServerReconciler) children(s *scope) []childStep {
+	apply := func(obj child) childStep {
+		return childStep{kind: ptr.Deref(obj.GetKind(), ""), name: ptr.Deref(obj.GetName(), ""),
+			sync: func(ctx context.Context) error { return r.apply(ctx, obj) }}
 	}
-	for _, obj := range []child{
-		serviceAccountFor(s.server, s.names),
-		roleFor(s.server, s.names, s.catalog),
-		roleBindingFor(s.server, s.names),
-		serviceFor(s.server, s.names),
-	} {
-		if err := r.apply(ctx, obj); err != nil {
-			return ctrl.Result{}, err
+	remove := func(obj client.Object, kind, name string) childStep {
+		return childStep{kind: kind, name: name, sync: func(ctx context.Context) error { return r.deleteOwned(ctx, s, obj, name) }}
+	}
+	var out []childStep
+	if !s.tooLarge {
+		out = append(out, apply(catalogConfigMapFor(s.server, s.names, s.encoded)))
+	}
+	out = append(out,
+		apply(statusConfigMapFor(s.server, s.names)),
+		apply(serviceAccountFor(s.server, s.names)),
+		apply(roleFor(s.server, s.names, s.catalog)),
+		apply(roleBindingFor(s.server, s.names)),
+		apply(serviceFor(s.server, s.names)),
+		childStep{kind: "Secret", name: s.names.SessionSecret, sync: func(ctx context.Context) error { return r.ensureSessionSecret(ctx, s) }})
+	if s.server.Spec.Mode == mcpv1alpha1.WorkloadExternal {
+		out = append(out, remove(&appsv1.Deployment{}, "Deployment", s.names.Deployment))
+	} else {
+		out = append(out, apply(deploymentFor(s.server, s.names, s.cfg)))
+	}
+	if wantsPDB(s.server) {
+		out = append(out, apply(pdbFor(s.server, s.names)))
+	} else {
+		out = append(out, remove(&policyv1.PodDisruptionBudget{}, "PodDisruptionBudget", s.names.PodDisruptionBudget))
+	}
+	return out
+}
+
+// applyChildren brings every child to its wanted state on its own: a child the API server
+// refuses (a quota, an admission policy, a full Service IP range) does not keep the others
+// from being applied. The failures are collected; Reconcile returns them together, so the
+// server is retried with the controller's rate-limited backoff, and the Ready condition names
+// each failed child with the API server's message and what to fix.
+func (r *MCPServerReconciler) applyChildren(ctx context.Context, s *scope) (ctrl.Result, error) {
+	for _, c := range r.children(s) {
+		if err := c.sync(ctx); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Applying a child failed; applying the others", "kind", c.kind, "name", c.name)
+			s.failedChildren = append(s.failedChildren, childError{kind: c.kind, namespace: s.names.Namespace, name: c.name, err: err})
 		}
 	}
 	return ctrl.Result{}, nil
-}
-
-// applyWorkload applies the Deployment and the PodDisruptionBudget, or removes them when the
-// server does not want them (External mode, one replica).
-func (r *MCPServerReconciler) applyWorkload(ctx context.Context, s *scope) (ctrl.Result, error) {
-	external := s.server.Spec.Mode == mcpv1alpha1.WorkloadExternal
-	if external {
-		if err := r.deleteOwned(ctx, s, &appsv1.Deployment{}, s.names.Deployment); err != nil {
-			return ctrl.Result{}, err
-		}
-	} else if err := r.apply(ctx, deploymentFor(s.server, s.names, s.cfg)); err != nil {
-		return ctrl.Result{}, err
-	}
-	if wantsPDB(s.server) {
-		return ctrl.Result{}, r.apply(ctx, pdbFor(s.server, s.names))
-	}
-	return ctrl.Result{}, r.deleteOwned(ctx, s, &policyv1.PodDisruptionBudget{}, s.names.PodDisruptionBudget)
 }
 
 // observe reads the Deployment, the pods and the sidecars' reports, and finds the reports of
@@ -406,10 +427,32 @@ type child interface {
 
 // apply server-side-applies a child with the controller's field owner, forcing ownership of the
 // fields it sets. It sends only the fields the builder set, so defaults the API server fills in
-// never cause a diff, and an unchanged child is not written.
+// never cause a diff, and an unchanged child is not written. The configuration carries its own
+// hash (AppliedAnnotation); when the cached child already holds all of it, no request is sent.
 func (r *MCPServerReconciler) apply(ctx context.Context, obj child) error {
+	desired, err := stampApplied(obj)
+	if err != nil {
+		return err
+	}
+	if r.alreadyApplied(ctx, desired) {
+		return nil
+	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applying child", "kind", ptr.Deref(obj.GetKind(), ""), "name", ptr.Deref(obj.GetName(), ""))
-	return r.Apply(ctx, obj, client.FieldOwner(FieldOwner), client.ForceOwnership)
+	return r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership)
+}
+
+// alreadyApplied reports whether the cached child holds every field of desired (its hash
+// annotation included).
+func (r *MCPServerReconciler) alreadyApplied(ctx context.Context, desired *unstructured.Unstructured) bool {
+	fresh, err := r.Scheme.New(desired.GroupVersionKind())
+	if err != nil {
+		return false
+	}
+	live, ok := fresh.(client.Object)
+	if !ok || r.Get(ctx, client.ObjectKeyFromObject(desired), live) != nil {
+		return false
+	}
+	return holdsApplied(live, desired.Object)
 }
 
 // ensureSessionSecret creates the session Secret when it does not exist. It never rewrites the

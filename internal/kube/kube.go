@@ -25,16 +25,19 @@ func CacheOptions() cache.Options {
 	if err != nil {
 		panic(err)
 	}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                   {Label: serverPods},
-		&corev1.ConfigMap{}:             ours,
-		&corev1.Service{}:               ours,
-		&corev1.ServiceAccount{}:        ours,
-		&appsv1.Deployment{}:            ours,
-		&rbacv1.Role{}:                  ours,
-		&rbacv1.RoleBinding{}:           ours,
-		&policyv1.PodDisruptionBudget{}: ours,
-	}}
+	return cache.Options{
+		// Nothing reads managedFields from the cache; they are a large share of every object.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:                   {Label: serverPods},
+			&corev1.ConfigMap{}:             ours,
+			&corev1.Service{}:               ours,
+			&corev1.ServiceAccount{}:        ours,
+			&appsv1.Deployment{}:            ours,
+			&rbacv1.Role{}:                  ours,
+			&rbacv1.RoleBinding{}:           ours,
+			&policyv1.PodDisruptionBudget{}: ours,
+		}}
 }
 
 // PodReady reports whether a pod is Ready and not being deleted.
