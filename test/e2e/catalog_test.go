@@ -186,13 +186,15 @@ func TestSampleCatalogIsServedAndReported(t *testing.T) {
 	// The report makes the MCPServer's CatalogPropagated true for the one Ready pod.
 	eventually.Succeeds(t, "CatalogPropagated True", func() error {
 		var s mcpv1alpha1.MCPServer
-		err := stack.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server}, &s)
+		if err := stack.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server}, &s); err != nil {
+			return err
+		}
 		cond := meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionCatalogPropagated)
-		if err == nil && cond != nil && cond.Status == "True" && s.Status.CatalogUpToDateReplicas == 1 {
+		if cond != nil && cond.Status == "True" && s.Status.CatalogUpToDateReplicas == 1 {
 			return nil
 		}
-		return fmt.Errorf("err=%v cond=%+v upToDate=%d revision=%s reports=%v (pod %s)\n%s",
-			err, cond, s.Status.CatalogUpToDateReplicas, s.Status.CatalogRevision, reports(t), stack.Pod, stack.SidecarLog(30))
+		return fmt.Errorf("cond=%+v upToDate=%d revision=%s reports=%v (pod %s)\n%s",
+			cond, s.Status.CatalogUpToDateReplicas, s.Status.CatalogRevision, reports(t), stack.Pod, stack.SidecarLog(30))
 	})
 }
 
@@ -292,12 +294,14 @@ func TestInvalidCatalogIsRefusedAndTheLastGoodKeepsServing(t *testing.T) {
 	}
 	eventually.Succeeds(t, "the rejection reported", func() error {
 		var status corev1.ConfigMap
-		err := stack.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server + "-catalog-status"}, &status)
+		if err := stack.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server + "-catalog-status"}, &status); err != nil {
+			return err
+		}
 		rep, _ := catalog.ParseReport(status.Data[stack.Pod])
-		if err == nil && rep.RejectedRevision == "bad-revision" && strings.Contains(rep.Reason, "schemaVersion 99") && rep.Revision != "" {
+		if rep.RejectedRevision == "bad-revision" && strings.Contains(rep.Reason, "schemaVersion 99") && rep.Revision != "" {
 			return nil
 		}
-		return fmt.Errorf("%v %+v (pod %s)\n%s", err, status.Data, stack.Pod, stack.SidecarLog(30))
+		return fmt.Errorf("reports %+v (pod %s)\n%s", status.Data, stack.Pod, stack.SidecarLog(30))
 	})
 	expect(t, streams, map[string][]string{})
 	if after := toolNames(t); !slices.Equal(before, after) {
@@ -326,12 +330,14 @@ func TestToolMissingUpstreamShowsInStatus(t *testing.T) {
 		var cond *metav1.Condition
 		eventually.Succeeds(t, fmt.Sprintf("%s: ToolsServed %s with %q", step, want, wantInMessage), func() error {
 			var s mcpv1alpha1.MCPServer
-			err := stack.Env.Client.Get(t.Context(), key, &s)
+			if err := stack.Env.Client.Get(t.Context(), key, &s); err != nil {
+				return err
+			}
 			cond = meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionToolsServed)
-			if err == nil && cond != nil && cond.Status == want && strings.Contains(cond.Message, wantInMessage) {
+			if cond != nil && cond.Status == want && strings.Contains(cond.Message, wantInMessage) {
 				return nil
 			}
-			return fmt.Errorf("err=%v cond=%+v revision=%s reports=%v\n%s", err, cond, s.Status.CatalogRevision, reports(t), stack.SidecarLog(30))
+			return fmt.Errorf("cond=%+v revision=%s reports=%v\n%s", cond, s.Status.CatalogRevision, reports(t), stack.SidecarLog(30))
 		})
 		return cond
 	}
@@ -356,14 +362,16 @@ func TestToolMissingUpstreamShowsInStatus(t *testing.T) {
 	}
 	eventually.Succeeds(t, "a Warning event "+mcpv1alpha1.ReasonToolsMissingUpstream+" naming ghost_tool", func() error {
 		var list eventsv1.EventList
-		err := stack.Env.Client.List(t.Context(), &list, client.InNamespace(stack.Namespace))
+		if err := stack.Env.Client.List(t.Context(), &list, client.InNamespace(stack.Namespace)); err != nil {
+			return err
+		}
 		for _, e := range list.Items {
 			if e.Reason == mcpv1alpha1.ReasonToolsMissingUpstream && e.Regarding.Name == stack.Server &&
 				e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "ghost_tool") {
-				return err
+				return nil
 			}
 		}
-		return fmt.Errorf("err=%v, %d events", err, len(list.Items))
+		return fmt.Errorf("none among %d events", len(list.Items))
 	})
 
 	if _, err := stack.Kubectl(t.Context(), "", "delete", "mcptool", "weather-ghost"); err != nil {
