@@ -130,9 +130,13 @@ func forward(cfg *rest.Config, cs kubernetes.Interface, pod *corev1.Pod, port in
 		return 0, nil, err
 	}
 	ports, err := fw.GetPorts()
-	if err != nil || len(ports) != 1 {
+	if err != nil {
 		close(stop)
-		return 0, nil, fmt.Errorf("port-forward: no local port (%w)", err)
+		return 0, nil, fmt.Errorf("port-forward: %w", err)
+	}
+	if len(ports) != 1 {
+		close(stop)
+		return 0, nil, fmt.Errorf("port-forward: %d local ports, want 1", len(ports))
 	}
 	return ports[0].Local, stop, nil
 }
