@@ -84,9 +84,31 @@ type MCPServerSpec struct {
 	Caching *CachingSpec `json:"caching,omitempty"`
 }
 
+// ServerTransport is how the MCP server container speaks MCP.
+// +kubebuilder:validation:Enum=StreamableHTTP;Stdio
+type ServerTransport string
+
+const (
+	// TransportStreamableHTTP: the server serves MCP over HTTP on spec.container.port and path,
+	// at any protocol revision from 2025-03-26 to 2026-07-28 (the sidecar finds out which).
+	TransportStreamableHTTP ServerTransport = "StreamableHTTP"
+	// TransportStdio: the server speaks JSON-RPC on stdin/stdout (most npm and PyPI MCP
+	// packages). Its container runs the Switchboard stdio bridge, copied into the pod by an init
+	// container, which starts spec.container.command and args as its child and serves it on
+	// 127.0.0.1:port for the sidecar.
+	TransportStdio ServerTransport = "Stdio"
+)
+
 // ServerContainer is the MCP server container.
 // +kubebuilder:validation:XValidation:rule="self.port != 8800 && self.port != 8801",message="port 8800 and 8801 are reserved for the Switchboard sidecar; serve MCP on another port"
+// +kubebuilder:validation:XValidation:rule="!has(self.transport) || self.transport != 'Stdio' || !has(self.image) || (has(self.command) && size(self.command) > 0)",message="spec.container.command is required when transport is Stdio: Switchboard cannot read the image's entrypoint, and the stdio bridge must know what to start (e.g. command: [npx, -y, @modelcontextprotocol/server-everything])"
 type ServerContainer struct {
+	// transport is StreamableHTTP (the server serves MCP over HTTP on port and path) or Stdio
+	// (the server speaks MCP on stdin/stdout; the stdio bridge serves it on 127.0.0.1:port).
+	// +optional
+	// +kubebuilder:default=StreamableHTTP
+	Transport ServerTransport `json:"transport,omitempty"`
+
 	// image of the MCP server.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
@@ -98,7 +120,7 @@ type ServerContainer struct {
 	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 
-	// command overrides the image's entrypoint.
+	// command overrides the image's entrypoint. Required with transport Stdio.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32

@@ -122,6 +122,22 @@ func TestMCPServerValidation(t *testing.T) {
 			wantErrors: []string{"spec.container.port", "less than or equal to 65535"}},
 		{name: "relative path", mutate: func(s *v1.MCPServer) { s.Spec.Container.Path = "mcp" },
 			wantErrors: []string{"spec.container.path", "should match"}},
+		{name: "stdio with command", mutate: func(s *v1.MCPServer) {
+			s.Spec.Container.Transport = v1.TransportStdio
+			s.Spec.Container.Command = []string{"npx", "-y", "@modelcontextprotocol/server-everything"}
+		}},
+		{name: "stdio without command", mutate: func(s *v1.MCPServer) { s.Spec.Container.Transport = v1.TransportStdio },
+			wantErrors: []string{"spec.container.command is required when transport is Stdio"}},
+		{name: "stdio with empty command", mutate: func(s *v1.MCPServer) {
+			s.Spec.Container.Transport = v1.TransportStdio
+			s.Spec.Container.Command = []string{}
+		}, wantErrors: []string{"spec.container.command is required when transport is Stdio"}},
+		{name: "stdio external (the pod's own command)", mutate: func(s *v1.MCPServer) {
+			s.Spec.Mode = v1.WorkloadExternal
+			s.Spec.Container = &v1.ServerContainer{Transport: v1.TransportStdio, Port: 9000}
+		}},
+		{name: "unknown transport", mutate: func(s *v1.MCPServer) { s.Spec.Container.Transport = "WebSocket" },
+			wantErrors: []string{`spec.container.transport: Unsupported value: "WebSocket"`}},
 		{name: "bad pull policy", mutate: func(s *v1.MCPServer) { s.Spec.Container.ImagePullPolicy = "Sometimes" },
 			wantErrors: []string{"spec.container.imagePullPolicy: Unsupported value"}},
 		{name: "negative replicas", mutate: func(s *v1.MCPServer) { s.Spec.Replicas = ptr.To[int32](-1) },

@@ -122,6 +122,9 @@ type Config struct {
 	LegacyClients string
 	// SessionSecret holds the key that signs 2025-era session ids (none when empty).
 	SessionSecret string
+	// Stdio runs the server container's command behind the stdio bridge
+	// (spec.container.transport: Stdio, or the pod's TransportAnnotation).
+	Stdio bool `json:",omitempty"`
 }
 
 // ConfigFor derives the sidecar settings of an MCPServer: the controller injects it into the
@@ -153,6 +156,7 @@ func ConfigFor(s *mcpv1alpha1.MCPServer, defaultImage string) Config {
 		if c.Path != "" {
 			cfg.UpstreamPath = c.Path
 		}
+		cfg.Stdio = c.Transport == mcpv1alpha1.TransportStdio
 	}
 	svc, ns := names.Service, names.Namespace
 	for _, h := range []string{svc, svc + "." + ns, svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"} {
@@ -386,6 +390,19 @@ func Into(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason 
 	if reason := Decide(meta, spec); reason != "" {
 		return reason
 	}
+	server := 0
+	for i, c := range spec.Containers {
+		if c.Name == cfg.ServerContainer {
+			server = i
+		}
+	}
+	if stdioWanted(meta.Annotations, cfg) {
+		if c := &spec.Containers[server]; len(c.Command) == 0 {
+			return SkipStdioCommandMissing
+		}
+		cfg.Stdio = true // the annotation's opt-in is part of what was injected
+		intoStdio(spec, cfg, server)
+	}
 	sidecar := Container(cfg)
 	spec.InitContainers = slices.DeleteFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == ContainerName })
 	spec.InitContainers = append([]corev1.Container{sidecar}, spec.InitContainers...)
@@ -393,12 +410,6 @@ func Into(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason 
 	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == TokenVolume })
 	spec.Volumes = append(spec.Volumes, tokenVolume())
 
-	server := 0
-	for i, c := range spec.Containers {
-		if c.Name == cfg.ServerContainer {
-			server = i
-		}
-	}
 	c := &spec.Containers[server]
 	if c.Lifecycle == nil {
 		c.Lifecycle = &corev1.Lifecycle{}

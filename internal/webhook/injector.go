@@ -137,6 +137,9 @@ func (i *Injector) Decide(ctx context.Context, pod *corev1.Pod, namespace string
 	}
 	container, reason, msg := inject.FindServerContainer(&pod.ObjectMeta, &pod.Spec, d.Config.UpstreamPort)
 	d.Config.ServerContainer, d.Reason, d.Message = container, reason, msg
+	if d.Reason == "" {
+		d.Reason, d.Message = inject.CheckStdio(&pod.ObjectMeta, &pod.Spec, d.Config)
+	}
 	return d, nil
 }
 
