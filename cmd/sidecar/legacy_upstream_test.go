@@ -109,8 +109,8 @@ func TestLegacyUpstreams(t *testing.T) {
 			// A server-to-client request during a call is refused with an
 			// error that names the limitation (the tool reports it).
 			st, _, msg = do(t, rpcReq(t, e.mcp, "samp", "tools/call", "test_sampling", `,"name":"test_sampling","arguments":{"prompt":"hi"}`))
-			if !strings.Contains(fmt.Sprint(msg["result"]), "sampling, elicitation, roots") {
-				t.Errorf("test_sampling: %v", msg)
+			if st != http.StatusOK || !strings.Contains(fmt.Sprint(msg["result"]), "sampling, elicitation, roots") {
+				t.Errorf("test_sampling: HTTP %d %v", st, msg)
 			}
 
 			// resources/updated through an upstream subscription.
