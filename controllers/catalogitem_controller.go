@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,7 +157,10 @@ func itemStatus(o client.Object) *mcpv1alpha1.CatalogItemStatus {
 }
 
 // setItemStatus writes Accepted, Published and catalogRevision, patching only when something
-// changed, and records an Event for each condition whose reason changed.
+// changed, and records an Event for each condition that changed to a reason a user must act on
+// (a Warning). Items record no Normal Events: a fleet of 1,000 servers with 12 items each would
+// write 24,000 of them on creation and 12,000 on every catalog-wide change, while the status
+// already says the same (docs/performance.md).
 func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorder, obj client.Object, accepted, published metav1.Condition, revision string) error {
 	before := obj.DeepCopyObject().(client.Object)
 	st := itemStatus(obj)
@@ -167,7 +171,7 @@ func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorde
 	st.ObservedGeneration = gen
 	st.CatalogRevision = revision
 	beforeStatus := itemStatus(before)
-	emitConditionEvents(rec, obj, beforeStatus.Conditions, st.Conditions)
+	emitConditionEvents(rec, obj, beforeStatus.Conditions, warnings(st.Conditions))
 	if equality.Semantic.DeepEqual(beforeStatus, st) {
 		return nil
 	}
@@ -197,4 +201,15 @@ func enqueueServerOf(ref func(client.Object) string) handler.EventHandler {
 			add(q, e.Object)
 		},
 	}
+}
+
+// warnings keeps the conditions whose reason is a Warning.
+func warnings(conds []metav1.Condition) []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range conds {
+		if eventType(c.Reason) == corev1.EventTypeWarning {
+			out = append(out, c)
+		}
+	}
+	return out
 }

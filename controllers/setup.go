@@ -15,7 +15,7 @@ import (
 const (
 	DefaultQPS                     = 200
 	DefaultBurst                   = 400
-	DefaultMaxConcurrentReconciles = 4
+	DefaultMaxConcurrentReconciles = 8
 )
 
 // Options configures the controllers.

@@ -347,14 +347,15 @@ func (b *bench) editTool(ctx context.Context, server, description string) error 
 func (b *bench) deleteFleet(ctx context.Context) error {
 	m := b.leader()
 	p := b.beginPhase("delete", m)
-	start := time.Now()
-	for _, obj := range []client.Object{&mcpv1alpha1.MCPServer{}, &mcpv1alpha1.MCPTool{}, &mcpv1alpha1.MCPResource{}, &mcpv1alpha1.MCPPrompt{}} {
-		if err := b.c.DeleteAllOf(ctx, obj, client.InNamespace(namespace)); err != nil {
-			return err
-		}
-	}
-	say("Deleted the fleet in %.1f s (deletecollection)", time.Since(start).Seconds())
+	// As a GitOps prune does: every kind at once.
 	deleted := time.Now()
+	kinds := []client.Object{&mcpv1alpha1.MCPServer{}, &mcpv1alpha1.MCPTool{}, &mcpv1alpha1.MCPResource{}, &mcpv1alpha1.MCPPrompt{}}
+	if err := parallel(len(kinds), len(kinds), func(i int) error {
+		return b.c.DeleteAllOf(ctx, kinds[i], client.InNamespace(namespace))
+	}); err != nil {
+		return err
+	}
+	say("deletecollection of the four kinds returned after %.1f s", time.Since(deleted).Seconds())
 	lists := []client.ObjectList{
 		&appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{},
 		&corev1.ServiceList{}, &corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{},
