@@ -73,6 +73,11 @@ func (ca *cache) fresh(k key, cred string, now time.Time) *entry {
 			delete(ca.entries, s)
 			continue
 		}
+		if e.info.UntilChanged && !ca.c.listenUp.Load() {
+			// Fresh until the server announces a change, but nothing can be heard now: suspect.
+			delete(ca.entries, s)
+			continue
+		}
 		return e
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -160,12 +161,13 @@ type Client struct {
 	cache *cache
 
 	// mu guards the connection state below.
-	mu       sync.Mutex
-	version  string
-	info     *mcp.InitializeResult
-	session  *mcp.ClientSession // tools/call, prompts/get; on 2025-11-25 everything
-	modern   *modernConn        // 2026-07-28 reads and listen
-	listenUp bool
+	mu      sync.Mutex
+	version string
+	info    *mcp.InitializeResult
+	session *mcp.ClientSession // tools/call, prompts/get; on 2025-11-25 everything
+	modern  *modernConn        // 2026-07-28 reads and listen
+
+	listenUp atomic.Bool // a listen stream (or 2025 session) is up: changes can be heard
 
 	// Set once while connecting, read-only afterwards.
 	listener *listener   // 2026-07-28
@@ -246,10 +248,12 @@ func (c *Client) ProtocolVersion() string {
 
 // Listening reports whether a listen stream (2026-07-28) or session with its GET stream
 // (2025-11-25) is up; while it is not, changes cannot be heard and a re-baseline follows.
-func (c *Client) Listening() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.listenUp
+func (c *Client) Listening() bool { return c.listenUp.Load() }
+
+// dropped records that changes can no longer be heard, then says so.
+func (c *Client) dropped(err error) {
+	c.listenUp.Store(false)
+	c.emit(Event{Type: EventDropped, Err: err})
 }
 
 // ServerInfo returns the server's identity, capabilities and instructions.

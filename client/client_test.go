@@ -424,6 +424,18 @@ func TestFallbackTo20251125(t *testing.T) {
 	if err != nil || res.Content[0].(*mcp.TextContent).Text != "beta" {
 		t.Fatalf("tools/call beta: %v %v", res, err)
 	}
+
+	// The list is cached until the server says it changed; once nothing can be heard (the
+	// server is gone), that promise is worth nothing and the entry is not served.
+	if _, info, ok := c.Cached(ctx, client.Tools, ""); !ok || !info.UntilChanged {
+		t.Fatalf("the list is not cached until changed (%+v)", info)
+	}
+	from = ev.count()
+	_ = cmd.Process.Kill()
+	ev.waitEvent(t, from, "the session to drop", isType(client.EventDropped))
+	if v, _, ok := c.Cached(ctx, client.Tools, ""); ok {
+		t.Fatalf("served %v although the server that would announce its change is gone", v)
+	}
 }
 
 // A server that announces nothing (tools without listChanged) gets no listen: one would end at

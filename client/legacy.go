@@ -25,6 +25,11 @@ type legacyConn struct {
 	subscribed map[string]bool // on the current session
 }
 
+// legacyStreamRetries is how often go-sdk resumes a dropped GET stream (with Last-Event-ID)
+// before the session counts as lost (its default is 5, about 13 s of backoff). After that this
+// package reconnects and re-baselines; meanwhile entries cached until changed are not served.
+const legacyStreamRetries = 2
+
 func (c *Client) connectLegacy(ctx context.Context) error {
 	lc := &legacyConn{c: c, subs: make(chan string, maxInUse), subscribed: map[string]bool{}}
 	c.legacy = lc
@@ -65,7 +70,7 @@ func (lc *legacyConn) dial(ctx context.Context) (*mcp.ClientSession, error) {
 			}
 		},
 	})
-	s, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: c.httpClient()},
+	s, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: c.httpClient(), MaxRetries: legacyStreamRetries},
 		&mcp.ClientSessionOptions{ProtocolVersion: Version20251125})
 	if err != nil {
 		return nil, fmt.Errorf("connecting at %s: %w", Version20251125, err)
@@ -78,8 +83,9 @@ func (lc *legacyConn) dial(ctx context.Context) (*mcp.ClientSession, error) {
 	lc.subscribed = map[string]bool{}
 	lc.mu.Unlock()
 	c.mu.Lock()
-	c.version, c.info, c.session, c.listenUp = ir.ProtocolVersion, ir, s, true
+	c.version, c.info, c.session = ir.ProtocolVersion, ir, s
 	c.mu.Unlock()
+	c.listenUp.Store(true)
 	c.emit(Event{Type: EventAcknowledged})
 	for _, u := range c.cache.subscribedURIs() {
 		lc.subscribe(u)
@@ -141,12 +147,12 @@ func (lc *legacyConn) run(s *mcp.ClientSession) {
 				if err == nil {
 					err = errors.New("session ended")
 				}
-				c.emit(Event{Type: EventDropped, Err: err})
+				c.dropped(err)
 				break serve
 			}
 		}
 		c.mu.Lock()
-		c.session, c.listenUp = nil, false
+		c.session = nil
 		c.mu.Unlock()
 		backoff := c.opts.MinBackoff
 		for attempt := 1; ; attempt++ {

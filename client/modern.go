@@ -342,7 +342,7 @@ func (c *Client) connectModern(ctx context.Context) error {
 		// The server serves but will not hold a listen now (e.g. its listen limit): serve reads
 		// by their TTL and keep trying with backoff; the re-baseline on success covers the gap.
 		c.log.Warn("Listen refused; retrying with backoff", "err", err)
-		c.emit(Event{Type: EventDropped, Err: err})
+		c.dropped(err)
 		c.done.Add(1)
 		go func() { defer c.done.Done(); l.run(l.reconnect(err)) }()
 		return nil
@@ -489,9 +489,7 @@ func (l *listener) open(ctx context.Context, caps *mcp.ServerCapabilities) (*str
 		cancel()
 		return nil, ctx.Err()
 	}
-	l.c.mu.Lock()
-	l.c.listenUp = true
-	l.c.mu.Unlock()
+	l.c.listenUp.Store(true)
 	return st, nil
 }
 
@@ -537,7 +535,7 @@ func (l *listener) run(st *stream) {
 		case f := <-st.events:
 			if f.err != nil {
 				st.cancel()
-				c.emit(Event{Type: EventDropped, Err: f.err})
+				c.dropped(f.err)
 				st = l.reconnect(f.err)
 				continue
 			}
@@ -553,7 +551,7 @@ func (l *listener) run(st *stream) {
 				_ = json.Unmarshal(msg.Result, &rt)
 				if msg.Error != nil || rt.ResultType != "complete" {
 					err := fmt.Errorf("listen ended with %s", bytes.TrimSpace(append(append([]byte{}, msg.Result...), errBytes(msg.Error)...)))
-					c.emit(Event{Type: EventDropped, Err: err})
+					c.dropped(err)
 					st = l.reconnect(err)
 					continue
 				}
@@ -597,9 +595,7 @@ func (l *listener) notification(msg *message) {
 // it falls back to reconnecting with backoff.
 func (l *listener) relisten(caps *mcp.ServerCapabilities) *stream {
 	c := l.c
-	c.mu.Lock()
-	c.listenUp = false
-	c.mu.Unlock()
+	c.listenUp.Store(false)
 	var d time.Duration
 	if c.opts.RelistJitter > 0 {
 		d = rand.N(c.opts.RelistJitter)
@@ -610,7 +606,7 @@ func (l *listener) relisten(caps *mcp.ServerCapabilities) *stream {
 	}
 	st, err := l.open(c.ctx, caps)
 	if err != nil {
-		c.emit(Event{Type: EventDropped, Err: err})
+		c.dropped(err)
 		return l.reconnect(err)
 	}
 	c.rebaseline()
@@ -621,9 +617,7 @@ func (l *listener) relisten(caps *mcp.ServerCapabilities) *stream {
 // (with jitter) between attempts, until it succeeds or the client is closed; then re-baselines.
 func (l *listener) reconnect(cause error) *stream {
 	c := l.c
-	c.mu.Lock()
-	c.listenUp = false
-	c.mu.Unlock()
+	c.listenUp.Store(false)
 	backoff := c.opts.MinBackoff
 	for attempt := 1; ; attempt++ {
 		d := backoff/2 + rand.N(backoff/2+1)
