@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
-	"github.com/switchboard-mcp/switchboard/internal/mcptest"
+	"github.com/switchboard-mcp/switchboard/internal/testservers"
 )
 
 // Tests of 2026-07-28 clients in front of 2025-era upstreams: go-sdk
@@ -23,7 +23,7 @@ import (
 
 func legacyBin(t *testing.T) string {
 	t.Helper()
-	bin, err := mcptest.LegacyEverythingServer()
+	bin, err := testservers.LegacyEverythingServer()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
-	"github.com/switchboard-mcp/switchboard/internal/mcptest"
+	"github.com/switchboard-mcp/switchboard/internal/testservers"
 )
 
 // The real `sidecar stdio` process in front of go-sdk v1.4.1's
 // everything-server over stdio: the CLI contract, a session, a call, and the
 // drain on SIGTERM (the child stopped through its stdin, exit status 0).
 func TestStdioBridgeCLI(t *testing.T) {
-	srv, err := mcptest.LegacyEverythingServer()
+	srv, err := testservers.LegacyEverythingServer()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,13 +20,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/mcptest"
+	"github.com/switchboard-mcp/switchboard/internal/testservers"
 )
 
 // legacyServer is go-sdk v1.4.1's everything-server (stdio without flags).
 func legacyServer(t *testing.T) string {
 	t.Helper()
-	bin, err := mcptest.LegacyEverythingServer()
+	bin, err := testservers.LegacyEverythingServer()
 	if err != nil {
 		t.Fatalf("installing the 2025-era everything-server: %v", err)
 	}
@@ -459,7 +459,7 @@ func TestBridgeHugeLineIDLastRestartsChild(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "big.txt"), bytes.Repeat([]byte("y"), 2<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	argv, err := mcptest.FilesystemServer(root)
+	argv, err := testservers.FilesystemServer(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestBridgeFilesystemServerFromNPM(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	argv, err := mcptest.FilesystemServer(root)
+	argv, err := testservers.FilesystemServer(root)
 	if err != nil {
 		t.Fatal(err)
 	}

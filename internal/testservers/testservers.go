@@ -1,4 +1,7 @@
-package mcptest
+// Package testservers installs, once and outside the work tree, the real MCP servers tests run
+// behind the sidecar: go-sdk's 2025-era conformance everything-server and the pinned reference
+// stdio servers (test/stdio-servers). The raw MCP client the tests talk with is internal/mcptest.
+package testservers
 
 import (
 	"encoding/json"
