@@ -52,6 +52,9 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 		set(readyCondition(available, propagated))
 		set(toolsServedCondition(s.propagation))
 		st.CatalogUpToDateReplicas = upToDate
+		if up := upstreamStatus(s.propagation); up != nil {
+			st.Upstream = up
+		}
 		if s.workload.External {
 			sidecars, stale := sidecarsCondition(s.cfg, s.pods)
 			set(sidecars)

@@ -417,7 +417,7 @@ func (o *Overlay) compute() *snapshot {
 			o.log.Warn("Declared tools are missing upstream; they are not listed", "tools", missing)
 		}
 	}
-	o.reportMissing(rev, upTools != nil, missing)
+	o.reportMissing(rev, upTools != nil, missing, o.opts.Upstream.report())
 	return s
 }
 
@@ -426,15 +426,18 @@ func (o *Overlay) compute() *snapshot {
 // has been read), and sends it when that changed. A list computed for a
 // revision that is no longer the reported one is dropped (the next
 // computation, which Apply asked for, covers the new one).
-func (o *Overlay) reportMissing(rev string, checked bool, missing []string) {
+func (o *Overlay) reportMissing(rev string, checked bool, missing []string, up *catalog.UpstreamReport) {
 	names := missing[:min(len(missing), catalog.MaxReportedMissingTools)]
 	o.pendMu.Lock()
 	r := &o.report
-	if rev != r.Revision || (checked == r.ToolsChecked && slices.Equal(names, r.MissingTools) && len(missing) == r.MissingToolCount) {
+	if up == nil {
+		up = r.Upstream // not known right now (unreachable): keep what was reported
+	}
+	if rev != r.Revision || (checked == r.ToolsChecked && slices.Equal(names, r.MissingTools) && len(missing) == r.MissingToolCount && up.Equal(r.Upstream)) {
 		o.pendMu.Unlock()
 		return
 	}
-	r.ToolsChecked, r.MissingTools, r.MissingToolCount = checked, slices.Clone(names), len(missing)
+	r.ToolsChecked, r.MissingTools, r.MissingToolCount, r.Upstream = checked, slices.Clone(names), len(missing), up
 	rep := o.report
 	o.pendMu.Unlock()
 	o.sendReport(rep)

@@ -10,12 +10,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
 
 	"github.com/switchboard-mcp/switchboard/internal/version"
 )
@@ -62,6 +65,9 @@ type upstreamInfo struct {
 	// instructions are what a 2025-era initialize result repeats.
 	serverInfo   json.RawMessage
 	instructions string
+	// protocolVersion is the revision the sidecar speaks with the upstream:
+	// the one a 2025-era upstream negotiated, else ProtocolVersion.
+	protocolVersion string
 }
 
 // UpstreamTransport is how the sidecar talks to the MCP server container.
@@ -119,6 +125,34 @@ func (u *Upstream) SetLogger(l *slog.Logger) {
 	}
 }
 
+// report describes the upstream for the propagation report, from the last
+// discover result (nil before the first).
+func (u *Upstream) report() *catalog.UpstreamReport {
+	if u == nil {
+		return nil
+	}
+	info := u.current()
+	if info == nil {
+		return nil
+	}
+	r := &catalog.UpstreamReport{ProtocolVersion: info.protocolVersion}
+	var si struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	if json.Unmarshal(info.serverInfo, &si) == nil {
+		r.ServerName, r.ServerVersion = si.Name, si.Version
+	}
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(info.capsRaw, &caps) == nil {
+		for k := range caps {
+			r.Capabilities = append(r.Capabilities, k)
+		}
+		slices.Sort(r.Capabilities)
+	}
+	return r
+}
+
 // current returns the cached discover result, or nil.
 func (u *Upstream) current() *upstreamInfo { return u.info.Load() }
 
@@ -129,14 +163,18 @@ func (u *Upstream) store(result []byte) (*upstreamInfo, error) {
 		Capabilities      json.RawMessage `json:"capabilities"`
 		Instructions      string          `json:"instructions"`
 		Meta              struct {
-			ServerInfo json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
+			ServerInfo      json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
+			UpstreamVersion string          `json:"dev.switchboard/upstreamProtocolVersion"`
 		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(result, &d); err != nil {
 		return nil, fmt.Errorf("decoding discover result: %w", err)
 	}
 	info := &upstreamInfo{versions: d.SupportedVersions, capsRaw: d.Capabilities,
-		serverInfo: d.Meta.ServerInfo, instructions: d.Instructions}
+		serverInfo: d.Meta.ServerInfo, instructions: d.Instructions, protocolVersion: d.Meta.UpstreamVersion}
+	if info.protocolVersion == "" {
+		info.protocolVersion = ProtocolVersion
+	}
 	if !isObject(info.serverInfo) {
 		info.serverInfo = nil
 	}

@@ -346,6 +346,33 @@ type CachingSpec struct {
 	ResourceRead *CacheHint `json:"resourceRead,omitempty"`
 }
 
+// UpstreamStatus describes the MCP server container as its sidecars see it.
+type UpstreamStatus struct {
+	// protocolVersion is the revision the sidecars speak with the MCP server: 2026-07-28, or the
+	// 2025 revision it negotiated (a 2025-era HTTP server, or a stdio server behind the bridge).
+	// Replicas that differ (during a rollout) are listed comma-separated.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+
+	// serverName is the MCP server's serverInfo.name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	ServerName string `json:"serverName,omitempty"`
+
+	// serverVersion is the MCP server's serverInfo.version.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ServerVersion string `json:"serverVersion,omitempty"`
+
+	// capabilities are the server capabilities it declares (tools, prompts, resources, ...).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=64
+	Capabilities []string `json:"capabilities,omitempty"`
+}
+
 // MCPServerStatus is the observed state of an MCPServer.
 type MCPServerStatus struct {
 	// conditions: Ready, Available, CatalogPropagated and, in External mode, SidecarsUpToDate.
@@ -391,6 +418,11 @@ type MCPServerStatus struct {
 	// +kubebuilder:validation:MaxLength=512
 	URL string `json:"url,omitempty"`
 
+	// upstream is what the sidecars of the ready replicas found the MCP server container to be:
+	// the protocol revision they speak with it, its serverInfo and capabilities.
+	// +optional
+	Upstream *UpstreamStatus `json:"upstream,omitempty"`
+
 	// tools is the number of declared tools in the catalog (enabled and accepted).
 	// +optional
 	Tools int32 `json:"tools,omitempty"`
@@ -421,6 +453,7 @@ type MCPServerStatus struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`,description="Ready replicas"
 // +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.tools`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.status.upstream.protocolVersion`,priority=1,description="Protocol revision the sidecars speak with the MCP server"
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.catalogRevision`,priority=1
 // +kubebuilder:printcolumn:name="Up-To-Date",type=integer,JSONPath=`.status.catalogUpToDateReplicas`,priority=1,description="Ready replicas serving the current catalog"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -393,6 +393,30 @@ type Report struct {
 	// order; MissingToolCount is how many there are in all.
 	MissingTools     []string `json:"missingTools,omitempty"`
 	MissingToolCount int      `json:"missingToolCount,omitempty"`
+	// Upstream is what the sidecar found the MCP server container to be (an older sidecar
+	// never sets it).
+	Upstream *UpstreamReport `json:"upstream,omitempty"`
+}
+
+// UpstreamReport describes the MCP server container as its sidecar sees it.
+type UpstreamReport struct {
+	// ProtocolVersion is the revision the sidecar speaks with it: 2026-07-28, or the 2025
+	// revision it negotiated in initialize.
+	ProtocolVersion string `json:"protocolVersion"`
+	// ServerName and ServerVersion are its serverInfo.
+	ServerName    string `json:"serverName,omitempty"`
+	ServerVersion string `json:"serverVersion,omitempty"`
+	// Capabilities are the names of the server capabilities it declares, sorted.
+	Capabilities []string `json:"capabilities,omitempty"`
+}
+
+// Equal reports whether two upstream reports say the same (nil equals nil only).
+func (u *UpstreamReport) Equal(o *UpstreamReport) bool {
+	if u == nil || o == nil {
+		return u == o
+	}
+	return u.ProtocolVersion == o.ProtocolVersion && u.ServerName == o.ServerName &&
+		u.ServerVersion == o.ServerVersion && slices.Equal(u.Capabilities, o.Capabilities)
 }
 
 // MaxReportedMissingTools bounds Report.MissingTools (and with it the status ConfigMap).
@@ -401,7 +425,8 @@ const MaxReportedMissingTools = 20
 // Equal reports whether two reports say the same.
 func (r Report) Equal(o Report) bool {
 	return r.Revision == o.Revision && r.RejectedRevision == o.RejectedRevision && r.Reason == o.Reason &&
-		r.ToolsChecked == o.ToolsChecked && slices.Equal(r.MissingTools, o.MissingTools) && r.MissingToolCount == o.MissingToolCount
+		r.ToolsChecked == o.ToolsChecked && slices.Equal(r.MissingTools, o.MissingTools) && r.MissingToolCount == o.MissingToolCount &&
+		r.Upstream.Equal(o.Upstream)
 }
 
 // ParseReport decodes one status ConfigMap value.
