@@ -141,3 +141,67 @@ func FuzzSSEReader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLegacy drives the 2025-era paths: a claim-less request the policy
+// serves is turned into the modern shape, which must parse and validate as a
+// 2026-07-28 request of the same method and id, keep params members the
+// client sent, and mirror the name member in Mcp-Name; every upstream answer
+// turned back into the legacy shape stays valid JSON; session ids that were
+// not minted never verify.
+func FuzzLegacy(f *testing.F) {
+	for _, s := range []struct{ body, pv, sid string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "2025-11-25", ""},
+		{`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"café","arguments":{"a":1},"_meta":{"progressToken":7}}}`, "2025-06-18", "s1.e30.AAAA"},
+		{`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"t://ü"}}`, "", ""},
+		{`{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"p","_meta":[]}}`, "2025-03-26", ""},
+		{`{"jsonrpc":"2.0","id":4,"result":{"resultType":"input_required","inputRequests":{}}}`, "", ""},
+		{`{"jsonrpc":"2.0","id":5,"result":{"resultType":"complete","ttlMs":5,"cacheScope":"public","tools":[]}}`, "", ""},
+	} {
+		f.Add([]byte(s.body), s.pv, s.sid)
+	}
+	srv, err := NewServer(Options{Upstream: "http://127.0.0.1:1/mcp"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, pv, sid string) {
+		if _, err := srv.sessions.open(sid); err == nil {
+			t.Fatalf("a session id that was never minted verified: %q", sid)
+		}
+		if out := legacyResult(json.RawMessage(`1`), body); json.Valid(body) && !json.Valid(out) {
+			t.Fatalf("legacyResult turned valid JSON into invalid JSON:\nin:  %q\nout: %q", body, out)
+		}
+		req, perr := parseRequest(body)
+		if perr != nil {
+			return
+		}
+		h := http.Header{}
+		if pv != "" {
+			h.Set(headerProtocolVersion, pv)
+		}
+		if validate(h, req, srv.pol) != nil || !req.legacy || req.isNotification() {
+			return
+		}
+		r := &http.Request{Header: h}
+		if e := srv.toModern(r, req, json.RawMessage(`{"roots":{}}`), "info"); e != nil {
+			return
+		}
+		m, perr := parseRequest(req.body)
+		if perr != nil {
+			t.Fatalf("the modern form does not parse (%v): %q", perr.message, req.body)
+		}
+		if m.method != req.method || string(m.id) != string(req.id) || !m.hasVersion || m.metaVersion != ProtocolVersion {
+			t.Fatalf("the modern form changed the envelope: %q -> %q", body, req.body)
+		}
+		if nm := m.nameMember(); nm != "" {
+			if v, ok := paramString(m, nm); ok {
+				got, ok := decodeHeaderValue(h.Get(headerName))
+				if !ok || got != v {
+					t.Fatalf("Mcp-Name %q does not mirror params.%s %q", h.Get(headerName), nm, v)
+				}
+			}
+		}
+		if e := validate(h, m, srv.pol); e != nil && e.code != codeHeaderMismatch && e.code != codeInvalidParams && e.code != codeMethodNotFound {
+			t.Fatalf("the modern form fails validation with %d %s: %q", e.code, e.message, req.body)
+		}
+	})
+}
