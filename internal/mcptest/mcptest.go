@@ -147,6 +147,12 @@ type Stream struct {
 // Close ends the stream.
 func (s *Stream) Close() { s.cancel() }
 
+// NewStream wraps notifications read elsewhere (e.g. a 2025-era GET stream) as a Stream that
+// cancel ends.
+func NewStream(c <-chan Notification, cancel context.CancelFunc) *Stream {
+	return &Stream{C: c, cancel: cancel}
+}
+
 // Listen opens a listen stream with the given filter (e.g. {"toolsListChanged": true}) and
 // returns once it is acknowledged.
 func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Stream, error) {
