@@ -125,7 +125,11 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 		// client when to come back.
 		_, _ = w.Write(legacyRetryEvent)
 	}
-	_ = rc.Flush()
+	// Nothing is flushed before the first event: the head goes out with it
+	// (one write, as a plain proxy's), and the final response is not
+	// flushed on its own either, so it leaves with the terminating chunk
+	// when the handler returns. Every event before the response (progress,
+	// logs) is flushed as it arrives.
 	rd := newSSEReader(resp.Body, s.up.maxBytes)
 	var out []byte
 	answered := false
@@ -161,9 +165,10 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 			}
 			data = c.Bytes()
 		}
+		final := false
 		if isResponse(data) {
 			data = s.finish(req, data)
-			answered = true
+			answered, final = true, true
 		}
 		name := ev.event
 		if name == "" {
@@ -176,6 +181,9 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 		out = append(out, '\n', '\n')
 		if _, err := w.Write(out); err != nil {
 			return
+		}
+		if final {
+			continue
 		}
 		if err := rc.Flush(); err != nil {
 			return

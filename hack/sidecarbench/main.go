@@ -5,7 +5,10 @@
 //     plain net/http handler and by a hijacked connection, at several N;
 //   - time to fan one notification out to N streams;
 //   - tools/call latency, throughput and CPU per request through the
-//     sidecar vs direct, a minimal net/http proxy and httputil.ReverseProxy.
+//     sidecar vs direct, a minimal net/http proxy and httputil.ReverseProxy,
+//     for 2026-07-28 calls and for 2025-era calls (a session the sidecar
+//     serves), against the cheap echo upstream and, with -everything-server,
+//     against go-sdk's everything-server as a real MCP upstream.
 //
 // Every loop is bounded in count and in time. Usage:
 //
@@ -52,7 +55,7 @@ func main() {
 		case "load": // load URL C N: one closed-loop run, for profiling
 			c, _ := strconv.Atoi(os.Args[3])
 			n, _ := strconv.Atoi(os.Args[4])
-			r := load(os.Args[2], c, n)
+			r := load(os.Args[2], c, n, modernEcho)
 			fmt.Printf("p50 %v p99 %v rps %.0f errors %d\n", r.p50, r.p99, r.rps, r.errors)
 			return
 		}
@@ -64,10 +67,11 @@ func main() {
 	rounds := flag.Int("rounds", 5, "fan-out rounds (median reported)")
 	c1 := flag.Int("c1-requests", 5000, "requests measured at concurrency 1")
 	c8 := flag.Int("c8-requests", 20000, "requests measured at concurrency 8")
-	skip := flag.String("skip", "", "comma-separated parts to skip: idle,fanout,forward")
+	skip := flag.String("skip", "", "comma-separated parts to skip: idle,fanout,forward,echo (forwarding with the echo upstream)")
 	out := flag.String("json", "", "also append JSON records to this file")
 	repeats := flag.Int("repeats", 3, "forwarding repeats (medians reported)")
 	cycles := flag.Int("cycles", 2, "fan-out cycles over the targets (medians reported)")
+	everything := flag.String("everything-server", "", "go-sdk's everything-server binary: also measure forwarding with it as the upstream (a real MCP server)")
 	flag.Parse()
 	b := &bench{sidecar: *sidecar, baselines: *baselines, self: must(os.Executable()), repeats: max(1, *repeats), cycles: max(1, *cycles)}
 	if *out != "" {
@@ -84,7 +88,12 @@ func main() {
 		b.idleAndFanout(parseInts(*streams), *fanoutN, *rounds, slices.Contains(skipped, "idle"), slices.Contains(skipped, "fanout"))
 	}
 	if !slices.Contains(skipped, "forward") {
-		b.forwarding(*c1, *c8)
+		if !slices.Contains(skipped, "echo") {
+			b.forwarding(*c1, *c8, "")
+		}
+		if *everything != "" {
+			b.forwarding(*c1, *c8, *everything)
+		}
 	}
 }
 
@@ -245,7 +254,7 @@ func (b *bench) startTarget(name string) *target {
 		t.cmd = b.start(b.baselines, "sse", addr, name)
 		t.trigger = func() { post("http://" + addr + "/broadcast") }
 		waitUp(addr)
-	case "sidecar":
+	case "sidecar", "sidecar-legacy":
 		up := freeAddr()
 		b.start(b.self, "upstream", up)
 		waitUp(up)
@@ -255,6 +264,13 @@ func (b *bench) startTarget(name string) *target {
 		waitUp(addr)
 		waitReady("http://" + admin + "/readyz")
 		t.trigger = func() { post("http://" + up + "/broadcast") }
+		if name == "sidecar-legacy" {
+			// A 2025-11-25 session per stream (initialize), then its GET stream.
+			url := "http://" + addr + "/mcp"
+			t.request = func(int) []byte {
+				return fmt.Appendf(nil, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: %s\r\n\r\n", addr, initSession(url))
+			}
+		}
 	}
 	return t
 }
@@ -354,7 +370,7 @@ func fanoutRound(t *target, conns []net.Conn) (time.Duration, int) {
 }
 
 func (b *bench) idleAndFanout(ns []int, fanoutN, rounds int, skipIdle, skipFanout bool) {
-	names := []string{"plain", "hijack", "sidecar"}
+	names := []string{"plain", "hijack", "sidecar", "sidecar-legacy"}
 	if !skipIdle {
 		fmt.Println("## Memory per idle stream (RSS of the serving process, after a 2 s settle)")
 		fmt.Println()
@@ -423,30 +439,51 @@ func (b *bench) idleAndFanout(ns []int, fanoutN, rounds int, skipIdle, skipFanou
 	}
 }
 
-// forwarding measures tools/call through each path.
-func (b *bench) forwarding(c1, c8 int) {
+// forwarding measures tools/call through each path, with the echo upstream
+// (everything == "") or go-sdk's everything-server.
+func (b *bench) forwarding(c1, c8 int, everything string) {
 	up := freeAddr()
-	upCmd := b.start(b.self, "upstream", up)
+	var upCmd *exec.Cmd
+	upstreamName := "echo upstream"
+	modern, legacy := modernEcho, legacyEcho
+	if everything != "" {
+		upCmd = b.start(everything, "-http="+up, "-stateless")
+		upstreamName = "go-sdk everything-server (-stateless)"
+		modern, legacy = modernEverything, legacyEverything
+	} else {
+		upCmd = b.start(b.self, "upstream", up)
+	}
 	waitUp(up)
 	upURL := "http://" + up + "/mcp"
-	type path struct {
-		name string
-		url  string
-		cmd  *exec.Cmd
-	}
-	paths := []path{{name: "direct", url: upURL}}
+	paths := []fwdPath{{name: "direct", url: upURL}}
 	minAddr, rpAddr, scAddr, scAdmin := freeAddr(), freeAddr(), freeAddr(), freeAddr()
 	paths = append(paths,
-		path{"minimal proxy", "http://" + minAddr + "/mcp", b.start(b.baselines, "minproxy", minAddr, upURL)},
-		path{"ReverseProxy+pool", "http://" + rpAddr + "/mcp", b.start(b.baselines, "rproxy", rpAddr, upURL)},
-		path{"sidecar", "http://" + scAddr + "/mcp", b.start(b.sidecar, "--upstream", upURL, "--listen", scAddr, "--admin-listen", scAdmin, "--log-level", "error")},
+		fwdPath{"minimal proxy", "http://" + minAddr + "/mcp", b.start(b.baselines, "minproxy", minAddr, upURL)},
+		fwdPath{"ReverseProxy+pool", "http://" + rpAddr + "/mcp", b.start(b.baselines, "rproxy", rpAddr, upURL)},
+		fwdPath{"sidecar", "http://" + scAddr + "/mcp", b.start(b.sidecar, "--upstream", upURL, "--listen", scAddr, "--admin-listen", scAdmin, "--log-level", "error")},
 	)
 	for _, p := range paths {
 		waitUp(strings.TrimSuffix(strings.TrimPrefix(p.url, "http://"), "/mcp"))
 	}
 	waitReady("http://" + scAdmin + "/readyz")
 	_ = upCmd
-	fmt.Println("## tools/call forwarding (300 B request, ~500 B JSON result)")
+	// A 2025-era session on the sidecar (the direct and proxy paths get the
+	// same request; neither upstream needs a session in stateless mode).
+	legacy.session = initSession("http://" + scAddr + "/mcp")
+	for _, call := range []*callKind{modern, legacy} {
+		b.forwardTable(paths, call, upstreamName, c1, c8)
+	}
+}
+
+type fwdPath struct {
+	name string
+	url  string
+	cmd  *exec.Cmd
+}
+
+// forwardTable measures one kind of call through every path.
+func (b *bench) forwardTable(paths []fwdPath, call *callKind, upstreamName string, c1, c8 int) {
+	fmt.Printf("## tools/call forwarding: %s, %s\n", call.name, upstreamName)
 	fmt.Println()
 	fmt.Println("| path | c | p50 | p99 | req/s | Δp50 vs direct | Δp99 vs direct | throughput vs direct | proxy CPU / request | foreign CPU |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
@@ -466,7 +503,11 @@ func (b *bench) forwarding(c1, c8 int) {
 					_, cpu0 = procStat(p.cmd.Process.Pid)
 				}
 				m := b.meter()
-				r := load(p.url, cc.c, cc.n)
+				call := call
+				if p.name != "sidecar" {
+					call = call.withoutSession()
+				}
+				r := load(p.url, cc.c, cc.n, call)
 				sm := sample{r: r, fp: m.foreignPct()}
 				if p.cmd != nil {
 					_, cpu1 := procStat(p.cmd.Process.Pid)
@@ -502,7 +543,7 @@ func (b *bench) forwarding(c1, c8 int) {
 			}
 			fmt.Printf("| %s | %d | %.0f µs | %.0f µs | %.0f | %+.0f µs | %+.0f µs | %.2f | %s | %.0f %% |\n",
 				p.name, cc.c, p50, p99, rps, d50, d99, ratio, cpuPer, fp)
-			b.record("forward", map[string]any{"path": p.name, "c": cc.c, "n": cc.n, "repeats": b.repeats, "foreign_cpu_pct": fp,
+			b.record("forward", map[string]any{"path": p.name, "call": call.name, "upstream": upstreamName, "c": cc.c, "n": cc.n, "repeats": b.repeats, "foreign_cpu_pct": fp,
 				"p50_us": p50, "p99_us": p99, "rps": rps, "dp50_us": d50, "dp99_us": d99, "throughput_ratio": ratio, "cpu_per_req_us": cpu})
 		}
 	}
@@ -516,19 +557,66 @@ type loadResult struct {
 	errors   int
 }
 
-var callBody = func() []byte {
-	b := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"echo","arguments":{"text":"` + strings.Repeat("y", 300) + `"}}}`
-	// Trim the padding to a 300 B request.
-	over := len(b) - 300
-	if over > 0 {
-		b = strings.Replace(b, strings.Repeat("y", over), "", 1)
+// callKind is one kind of tools/call request.
+type callKind struct {
+	name    string
+	body    []byte
+	headers map[string]string
+	session string // Mcp-Session-Id (2025-era calls through the sidecar)
+}
+
+func (k *callKind) withoutSession() *callKind {
+	c := *k
+	c.session = ""
+	return &c
+}
+
+// pad300 pads a request body to 300 B with the echo argument.
+func pad300(prefix, suffix string) []byte {
+	return []byte(prefix + strings.Repeat("y", max(0, 300-len(prefix)-len(suffix))) + suffix)
+}
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+var (
+	modernHeaders = func(name string) map[string]string {
+		return map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}
 	}
-	return []byte(b)
-}()
+	legacyHeaders = map[string]string{"MCP-Protocol-Version": "2025-11-25"}
+	// The echo upstream answers a ~300 B request with a ~500 B JSON result.
+	modernEcho = &callKind{name: "2026-07-28 call (300 B request, ~500 B JSON result)",
+		body:    pad300(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`+modernMeta+`,"name":"echo","arguments":{"text":"`, `"}}}`),
+		headers: modernHeaders("echo")}
+	legacyEcho = &callKind{name: "2025-11-25 call in a session the sidecar serves (300 B request, ~500 B JSON result)",
+		body:    pad300(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`, `"}}}`),
+		headers: legacyHeaders}
+	// go-sdk's everything-server: test_simple_text, no arguments.
+	modernEverything = &callKind{name: "2026-07-28 call of test_simple_text",
+		body:    []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + modernMeta + `,"name":"test_simple_text","arguments":{}}}`),
+		headers: modernHeaders("test_simple_text")}
+	legacyEverything = &callKind{name: "2025-11-25 call of test_simple_text in a session the sidecar serves",
+		body:    []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_simple_text","arguments":{}}}`),
+		headers: legacyHeaders}
+)
+
+// initSession opens a 2025-11-25 session on the sidecar and returns its id.
+func initSession(url string) string {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"sidecarbench","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp := must(http.DefaultClient.Do(req))
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		log.Fatalf("initialize on the sidecar: HTTP %d, session %q", resp.StatusCode, sid)
+	}
+	return sid
+}
 
 // load runs a closed loop of n measured requests (after n/10 warm-up) with
 // c workers, bounded to 60 s.
-func load(url string, c, n int) loadResult {
+func load(url string, c, n int, call *callKind) loadResult {
 	client := &http.Client{Transport: benchkit.TunedTransport(), Timeout: 10 * time.Second}
 	warm := n / 10
 	lat := make([]time.Duration, 0, n)
@@ -550,12 +638,15 @@ func load(url string, c, n int) loadResult {
 				if i == warm {
 					startOnce.Do(func() { measuredStart = time.Now() })
 				}
-				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(callBody))
+				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(call.body))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Accept", "application/json, text/event-stream")
-				req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-				req.Header.Set("Mcp-Method", "tools/call")
-				req.Header.Set("Mcp-Name", "echo")
+				for k, v := range call.headers {
+					req.Header.Set(k, v)
+				}
+				if call.session != "" {
+					req.Header.Set("Mcp-Session-Id", call.session)
+				}
 				t0 := time.Now()
 				resp, err := client.Do(req)
 				if err == nil {
