@@ -95,7 +95,9 @@ bench: build ## Benchmark the sidecar against bare Go baselines (docs/performanc
 	mkdir -p results
 	go build -o $(LOCALBIN)/sidecarbench ./hack/sidecarbench
 	go build -o $(LOCALBIN)/sidecarbench-baselines ./hack/sidecarbench/baselines
-	$(LOCALBIN)/sidecarbench -sidecar $(LOCALBIN)/sidecar -baselines $(LOCALBIN)/sidecarbench-baselines -json results/sidecarbench.jsonl
+	go build -o $(LOCALBIN)/everything-server github.com/modelcontextprotocol/go-sdk/conformance/everything-server
+	$(LOCALBIN)/sidecarbench -sidecar $(LOCALBIN)/sidecar -baselines $(LOCALBIN)/sidecarbench-baselines \
+		-everything-server $(LOCALBIN)/everything-server -json results/sidecarbench.jsonl
 
 .PHONY: bench-drain
 bench-drain: build ## Benchmark the graceful drain with 10,000 listen streams (docs/drain.md); 127.0.0.1 only.
