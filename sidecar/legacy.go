@@ -85,7 +85,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, req *reques
 	var caps json.RawMessage
 	level := "info" // what a 2025-era server assumes until logging/setLevel
 	if req.session != nil {
-		caps = upstreamCaps(req.session.caps)
+		caps = req.session.upCaps
 		if l := s.states.level(req.session.id); l != "" {
 			level = l
 		}

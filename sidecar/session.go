@@ -61,13 +61,22 @@ type sessionCodec struct {
 	server string
 	ttl    time.Duration
 	now    func() time.Time
+
+	// verified caches ids that verified (a request of a session needs no
+	// second HMAC and decode); bounded by maxVerifiedSessions, emptied when
+	// full. Guarded by mu.
+	mu       sync.Mutex
+	verified map[string]*legacySession
 }
+
+// maxVerifiedSessions bounds the cache of verified session ids.
+const maxVerifiedSessions = 4096
 
 func newSessionCodec(key []byte, server string, ttl time.Duration) *sessionCodec {
 	if ttl <= 0 {
 		ttl = DefaultSessionTTL
 	}
-	return &sessionCodec{key: key, server: server, ttl: ttl, now: time.Now}
+	return &sessionCodec{key: key, server: server, ttl: ttl, now: time.Now, verified: map[string]*legacySession{}}
 }
 
 // NewSessionKey returns a random session key (for a sidecar started without
@@ -83,6 +92,9 @@ type legacySession struct {
 	id      string
 	version string
 	caps    json.RawMessage
+	// upCaps are the capabilities its translated requests declare
+	// (upstreamCaps, computed once).
+	upCaps  json.RawMessage
 	expires time.Time
 }
 
@@ -123,6 +135,30 @@ func (c *sessionCodec) mint(version string, caps json.RawMessage) (string, error
 // open verifies a session id: signed with this key, for this server, not
 // expired.
 func (c *sessionCodec) open(id string) (*legacySession, error) {
+	c.mu.Lock()
+	sess := c.verified[id]
+	c.mu.Unlock()
+	if sess != nil {
+		if !c.now().Before(sess.expires) {
+			return nil, errSessionExpired
+		}
+		return sess, nil
+	}
+	sess, err := c.verify(id)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.verified) >= maxVerifiedSessions {
+		clear(c.verified)
+	}
+	c.verified[id] = sess
+	c.mu.Unlock()
+	return sess, nil
+}
+
+// verify checks a session id's signature, server and expiry.
+func (c *sessionCodec) verify(id string) (*legacySession, error) {
 	if len(id) > maxSessionIDBytes {
 		return nil, errSessionInvalid
 	}
@@ -148,7 +184,7 @@ func (c *sessionCodec) open(id string) (*legacySession, error) {
 	if !c.now().Before(exp) {
 		return nil, errSessionExpired
 	}
-	return &legacySession{id: id, version: p.Version, caps: p.Caps, expires: exp}, nil
+	return &legacySession{id: id, version: p.Version, caps: p.Caps, upCaps: upstreamCaps(p.Caps), expires: exp}, nil
 }
 
 // sessionState is what this replica keeps about a session: its resource
