@@ -47,7 +47,7 @@ func (s *Server) legacySession(h http.Header) (*legacySession, *rpcError) {
 		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header given more than once")
 	}
 	sess, err := s.sessions.open(vs[0])
-	if err == nil && s.states.isEnded(sess.id) {
+	if err == nil && s.states.isEnded(sess.key) {
 		err = errSessionEnded
 	}
 	if err != nil {
@@ -86,7 +86,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, req *reques
 	level := "info" // what a 2025-era server assumes until logging/setLevel
 	if req.session != nil {
 		caps = req.session.upCaps
-		if l := s.states.level(req.session.id); l != "" {
+		if l := s.states.level(req.session.key); l != "" {
 			level = l
 		}
 	}
@@ -362,14 +362,14 @@ func (s *Server) serveSubscribe(w http.ResponseWriter, _ *http.Request, req *req
 		return
 	}
 	if subscribe {
+		if st.uris == nil {
+			st.uris = map[string]bool{}
+		}
 		st.uris[uri] = true
 	} else {
 		delete(st.uris, uri)
 	}
-	streams := make([]*stream, 0, len(st.streams))
-	for x := range st.streams {
-		streams = append(streams, x)
-	}
+	streams := slices.Clone(st.streams)
 	s.states.mu.Unlock()
 	for _, x := range streams {
 		if subscribe {
@@ -425,7 +425,7 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 			st.uris = append(st.uris, u)
 		}
 		slices.Sort(st.uris)
-		state.streams[st] = true
+		state.streams = append(state.streams, st)
 	}
 	s.states.mu.Unlock()
 	if state == nil {
@@ -434,7 +434,9 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 	}
 	forget := func(x *stream) {
 		s.states.mu.Lock()
-		delete(state.streams, x)
+		if i := slices.Index(state.streams, x); i >= 0 {
+			state.streams = slices.Delete(state.streams, i, i+1)
+		}
 		s.states.mu.Unlock()
 	}
 	st.onClose = forget
@@ -473,14 +475,12 @@ func (s *Server) serveLegacyDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.states.mu.Lock()
-	state := s.states.m[sess.id]
-	delete(s.states.m, sess.id)
+	state := s.states.m[sess.key]
+	delete(s.states.m, sess.key)
 	s.states.endLocked(sess)
 	var streams []*stream
 	if state != nil {
-		for x := range state.streams {
-			streams = append(streams, x)
-		}
+		streams = slices.Clone(state.streams)
 	}
 	s.states.mu.Unlock()
 	for _, x := range streams {

@@ -70,7 +70,7 @@ type sessionCodec struct {
 }
 
 // maxVerifiedSessions bounds the cache of verified session ids.
-const maxVerifiedSessions = 4096
+const maxVerifiedSessions = 1024
 
 func newSessionCodec(key []byte, server string, ttl time.Duration) *sessionCodec {
 	if ttl <= 0 {
@@ -89,7 +89,10 @@ func NewSessionKey() []byte {
 
 // legacySession is a verified session.
 type legacySession struct {
-	id      string
+	id string
+	// key names the session in this replica's local state: its nonce
+	// (unique, and far shorter than the id).
+	key     string
 	version string
 	caps    json.RawMessage
 	// upCaps are the capabilities its translated requests declare
@@ -184,7 +187,7 @@ func (c *sessionCodec) verify(id string) (*legacySession, error) {
 	if !c.now().Before(exp) {
 		return nil, errSessionExpired
 	}
-	return &legacySession{id: id, version: p.Version, caps: p.Caps, upCaps: upstreamCaps(p.Caps), expires: exp}, nil
+	return &legacySession{id: id, key: p.Nonce, version: p.Version, caps: p.Caps, upCaps: upstreamCaps(p.Caps), expires: exp}, nil
 }
 
 // sessionState is what this replica keeps about a session: its resource
@@ -193,8 +196,8 @@ func (c *sessionCodec) verify(id string) (*legacySession, error) {
 type sessionState struct {
 	expires time.Time
 	level   string
-	uris    map[string]bool
-	streams map[*stream]bool
+	uris    map[string]bool // nil until the first subscribe
+	streams []*stream       // its open GET streams here (usually one)
 }
 
 // sessionStates is the local state of the sessions seen on this replica,
@@ -225,7 +228,7 @@ func (ss *sessionStates) endLocked(sess *legacySession) {
 			return
 		}
 	}
-	ss.ended[sess.id] = sess.expires
+	ss.ended[sess.key] = sess.expires
 }
 
 // isEnded reports whether the session was deleted on this replica.
@@ -239,7 +242,7 @@ func (ss *sessionStates) isEnded(id string) bool {
 // get returns the state of sess, creating it; nil when the table is full of
 // live sessions.
 func (ss *sessionStates) getLocked(sess *legacySession) *sessionState {
-	st := ss.m[sess.id]
+	st := ss.m[sess.key]
 	if st != nil {
 		return st
 	}
@@ -254,8 +257,8 @@ func (ss *sessionStates) getLocked(sess *legacySession) *sessionState {
 			return nil
 		}
 	}
-	st = &sessionState{expires: sess.expires, uris: map[string]bool{}, streams: map[*stream]bool{}}
-	ss.m[sess.id] = st
+	st = &sessionState{expires: sess.expires}
+	ss.m[sess.key] = st
 	return st
 }
 

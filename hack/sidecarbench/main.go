@@ -71,6 +71,7 @@ func main() {
 	out := flag.String("json", "", "also append JSON records to this file")
 	repeats := flag.Int("repeats", 3, "forwarding repeats (medians reported)")
 	cycles := flag.Int("cycles", 2, "fan-out cycles over the targets (medians reported)")
+	targets := flag.String("targets", "plain,hijack,sidecar,sidecar-legacy", "servers whose idle streams are measured (sidecar-legacy: 2025-era GET streams)")
 	everything := flag.String("everything-server", "", "go-sdk's everything-server binary: also measure forwarding with it as the upstream (a real MCP server)")
 	flag.Parse()
 	b := &bench{sidecar: *sidecar, baselines: *baselines, self: must(os.Executable()), repeats: max(1, *repeats), cycles: max(1, *cycles)}
@@ -85,7 +86,7 @@ func main() {
 	defer b.stopAll()
 	skipped := strings.Split(*skip, ",")
 	if !slices.Contains(skipped, "idle") || !slices.Contains(skipped, "fanout") {
-		b.idleAndFanout(parseInts(*streams), *fanoutN, *rounds, slices.Contains(skipped, "idle"), slices.Contains(skipped, "fanout"))
+		b.idleAndFanout(strings.Split(*targets, ","), parseInts(*streams), *fanoutN, *rounds, slices.Contains(skipped, "idle"), slices.Contains(skipped, "fanout"))
 	}
 	if !slices.Contains(skipped, "forward") {
 		if !slices.Contains(skipped, "echo") {
@@ -230,6 +231,9 @@ type target struct {
 	addr    string
 	request func(i int) []byte
 	trigger func()
+	// prepare runs before the baseline is taken (2025-era sessions are
+	// initialized then, so their garbage is not counted per stream).
+	prepare func(n int)
 }
 
 func listenRequest(addr string, i int) []byte {
@@ -267,8 +271,22 @@ func (b *bench) startTarget(name string) *target {
 		if name == "sidecar-legacy" {
 			// A 2025-11-25 session per stream (initialize), then its GET stream.
 			url := "http://" + addr + "/mcp"
-			t.request = func(int) []byte {
-				return fmt.Appendf(nil, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: %s\r\n\r\n", addr, initSession(url))
+			var sids []string
+			t.prepare = func(n int) {
+				sids = make([]string, n)
+				var wg sync.WaitGroup
+				var next atomic.Int64
+				for range 8 {
+					wg.Go(func() {
+						for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+							sids[i] = initSession(url)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			t.request = func(i int) []byte {
+				return fmt.Appendf(nil, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: %s\r\n\r\n", addr, sids[i])
 			}
 		}
 	}
@@ -369,8 +387,7 @@ func fanoutRound(t *target, conns []net.Conn) (time.Duration, int) {
 	return time.Duration(last.Load() - start), int(got.Load())
 }
 
-func (b *bench) idleAndFanout(ns []int, fanoutN, rounds int, skipIdle, skipFanout bool) {
-	names := []string{"plain", "hijack", "sidecar", "sidecar-legacy"}
+func (b *bench) idleAndFanout(names []string, ns []int, fanoutN, rounds int, skipIdle, skipFanout bool) {
 	if !skipIdle {
 		fmt.Println("## Memory per idle stream (RSS of the serving process, after a 2 s settle)")
 		fmt.Println()
@@ -379,6 +396,10 @@ func (b *bench) idleAndFanout(ns []int, fanoutN, rounds int, skipIdle, skipFanou
 		for _, n := range ns {
 			for _, name := range names {
 				t := b.startTarget(name)
+				if t.prepare != nil {
+					t.prepare(n)
+					time.Sleep(2 * time.Second)
+				}
 				time.Sleep(time.Second)
 				base, _ := procStat(t.cmd.Process.Pid)
 				conns, took := open(t, n)
@@ -406,6 +427,9 @@ func (b *bench) idleAndFanout(ns []int, fanoutN, rounds int, skipIdle, skipFanou
 		for range b.cycles {
 			for _, name := range names {
 				t := b.startTarget(name)
+				if t.prepare != nil {
+					t.prepare(fanoutN)
+				}
 				conns, _ := open(t, fanoutN)
 				n[name] = len(conns)
 				m := b.meter()
