@@ -91,3 +91,41 @@ func BenchmarkValidate(b *testing.B) {
 		_ = s.stamp(r, resp)
 	}
 }
+
+// BenchmarkLegacyWork is the same work for a 2025-era call in a session:
+// parse, validate, the session (cached), the translation into the modern
+// shape, and the answer turned back into the 2025 shape.
+func BenchmarkLegacyWork(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("y", 120) + `"}}}`)
+	resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"` + strings.Repeat("x", 380) + `"}]}}`)
+	s, err := NewServer(Options{Upstream: "http://127.0.0.1:1/mcp"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sid, err := s.sessions.mint("2025-11-25", []byte(`{"roots":{"listChanged":true}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		h := http.Header{}
+		h["Mcp-Protocol-Version"] = []string{"2025-11-25"}
+		h["Mcp-Session-Id"] = []string{sid}
+		r, e := parseRequest(body)
+		if e != nil {
+			b.Fatal(e)
+		}
+		if e := validate(h, r, s.pol); e != nil || !r.legacy {
+			b.Fatal(e)
+		}
+		sess, e := s.legacySession(h)
+		if e != nil {
+			b.Fatal(e)
+		}
+		r.session = sess
+		if e := s.toModern(&http.Request{Header: h}, r, sess.upCaps, "info"); e != nil {
+			b.Fatal(e)
+		}
+		_ = s.finish(r, resp)
+	}
+}
