@@ -172,7 +172,7 @@ func legacyStream(ctx context.Context, url string) (*mcptest.Stream, error) {
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // the reader goroutine closes it
 	if err != nil {
 		cancel()
 		return nil, err

@@ -628,7 +628,7 @@ func initSession(url string) string {
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"sidecarbench","version":"1"}}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp := must(http.DefaultClient.Do(req))
+	resp := must(http.DefaultClient.Do(req)) //nolint:bodyclose // closed below
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	sid := resp.Header.Get("Mcp-Session-Id")
