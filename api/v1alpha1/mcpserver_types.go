@@ -89,10 +89,10 @@ type MCPServerSpec struct {
 type ServerTransport string
 
 const (
-	// TransportStreamableHTTP: the server serves MCP over HTTP on spec.container.port and path,
+	// TransportStreamableHTTP means the server serves MCP over HTTP on spec.container.port and path,
 	// at any protocol revision from 2025-03-26 to 2026-07-28 (the sidecar finds out which).
 	TransportStreamableHTTP ServerTransport = "StreamableHTTP"
-	// TransportStdio: the server speaks JSON-RPC on stdin/stdout (most npm and PyPI MCP
+	// TransportStdio means the server speaks JSON-RPC on stdin/stdout (most npm and PyPI MCP
 	// packages). Its container runs the Switchboard stdio bridge, copied into the pod by an init
 	// container, which starts spec.container.command and args as its child and serves it on
 	// 127.0.0.1:port for the sidecar.

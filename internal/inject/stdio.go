@@ -36,7 +36,7 @@ const (
 	stdioVolumeLimit = "64Mi"
 )
 
-// SkipStdioCommandMissing: the pod asks for the stdio bridge but its MCP server container has
+// SkipStdioCommandMissing means the pod asks for the stdio bridge but its MCP server container has
 // no command, and the image's entrypoint cannot be read at admission.
 const SkipStdioCommandMissing SkipReason = "StdioCommandMissing"
 
