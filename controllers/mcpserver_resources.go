@@ -164,7 +164,7 @@ func deploymentFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, cfg inject.Co
 		Ports: []corev1.ContainerPort{{
 			Name: "upstream", ContainerPort: cfg.UpstreamPort, Protocol: corev1.ProtocolTCP,
 		}},
-		SecurityContext: inject.RestrictedContainerSecurity(false),
+		SecurityContext: serverSecurity(c),
 	}
 	if c.Resources != nil {
 		server.Resources = *c.Resources
@@ -249,4 +249,12 @@ func pdbFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *policyv1ac.PodDisru
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
 			WithMaxUnavailable(intstr.FromInt32(1)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(inject.SelectorFor(s))))
+}
+
+// serverSecurity is the MCP server container's restricted security context, with the user id
+// spec.container.runAsUser names.
+func serverSecurity(c mcpv1alpha1.ServerContainer) *corev1.SecurityContext {
+	sc := inject.RestrictedContainerSecurity(false)
+	sc.RunAsUser = c.RunAsUser
+	return sc
 }

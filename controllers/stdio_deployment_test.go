@@ -3,6 +3,7 @@ package controllers
 import (
 	"testing"
 
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
@@ -20,6 +21,7 @@ func TestStdioDeploymentGolden(t *testing.T) {
 	s.Spec.Container.Transport = mcpv1alpha1.TransportStdio
 	s.Spec.Container.Command = []string{"npx", "-y", "@modelcontextprotocol/server-memory@2026.8.31"}
 	s.Spec.Container.Args = []string{"--verbose"}
+	s.Spec.Container.RunAsUser = ptr.To[int64](1000)
 	cfg := inject.ConfigFor(s, "switchboard-sidecar:v0.1.0")
 	d := deploymentFor(s, inject.NamesFor(s), cfg)
 	got, err := yaml.Marshal(d.Spec.Template)

@@ -164,6 +164,14 @@ type ServerContainer struct {
 	// resources of the MCP server container.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// runAsUser runs the MCP server container as this user id (Managed mode). The pods run as
+	// non-root, so an image whose USER is root or a name (node, python, ...) needs it, e.g. 1000
+	// for the node user of the Node images.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
 }
 
 // Rollout tunes the Deployment's rolling update.

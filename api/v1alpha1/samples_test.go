@@ -37,6 +37,25 @@ func TestSamplesAreValid(t *testing.T) {
 	}
 }
 
+// TestStdioSampleIsValid applies config/samples/stdio (a stdio server from npm behind the
+// bridge) with server-side dry-run.
+func TestStdioSampleIsValid(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := env.Kubectl(ctx, "apply", "--dry-run=server", "--namespace=default", "-o", "yaml",
+		"-k", filepath.Join(root, "config", "samples", "stdio")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply -k config/samples/stdio: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "transport: Stdio") || !strings.Contains(string(out), "@modelcontextprotocol/server-memory@") {
+		t.Errorf("the stdio sample did not come back as a Stdio server:\n%s", out)
+	}
+}
+
 // TestReadmeRejectionExample runs the README's example of a rejected object and checks the
 // message the README quotes.
 func TestReadmeRejectionExample(t *testing.T) {
