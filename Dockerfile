@@ -27,7 +27,7 @@ ENTRYPOINT ["/sidecar"]
 
 FROM runtime AS sample-server
 COPY --from=build /out/sample-server /sample-server
-ENTRYPOINT ["/sample-server", "--listen=:8080"]
+ENTRYPOINT ["/sample-server", "--listen=127.0.0.1:8080"]
 
 FROM runtime AS manager
 COPY --from=build /out/manager /manager

@@ -1,6 +1,6 @@
 // Package controllers reconciles MCPServers and their MCPTools, MCPResources and MCPPrompts
 // into the objects that run them: the compiled catalog, the Deployment with the native sidecar,
-// the Service, the sidecar's RBAC, and a PodDisruptionBudget.
+// the Service, the sidecar's RBAC, a PodDisruptionBudget and a NetworkPolicy.
 package controllers
 
 import (
@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -94,13 +95,15 @@ type phase func(context.Context, *scope) (ctrl.Result, error)
 // +kubebuilder:rbac:groups=mcp.switchboard.dev,resources=mcpservers/status;mcptools/status;mcpresources/status;mcpprompts/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// The manager reads Secrets only by name, to check resource sources; it needs get/list/watch on
-// them anyway, because RBAC lets it grant the sidecar only what it holds itself.
+// The manager reads users' Secrets only by name, to check resource sources; it needs get/list/watch
+// on them anyway, because RBAC lets it grant the sidecar only what it holds itself. It creates and
+// patches one Secret of its own per server, the drain token (<server>-drain-token).
 
 // Reconcile turns one MCPServer into its children and tells the truth in its status.
 func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
@@ -119,7 +122,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	// The phases apply the children and read what the status is decided from; they write
 	// nothing else.
-	for _, p := range []phase{r.validate, r.compileCatalog, r.applyChildren, r.observe, r.checkSources} {
+	for _, p := range []phase{r.validate, r.ensureDrainToken, r.compileCatalog, r.applyChildren, r.observe, r.checkSources} {
 		res, err := p(ctx, s)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -190,8 +193,8 @@ type childStep struct {
 // children lists the server's children in the order they are applied: the catalog (unless it
 // is too large: then the previous one stays) and the status ConfigMap for the sidecars'
 // reports, the sidecar's ServiceAccount, Role and RoleBinding, the Service, the session Secret
-// (created once), and the Deployment and PodDisruptionBudget, or their removal when the server
-// does not want them (External mode, one replica).
+// (created once), and the Deployment, PodDisruptionBudget and NetworkPolicy, or their removal
+// when the server does not want them (External mode, one replica, spec.networkPolicy).
 func (r *MCPServerReconciler) children(s *scope) []childStep {
 	apply := func(obj child) childStep {
 		return childStep{kind: ptr.Deref(obj.GetKind(), ""), name: ptr.Deref(obj.GetName(), ""),
@@ -221,6 +224,11 @@ func (r *MCPServerReconciler) children(s *scope) []childStep {
 	} else {
 		out = append(out, remove(&policyv1.PodDisruptionBudget{}, "PodDisruptionBudget", s.names.PodDisruptionBudget))
 	}
+	if wantsNetworkPolicy(s.server) {
+		out = append(out, apply(networkPolicyFor(s.server, s.names)))
+	} else {
+		out = append(out, remove(&networkingv1.NetworkPolicy{}, "NetworkPolicy", s.names.NetworkPolicy))
+	}
 	return out
 }
 
@@ -236,7 +244,10 @@ func (r *MCPServerReconciler) applyChildren(ctx context.Context, s *scope) (ctrl
 			s.failedChildren = append(s.failedChildren, childError{kind: c.kind, namespace: s.names.Namespace, name: c.name, err: err})
 		}
 	}
-	return ctrl.Result{}, nil
+	if wantsNetworkPolicy(s.server) {
+		return ctrl.Result{}, r.apply(ctx, networkPolicyFor(s.server, s.names))
+	}
+	return ctrl.Result{}, r.deleteOwned(ctx, s, &networkingv1.NetworkPolicy{}, s.names.NetworkPolicy)
 }
 
 // observe reads the Deployment, the pods and the sidecars' reports, and finds the reports of
@@ -514,6 +525,8 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&corev1.Secret{}).
 		Watches(&corev1.Pod{}, fromPod).
 		Watches(&mcpv1alpha1.MCPTool{}, toServer, items).
 		Watches(&mcpv1alpha1.MCPResource{}, toServer, items).

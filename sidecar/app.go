@@ -57,7 +57,10 @@ type Config struct {
 	DrainDelay       time.Duration
 	DrainJitter      time.Duration
 	DrainBudget      time.Duration
-	Logger           *slog.Logger
+	// DrainToken must come with GET/POST /drain (Authorization: Bearer); empty refuses
+	// every drain over HTTP (SIGTERM still drains).
+	DrainToken string
+	Logger     *slog.Logger
 
 	// The live catalog (catalogsource.go); all optional. With neither
 	// catalog source the sidecar is a transparent proxy.
@@ -280,7 +283,8 @@ func (a *App) adminHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
 	// GET as well as POST: Kubernetes preStop httpGet hooks can only send GET, and both the
 	// sidecar's and the MCP server container's preStop call this (the drain runs once).
-	drain := func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, a.Drain()) }
+	// Only the pod's own lifecycle may drain it: the hooks send the drain token (drainauth.go).
+	drain := newDrainAuth(a.cfg.DrainToken, a.Metrics.Registry).wrap(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, a.Drain()) })
 	mux.HandleFunc("GET /drain", drain)
 	mux.HandleFunc("POST /drain", drain)
 	mux.HandleFunc("GET /drain/status", func(w http.ResponseWriter, _ *http.Request) {

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -82,6 +83,38 @@ type MCPServerSpec struct {
 	// resourceRead for one resource.
 	// +optional
 	Caching *CachingSpec `json:"caching,omitempty"`
+
+	// networkPolicy makes the sidecar the only way into the pods: a NetworkPolicy that admits
+	// ingress on the sidecar's MCP port (8800) and, from the adminFrom peers only, on its admin
+	// port (8801). Every other port, the MCP server container's included, gets no ingress.
+	// On by default in Managed mode; opt-in (enabled: true) in External mode.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// NetworkPolicySpec shapes the NetworkPolicy the controller applies to the server's pods.
+// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || self.enabled || (!has(self.mcpFrom) && !has(self.adminFrom))",message="networkPolicy.mcpFrom and networkPolicy.adminFrom have no effect when networkPolicy.enabled is false; remove them or enable the policy"
+type NetworkPolicySpec struct {
+	// enabled applies the NetworkPolicy. Defaults to true in Managed mode and false in External
+	// mode (your workload's pods may serve other ports you want reachable).
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// mcpFrom are the peers that may reach the sidecar's MCP port (8800). Empty: any peer, as
+	// a Service is meant to be reached; set it to admit only, e.g., your gateway's namespace.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	MCPFrom []networkingv1.NetworkPolicyPeer `json:"mcpFrom,omitempty"`
+
+	// adminFrom are the peers that may reach the sidecar's admin port (8801: /metrics,
+	// /healthz, /readyz, /drain), typically your Prometheus. Empty: no pod may; the kubelet's
+	// probes and preStop hooks still reach it, as NetworkPolicies never block a node's traffic
+	// to its own pods.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	AdminFrom []networkingv1.NetworkPolicyPeer `json:"adminFrom,omitempty"`
 }
 
 // ServerTransport is how the MCP server container speaks MCP.
@@ -147,7 +180,8 @@ type ServerContainer struct {
 	// +kubebuilder:validation:MaxItems=16
 	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
 
-	// port the MCP server listens on, on localhost or all interfaces, inside the pod.
+	// port the MCP server listens on inside the pod. Bind it to 127.0.0.1: the sidecar reaches
+	// it there, and nothing outside the pod can (the NetworkPolicy closes it too).
 	// +optional
 	// +kubebuilder:default=8080
 	// +kubebuilder:validation:Minimum=1

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -186,6 +187,22 @@ func TestMCPServerValidation(t *testing.T) {
 		{name: "unknown cache scope", mutate: func(s *v1.MCPServer) {
 			s.Spec.Caching = &v1.CachingSpec{Prompts: hint(10, "Shared")}
 		}, wantErrors: []string{`spec.caching.prompts.scope: Unsupported value: "Shared"`}},
+		{name: "network policy with peers", mutate: func(s *v1.MCPServer) {
+			s.Spec.NetworkPolicy = &v1.NetworkPolicySpec{
+				MCPFrom:   []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "agents"}}}},
+				AdminFrom: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}}},
+			}
+		}},
+		{name: "network policy turned off", mutate: func(s *v1.MCPServer) {
+			s.Spec.NetworkPolicy = &v1.NetworkPolicySpec{Enabled: ptr.To(false)}
+		}},
+		{name: "network policy off with peers", mutate: func(s *v1.MCPServer) {
+			s.Spec.NetworkPolicy = &v1.NetworkPolicySpec{Enabled: ptr.To(false),
+				AdminFrom: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}}}}
+		}, wantErrors: []string{"networkPolicy.mcpFrom and networkPolicy.adminFrom have no effect when networkPolicy.enabled is false"}},
+		{name: "network policy with too many peers", mutate: func(s *v1.MCPServer) {
+			s.Spec.NetworkPolicy = &v1.NetworkPolicySpec{MCPFrom: make([]networkingv1.NetworkPolicyPeer, 33)}
+		}, wantErrors: []string{"spec.networkPolicy.mcpFrom", "must have at most 32 items"}},
 	})
 }
 

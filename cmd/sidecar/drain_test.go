@@ -119,13 +119,25 @@ func (s *rawStream) wait(t *testing.T) {
 	}
 }
 
+// drainRequest is what a preStop hook sends: GET /drain with the pod's drain token.
+func drainRequest(method, admin, token string) *http.Request {
+	r, err := http.NewRequest(method, admin+"/drain", nil)
+	if err != nil {
+		panic(err)
+	}
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	return r
+}
+
 // drainAsync calls GET /drain (what the preStop hooks send) and delivers the
 // status it answers.
 func drainAsync(admin string) <-chan map[string]any {
 	ch := make(chan map[string]any, 1)
 	go func() {
 		var m map[string]any
-		r, err := http.Get(admin + "/drain")
+		r, err := http.DefaultClient.Do(drainRequest(http.MethodGet, admin, testDrainToken))
 		if err == nil {
 			_ = json.NewDecoder(r.Body).Decode(&m)
 			r.Body.Close()
@@ -294,6 +306,7 @@ func TestDrainThousandStreams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		hr.Header.Set("Authorization", "Bearer "+testDrainToken) // /drain/status needs none
 		r, err := http.DefaultClient.Do(hr)
 		if err != nil {
 			t.Fatal(err)

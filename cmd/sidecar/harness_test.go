@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
+	"github.com/switchboard-mcp/switchboard/sidecar"
 )
 
 var (
@@ -77,9 +78,20 @@ type proc struct {
 	out *bytes.Buffer
 }
 
+// testDrainToken is the drain token every test process gets, as the controller gives each pod
+// its server's token; drain requests send it like the preStop hooks do (drainRequest).
+const testDrainToken = "test-drain-token-0123456789abcdef"
+
 func start(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, []string{sidecar.DrainTokenEnv + "=" + testDrainToken}, bin, args...)
+}
+
+// startEnv starts bin with these variables added to the test's environment.
+func startEnv(t *testing.T, env []string, bin string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	sw := &syncWriter{w: &out}
 	cmd.Stdout, cmd.Stderr = sw, sw

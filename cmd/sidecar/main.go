@@ -90,6 +90,8 @@ func main() {
 	cfg.SessionKey = key
 	cfg.AllowedOrigins = splitList(origins)
 	cfg.AllowedHosts = splitList(hosts)
+	// From the environment, not a flag: flags show in every process listing.
+	cfg.DrainToken = os.Getenv(sidecar.DrainTokenEnv)
 
 	_, gogcSet := os.LookupEnv("GOGC")
 	defer sidecar.KeepHeapFloor(*minHeap, gogcSet)()

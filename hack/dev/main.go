@@ -185,7 +185,7 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		sidecar, err := start(dir, "sidecar"+suffix, []string{"KUBECONFIG=" + sidecarKubeconfig}, filepath.Join(bin, "sidecar"), args...)
+		sidecar, err := start(dir, "sidecar"+suffix, append([]string{"KUBECONFIG=" + sidecarKubeconfig}, framework.SidecarEnv(pod)...), filepath.Join(bin, "sidecar"), args...)
 		if err != nil {
 			return err
 		}

@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/sidecar"
 )
 
 // runTimeout bounds one run from the drain to the last re-listen.
@@ -146,11 +148,15 @@ func freeAddr() string {
 	return l.Addr().String()
 }
 
+// drainToken is the drain token the benchmark's sidecars get (docs/security.md).
+const drainToken = "drainbench"
+
 func startSidecar(bin, upstream string, n int, args ...string) *sidecarProc {
 	p := &sidecarProc{addr: freeAddr(), admin: freeAddr()}
 	p.cmd = exec.Command(bin, append([]string{"--upstream", upstream, "--listen", p.addr, "--admin-listen", p.admin,
 		"--max-listen-streams", strconv.Itoa(n + 100), "--log-level", "warn"}, args...)...)
 	p.cmd.Stderr = os.Stderr
+	p.cmd.Env = append(os.Environ(), sidecar.DrainTokenEnv+"="+drainToken)
 	if err := p.cmd.Start(); err != nil {
 		log.Fatal(err)
 	}
@@ -295,7 +301,10 @@ func run(bin, upstream string, n int, delay, jitter time.Duration, relisten bool
 		EndStreamsMs int64 `json:"endStreamsMs"`
 		StreamsEnded int   `json:"streamsEnded"`
 	}
-	r, err := http.Get("http://" + a.admin + "/drain")
+	// As the preStop hook does: GET /drain with the pod's drain token.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+a.admin+"/drain", nil)
+	req.Header.Set("Authorization", "Bearer "+drainToken)
+	r, err := http.DefaultClient.Do(req)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -61,8 +61,11 @@ const (
 	InjectAnnotation = "mcp.switchboard.dev/inject"
 	// PodNameEnv is the downward-API variable holding the pod name.
 	PodNameEnv = "POD_NAME"
+	// DrainTokenEnv holds the server's drain token in the sidecar (the sidecar package reads
+	// the same name); the preStop hooks send it as a bearer token.
+	DrainTokenEnv = "SWITCHBOARD_DRAIN_TOKEN"
 	// DrainPath on the admin port starts the drain and answers when it is done. It is idempotent,
-	// so both containers' preStop hooks call it.
+	// so both containers' preStop hooks call it, with the drain token (docs/security.md).
 	DrainPath   = "/drain"
 	HealthzPath = "/healthz"
 	ReadyzPath  = "/readyz"
@@ -125,6 +128,10 @@ type Config struct {
 	// Stdio runs the server container's command behind the stdio bridge
 	// (spec.container.transport: Stdio, or the pod's TransportAnnotation).
 	Stdio bool `json:",omitempty"`
+	// DrainToken is the server's drain token (Secret <server>-drain-token): the sidecar accepts
+	// /drain only with it, and the preStop hooks send it. Whoever can read the pod's spec can
+	// read it; whoever can only reach the pod cannot drain it.
+	DrainToken string `json:",omitempty"`
 }
 
 // ConfigFor derives the sidecar settings of an MCPServer: the controller injects it into the
@@ -247,16 +254,28 @@ func env(cfg Config) []corev1.EnvVar {
 				Key:                  SessionKeySecretKey,
 			}}})
 	}
+	if cfg.DrainToken != "" {
+		// A literal, as in the preStop hooks' header (httpGet takes no secretKeyRef).
+		e = append(e, corev1.EnvVar{Name: DrainTokenEnv, Value: cfg.DrainToken})
+	}
 	return e
 }
 
 // seconds formats milliseconds as a Go duration: 15s, 1.5s, 0s.
 func seconds(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
 
-func drainHook() *corev1.LifecycleHandler {
-	return &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
-		Path: DrainPath, Port: intstr.FromInt32(mcpv1alpha1.SidecarAdminPort), Scheme: corev1.URISchemeHTTP,
-	}}
+func drainHook(token string) *corev1.LifecycleHandler {
+	get := &corev1.HTTPGetAction{Path: DrainPath, Port: intstr.FromInt32(mcpv1alpha1.SidecarAdminPort), Scheme: corev1.URISchemeHTTP}
+	if token != "" {
+		get.HTTPHeaders = []corev1.HTTPHeader{{Name: "Authorization", Value: "Bearer " + token}}
+	}
+	return &corev1.LifecycleHandler{HTTPGet: get}
+}
+
+// isDrainHook recognises a hook injection wrote (with any token), so re-injection replaces it
+// while a hook of the user's own stays.
+func isDrainHook(h *corev1.LifecycleHandler) bool {
+	return h != nil && h.HTTPGet != nil && h.HTTPGet.Path == DrainPath && h.HTTPGet.Port.IntValue() == mcpv1alpha1.SidecarAdminPort
 }
 
 func probe(path string, period, failures int32) *corev1.Probe {
@@ -311,7 +330,7 @@ func Container(cfg Config) corev1.Container {
 		RestartPolicy:            ptr.To(corev1.ContainerRestartPolicyAlways),
 		StartupProbe:             probe(HealthzPath, sidecarStartupPeriod, sidecarStartupFailures),
 		ReadinessProbe:           probe(ReadyzPath, sidecarReadinessPeriod, sidecarReadinessFailures),
-		Lifecycle:                &corev1.Lifecycle{PreStop: drainHook()},
+		Lifecycle:                &corev1.Lifecycle{PreStop: drainHook(cfg.DrainToken)},
 		SecurityContext:          sc,
 		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -383,7 +402,8 @@ func Decide(meta *metav1.ObjectMeta, spec *corev1.PodSpec) SkipReason {
 // Into injects the sidecar into a pod's metadata and spec in place, and returns why it did not
 // when it skips. Applying it twice gives the same result as applying it once:
 //   - the sidecar init container is upserted by name, first among the init containers;
-//   - the server container's preStop hook is set to the drain hook unless the user set another;
+//   - the server container's preStop hook is set to the drain hook (with the current token)
+//     unless the user set another;
 //   - terminationGracePeriodSeconds is raised to the drain time, never lowered;
 //   - InjectedAnnotation records Hash(cfg).
 func Into(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason {
@@ -414,8 +434,8 @@ func Into(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason 
 	if c.Lifecycle == nil {
 		c.Lifecycle = &corev1.Lifecycle{}
 	}
-	if c.Lifecycle.PreStop == nil {
-		c.Lifecycle.PreStop = drainHook()
+	if c.Lifecycle.PreStop == nil || isDrainHook(c.Lifecycle.PreStop) {
+		c.Lifecycle.PreStop = drainHook(cfg.DrainToken)
 	}
 
 	grace := TerminationGracePeriodSeconds(cfg)

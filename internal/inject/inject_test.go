@@ -31,7 +31,9 @@ func testServer() *mcpv1alpha1.MCPServer {
 }
 
 func testConfig() Config {
-	return ConfigFor(testServer(), "switchboard-sidecar:v0.1.0")
+	cfg := ConfigFor(testServer(), "switchboard-sidecar:v0.1.0")
+	cfg.DrainToken = "test-drain-token"
+	return cfg
 }
 
 func TestArgs(t *testing.T) {
@@ -143,5 +145,33 @@ func TestReinjectWithNewSettingsReplacesTheSidecar(t *testing.T) {
 	}
 	if first.Annotations[InjectedAnnotation] == second.Annotations[InjectedAnnotation] {
 		t.Fatal("the injected annotation must change with the settings")
+	}
+}
+
+// TestDrainTokenReinjected: injecting again with another drain token replaces the hook the
+// first injection gave the server container (a stale token would make its preStop fail), and
+// the sidecar gets the new token too.
+func TestDrainTokenReinjected(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server"}}}}
+	cfg := testConfig()
+	once, _ := Pod(pod, cfg)
+	cfg.DrainToken = "rotated"
+	twice, _ := Pod(once, cfg)
+	hdr := twice.Spec.Containers[0].Lifecycle.PreStop.HTTPGet.HTTPHeaders
+	if len(hdr) != 1 || hdr[0].Value != "Bearer rotated" {
+		t.Fatalf("server preStop headers %v", hdr)
+	}
+	sc := twice.Spec.InitContainers[0]
+	if h := sc.Lifecycle.PreStop.HTTPGet.HTTPHeaders; len(h) != 1 || h[0].Value != "Bearer rotated" {
+		t.Fatalf("sidecar preStop headers %v", h)
+	}
+	if e := sc.Env[len(sc.Env)-1]; e.Name != DrainTokenEnv || e.Value != "rotated" {
+		t.Fatalf("sidecar env %v", sc.Env)
+	}
+	// Without a token (the Secret not created yet) the hooks send no header.
+	cfg.DrainToken = ""
+	bare, _ := Pod(pod, cfg)
+	if h := bare.Spec.Containers[0].Lifecycle.PreStop.HTTPGet.HTTPHeaders; len(h) != 0 {
+		t.Fatalf("headers without a token: %v", h)
 	}
 }

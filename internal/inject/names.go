@@ -24,6 +24,8 @@ type ObjectNames struct {
 	// Deployment, Service and PodDisruptionBudget are named like the server, so the in-cluster
 	// URL is http://<server>.<namespace>.svc/mcp.
 	Deployment, Service, PodDisruptionBudget string
+	// NetworkPolicy admits ingress to the sidecar only: <server>.
+	NetworkPolicy string
 	// ServiceAccount, Role and RoleBinding of the sidecar: <server>-sidecar.
 	ServiceAccount, Role, RoleBinding string
 	// CatalogConfigMap holds the compiled catalog: <server>-catalog.
@@ -33,6 +35,8 @@ type ObjectNames struct {
 	// SessionSecret holds the key that signs the sidecars' 2025-era session ids:
 	// <server>-sidecar-session.
 	SessionSecret string
+	// DrainTokenSecret holds the token the preStop hooks send to /drain: <server>-drain-token.
+	DrainTokenSecret string
 }
 
 // NamesFor returns the names of the children of s.
@@ -40,11 +44,12 @@ func NamesFor(s *mcpv1alpha1.MCPServer) ObjectNames {
 	n := s.Name
 	return ObjectNames{
 		Namespace:  s.Namespace,
-		Deployment: n, Service: n, PodDisruptionBudget: n,
+		Deployment: n, Service: n, PodDisruptionBudget: n, NetworkPolicy: n,
 		ServiceAccount: n + "-sidecar", Role: n + "-sidecar", RoleBinding: n + "-sidecar",
 		CatalogConfigMap: n + "-catalog",
 		StatusConfigMap:  n + "-catalog-status",
 		SessionSecret:    n + "-sidecar-session",
+		DrainTokenSecret: n + "-drain-token",
 	}
 }
 

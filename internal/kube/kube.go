@@ -6,6 +6,7 @@ package kube
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,8 +17,8 @@ import (
 )
 
 // CacheOptions keeps the manager's cache small: of the built-in kinds it holds only the
-// objects Switchboard manages (label app.kubernetes.io/managed-by=switchboard), and never
-// Secrets. Pods are selected by the label mcp.switchboard.dev/server instead: pods of External
+// objects Switchboard manages (label app.kubernetes.io/managed-by=switchboard), so of Secrets only
+// its own drain tokens, never users' Secrets. Pods are selected by the label mcp.switchboard.dev/server instead: pods of External
 // servers come from the user's own workload, whose managed-by label (often "Helm") is theirs.
 func CacheOptions() cache.Options {
 	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{inject.LabelManagedBy: inject.ManagedBy})}
@@ -37,6 +38,8 @@ func CacheOptions() cache.Options {
 			&rbacv1.Role{}:                  ours,
 			&rbacv1.RoleBinding{}:           ours,
 			&policyv1.PodDisruptionBudget{}: ours,
+			&networkingv1.NetworkPolicy{}:   ours,
+			&corev1.Secret{}:                ours,
 		}}
 }
 

@@ -25,6 +25,7 @@ import (
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/golden"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
+	"github.com/switchboard-mcp/switchboard/internal/kube"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 )
 
@@ -68,6 +69,9 @@ func newInjector(t *testing.T, rec events.EventRecorder) *Injector {
 	for _, s := range fixtureServers() {
 		b = b.WithObjects(s)
 	}
+	// weather's drain token exists (the controller created it); search's does not yet.
+	b = b.WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "weather-drain-token", Namespace: "tools"},
+		Data: map[string][]byte{kube.DrainTokenKey: []byte(strings.Repeat("0123456789abcdef", 4))}})
 	return &Injector{Reader: b.Build(), Recorder: rec, SidecarImage: testImage,
 		ExcludedNamespaces: []string{"kube-system", "switchboard-system"}}
 }
@@ -175,6 +179,7 @@ func TestInjectedPodRunsTheControllersSidecar(t *testing.T) {
 	pod, _ := admit(t, newInjector(t, nil), readPod(t, "custom-port.yaml"), false)
 	weather := fixtureServers()[1]
 	cfg := inject.ConfigFor(weather, testImage)
+	cfg.DrainToken = strings.Repeat("0123456789abcdef", 4) // the fixture Secret's
 	if got, want := pod.Annotations[inject.InjectedAnnotation], inject.Hash(withServer(cfg, "weather")); got != want {
 		t.Fatalf("injected %s, want %s", got, want)
 	}

@@ -135,7 +135,7 @@ func StartStack(ctx context.Context, o StackOptions) (s *Stack, err error) {
 		return s, err
 	}
 	s.sidecar = exec.Command(o.SidecarBin, args...)
-	s.sidecar.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	s.sidecar.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), SidecarEnv(pod)...)
 	s.sidecar.Stdout, s.sidecar.Stderr = logf, logf
 	s.sidecar.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.sidecar.Start(); err != nil {
@@ -212,6 +212,23 @@ func SidecarArgs(pod *corev1.Pod, mcpAddr, adminAddr, upstream string) ([]string
 		args = append(args, a)
 	}
 	return args, nil
+}
+
+// SidecarEnv is the sidecar container's environment as the kubelet would set it, for the
+// variables with a literal value (the drain token); the pod name comes from SidecarArgs.
+func SidecarEnv(pod *corev1.Pod) []string {
+	var env []string
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name != inject.ContainerName {
+			continue
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				env = append(env, e.Name+"="+e.Value)
+			}
+		}
+	}
+	return env
 }
 
 func (s *Stack) waitReady(ctx context.Context) error {

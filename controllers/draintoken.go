@@ -1,0 +1,103 @@
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
+	"github.com/switchboard-mcp/switchboard/internal/kube"
+)
+
+// drainTokenBytes of randomness: 256 bits, hex-encoded into the Secret (kube.ValidDrainToken).
+const drainTokenBytes = 32
+
+// drainTokenSecretFor holds a new random drain token. The controller creates it once and never
+// rewrites a valid one: the token is part of the pod template, so changing it rolls the pods.
+func drainTokenSecretFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) (*corev1.Secret, error) {
+	b := make([]byte, drainTokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	// Created once, never applied (a valid token is never rewritten), so it is a typed object.
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      n.DrainTokenSecret,
+			Namespace: n.Namespace,
+			Labels:    inject.LabelsFor(s),
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: mcpv1alpha1.GroupVersion.String(), Kind: "MCPServer", Name: s.Name, UID: s.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{kube.DrainTokenKey: []byte(hex.EncodeToString(b))},
+	}, nil
+}
+
+// ensureDrainToken makes sure the server's drain-token Secret exists and puts the token into the
+// sidecar settings. It reads the Secret from the cache (which holds only Switchboard's own
+// Secrets) and, when the cache has none, creates one; if another reconcile created it first the
+// API server answers AlreadyExists and the stored token wins, so the token never flips.
+func (r *MCPServerReconciler) ensureDrainToken(ctx context.Context, s *scope) (ctrl.Result, error) {
+	key := client.ObjectKey{Namespace: s.names.Namespace, Name: s.names.DrainTokenSecret}
+	sec := &corev1.Secret{}
+	err := r.Get(ctx, key, sec)
+	switch {
+	case err == nil:
+		if t, ok := kube.ValidDrainToken(sec); ok {
+			s.cfg.DrainToken = t
+			return ctrl.Result{}, nil
+		}
+		if !metav1.IsControlledBy(sec, s.server) {
+			return ctrl.Result{}, fmt.Errorf("secret %s exists but is not Switchboard's; delete or rename it so the drain token can be stored", key)
+		}
+		// Edited by hand into something unusable: replace the token (the pods roll).
+		fresh, err := drainTokenSecretFor(s.server, s.names)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		ctrl.LoggerFrom(ctx).Info("Replacing an invalid drain token", "secret", key)
+		patch := client.MergeFrom(sec.DeepCopy())
+		sec.Data = fresh.Data
+		if err := r.Patch(ctx, sec, patch, client.FieldOwner(FieldOwner)); err != nil {
+			return ctrl.Result{}, err
+		}
+		s.cfg.DrainToken = string(fresh.Data[kube.DrainTokenKey])
+		return ctrl.Result{}, nil
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, err
+	}
+	fresh, err := drainTokenSecretFor(s.server, s.names)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	err = r.Create(ctx, fresh, client.FieldOwner(FieldOwner))
+	if apierrors.IsAlreadyExists(err) {
+		// The cache lags behind a Secret created moments ago: read it from the API server.
+		if err := r.APIReader.Get(ctx, key, sec); err != nil {
+			return ctrl.Result{}, err
+		}
+		t, ok := kube.ValidDrainToken(sec)
+		if !ok {
+			return ctrl.Result{}, fmt.Errorf("secret %s holds no valid drain token yet; retrying", key)
+		}
+		s.cfg.DrainToken = t
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).Info("Created the drain token", "secret", key)
+	s.cfg.DrainToken = string(fresh.Data[kube.DrainTokenKey])
+	return ctrl.Result{}, nil
+}
