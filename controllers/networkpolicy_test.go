@@ -176,7 +176,7 @@ func TestNetworkPolicyApplied(t *testing.T) {
 	edit(t, s, func() { s.Spec.NetworkPolicy = &mcpv1alpha1.NetworkPolicySpec{Enabled: ptr.To(false)} })
 	eventually(t, "the policy removed", func() error {
 		if err := k8s.Get(ctx, key, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
+			return fmt.Errorf("still there: %w", err)
 		}
 		return nil
 	})
