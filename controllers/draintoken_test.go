@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 	"github.com/switchboard-mcp/switchboard/internal/kube"
 )
@@ -25,7 +26,7 @@ func TestDrainToken(t *testing.T) {
 	mustCreate(t, s)
 	key := client.ObjectKey{Namespace: ns, Name: "drained-drain-token"}
 	sec := &corev1.Secret{}
-	eventually(t, "the drain-token Secret", func() error { return k8s.Get(ctx, key, sec) })
+	eventually.Succeeds(t, "the drain-token Secret", func() error { return k8s.Get(ctx, key, sec) })
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestDrainToken(t *testing.T) {
 		}
 		return fmt.Errorf("sidecar env %v", sc.Env)
 	}
-	eventually(t, "the token in the pod template", func() error { return deploymentHas(token) })
+	eventually.Succeeds(t, "the token in the pod template", func() error { return deploymentHas(token) })
 
 	// Reconciling again keeps the token (it is in the pod template: a new one would roll pods).
 	if _, err := servers.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(s)}); err != nil {
@@ -73,7 +74,7 @@ func TestDrainToken(t *testing.T) {
 	if err := k8s.Update(ctx, sec); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a fresh token", func() error {
+	eventually.Succeeds(t, "a fresh token", func() error {
 		if err := k8s.Get(ctx, key, sec); err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,10 +15,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
+	"github.com/switchboard-mcp/switchboard/internal/golden"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // TestNetworkPolicyFor compares the policy of every mode and option with a golden file in
 // testdata/networkpolicy (refresh with go test ./controllers -run TestNetworkPolicyFor -update,
@@ -65,13 +64,13 @@ func TestNetworkPolicyFor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := builderServer()
 			tc.mutate(s)
-			golden := filepath.Join("testdata", "networkpolicy", tc.name+".yaml")
+			goldenPath := filepath.Join("testdata", "networkpolicy", tc.name+".yaml")
 			if got := wantsNetworkPolicy(s); got != tc.want {
 				t.Fatalf("wantsNetworkPolicy = %v, want %v", got, tc.want)
 			}
 			if !tc.want {
-				if _, err := os.Stat(golden); err == nil {
-					t.Fatalf("%s exists but the case wants no policy", golden)
+				if _, err := os.Stat(goldenPath); err == nil {
+					t.Fatalf("%s exists but the case wants no policy", goldenPath)
 				}
 				return
 			}
@@ -85,21 +84,7 @@ func TestNetworkPolicyFor(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkNetworkPolicyInvariants(t, s, np)
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./controllers -run TestNetworkPolicyFor -update)", err)
-			}
-			if string(want) != string(got) {
-				t.Fatalf("%s is stale (run go test ./controllers -run TestNetworkPolicyFor -update and review the diff); got:\n%s", golden, got)
-			}
+			golden.Check(t, goldenPath, got)
 		})
 	}
 }
@@ -148,7 +133,7 @@ func TestNetworkPolicyApplied(t *testing.T) {
 	mustCreate(t, s)
 	key := client.ObjectKeyFromObject(s)
 	np := &networkingv1.NetworkPolicy{}
-	eventually(t, "the NetworkPolicy", func() error { return k8s.Get(ctx, key, np) })
+	eventually.Succeeds(t, "the NetworkPolicy", func() error { return k8s.Get(ctx, key, np) })
 	if err := k8s.Get(ctx, key, s); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +148,7 @@ func TestNetworkPolicyApplied(t *testing.T) {
 	edit(t, s, func() {
 		s.Spec.NetworkPolicy = &mcpv1alpha1.NetworkPolicySpec{AdminFrom: []networkingv1.NetworkPolicyPeer{prometheus}}
 	})
-	eventually(t, "the admin rule", func() error {
+	eventually.Succeeds(t, "the admin rule", func() error {
 		if err := k8s.Get(ctx, key, np); err != nil {
 			return err
 		}
@@ -174,7 +159,7 @@ func TestNetworkPolicyApplied(t *testing.T) {
 	})
 
 	edit(t, s, func() { s.Spec.NetworkPolicy = &mcpv1alpha1.NetworkPolicySpec{Enabled: ptr.To(false)} })
-	eventually(t, "the policy removed", func() error {
+	eventually.Succeeds(t, "the policy removed", func() error {
 		if err := k8s.Get(ctx, key, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %w", err)
 		}
@@ -190,7 +175,7 @@ func TestNetworkPolicyApplied(t *testing.T) {
 		t.Fatalf("External mode got a policy without opting in: %v", err)
 	}
 	edit(t, ext, func() { ext.Spec.NetworkPolicy = &mcpv1alpha1.NetworkPolicySpec{Enabled: ptr.To(true)} })
-	eventually(t, "the External opt-in policy", func() error {
+	eventually.Succeeds(t, "the External opt-in policy", func() error {
 		if err := k8s.Get(ctx, extKey, np); err != nil {
 			return err
 		}

@@ -88,7 +88,7 @@ func TestStaleSidecarsReported(t *testing.T) {
 	key := client.ObjectKeyFromObject(server)
 	// The webhook injects the drain token once the controller has created it.
 	cfg := inject.ConfigFor(server, testSidecarImage)
-	eventually(t, "the drain token", func() error {
+	eventually.Succeeds(t, "the drain token", func() error {
 		token, err := kube.DrainToken(ctx, k8s, nil, server)
 		if err == nil && token == "" {
 			err = fmt.Errorf("no drain token yet")
