@@ -110,25 +110,54 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 		{key: mcp.MetaKeyClientCapabilities, val: clientCaps},
 		{key: metaKeyLogLevel, val: jsonString(logLevel)},
 	}
+	if req.meta != nil && !isObject(req.meta) {
+		return newErr(http.StatusOK, codeInvalidParams, "Invalid params: _meta must be an object")
+	}
+	if req.params != nil && !isObject(req.params) {
+		return newErr(http.StatusOK, codeInvalidParams, "Invalid params: params must be an object")
+	}
 	meta := req.meta
-	if meta == nil || !isObject(meta) {
+	if meta == nil {
 		meta = []byte(`{}`)
 	}
 	nmeta, err := setMembers(meta, claim, nil)
 	if err != nil {
 		return newErr(http.StatusOK, codeInvalidParams, "Invalid params: _meta must be an object")
 	}
-	params := req.params
-	if params == nil {
-		params = []byte(`{}`)
-	}
-	nparams, err := setMembers(params, []kv{{key: "_meta", val: nmeta}}, nil)
-	if err != nil {
-		return newErr(http.StatusOK, codeInvalidParams, "Invalid params: params must be an object")
-	}
-	body, err := setMembers(req.body, []kv{{key: "params", val: nparams}}, nil)
-	if err != nil {
-		return newErr(http.StatusOK, codeInvalidRequest, "Invalid Request: "+err.Error())
+	// One splice into the body: everything the client sent stays where it
+	// was, byte for byte.
+	body := make([]byte, 0, len(req.body)+len(nmeta)+24)
+	ps, pe, hasParams := span(req.body, "params")
+	switch {
+	case !hasParams:
+		end := bytes.LastIndexByte(req.body, '}')
+		if end < 0 {
+			return newErr(http.StatusOK, codeInvalidRequest, "Invalid Request: body must be a JSON-RPC request object")
+		}
+		body = append(body, req.body[:end]...)
+		body = append(body, `,"params":{"_meta":`...)
+		body = append(body, nmeta...)
+		body = append(body, '}')
+		body = append(body, req.body[end:]...)
+	case req.meta != nil:
+		params := req.body[ps:pe]
+		ms, me, _ := span(params, "_meta")
+		body = append(body, req.body[:ps]...)
+		body = append(body, params[:ms]...)
+		body = append(body, nmeta...)
+		body = append(body, params[me:]...)
+		body = append(body, req.body[pe:]...)
+	default:
+		params := req.body[ps:pe]
+		open := bytes.IndexByte(params, '{')
+		body = append(body, req.body[:ps]...)
+		body = append(body, `{"_meta":`...)
+		body = append(body, nmeta...)
+		if rest := params[open+1:]; len(bytes.TrimLeft(rest, " \t\r\n")) > 0 && bytes.TrimLeft(rest, " \t\r\n")[0] != '}' {
+			body = append(body, ',')
+		}
+		body = append(body, params[open+1:]...)
+		body = append(body, req.body[pe:]...)
 	}
 	req.body = body
 	req.params, _, _ = field(body, "params")
