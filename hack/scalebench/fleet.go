@@ -351,7 +351,16 @@ func (b *bench) deleteFleet(ctx context.Context) error {
 	deleted := time.Now()
 	kinds := []client.Object{&mcpv1alpha1.MCPServer{}, &mcpv1alpha1.MCPTool{}, &mcpv1alpha1.MCPResource{}, &mcpv1alpha1.MCPPrompt{}}
 	if err := parallel(len(kinds), len(kinds), func(i int) error {
-		return b.c.DeleteAllOf(ctx, kinds[i], client.InNamespace(namespace))
+		// A deletecollection of 10,000 objects can outlast the API server's request timeout
+		// (it keeps deleting); ask again until one call finishes.
+		var err error
+		for range 10 {
+			if err = b.c.DeleteAllOf(ctx, kinds[i], client.InNamespace(namespace)); err == nil {
+				return nil
+			}
+			say("  deletecollection %T: %v; again", kinds[i], err)
+		}
+		return err
 	}); err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func main() {
 	flag.DurationVar(&o.steady, "steady", 60*time.Second, "Length of the steady-state window.")
 	flag.IntVar(&o.sidecars, "sidecars", -1, "Sidecars watching their catalog ConfigMap (spread over the servers); -1 means 2 per server, 0 skips.")
 	flag.BoolVar(&o.ha, "ha", true, "Run the high-availability phase (a second manager replica).")
-	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "Upper bound of each phase.")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "Upper bound of each wait (a phase: four of them).")
 	flag.StringVar(&o.managerArgs, "manager-args", "", "Extra manager flags, space-separated.")
 	flag.StringVar(&o.jsonOut, "json", "", "Append the results as one JSON line to this file.")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the logs and the audit log (their folder is printed).")
@@ -150,10 +150,12 @@ func run(o options) (err error) {
 			continue
 		}
 		say("Phase %s", p.name)
-		ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+		// Each wait inside a phase is bounded by -timeout; the phase as a whole by four of them.
+		ctx, cancel := context.WithTimeout(context.Background(), 4*o.timeout)
 		err := p.run(ctx)
 		cancel()
 		if err != nil {
+			b.report() // what the finished phases measured
 			return fmt.Errorf("phase %s: %w", p.name, err)
 		}
 	}
