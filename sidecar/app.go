@@ -74,6 +74,13 @@ type Config struct {
 	// UpstreamTransport reaches the MCP server (plain HTTP to Upstream
 	// when nil); see UpstreamTransport.
 	UpstreamTransport UpstreamTransport
+
+	// OTLPEndpoint turns traces on: spans go over OTLP/HTTP to this URL
+	// (e.g. http://collector:4318/v1/traces), TraceSamplingPerMillion of the
+	// traces the sidecar starts itself (DefaultTraceSamplingPerMillion when
+	// 0). tracing.go has what is traced.
+	OTLPEndpoint            string
+	TraceSamplingPerMillion int
 }
 
 // App is a running sidecar: MCP listener, admin listener, hub and relay.
@@ -84,6 +91,7 @@ type App struct {
 	Hub     *Hub
 	Server  *Server
 	relay   *Relay
+	tracing *Tracing       // nil when traces are off
 	catalog *catalogWiring // nil without a catalog source
 
 	mcpLn, adminLn net.Listener
@@ -123,7 +131,18 @@ func New(cfg Config) (*App, error) {
 		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	m := NewMetrics()
-	hub := NewHub(HubOptions{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Metrics: m})
+	var tracing *Tracing
+	if cfg.OTLPEndpoint != "" {
+		perMillion := cfg.TraceSamplingPerMillion
+		if perMillion == 0 {
+			perMillion = DefaultTraceSamplingPerMillion
+		}
+		var err error
+		if tracing, err = NewTracing(context.Background(), cfg.OTLPEndpoint, perMillion, "switchboard-sidecar"); err != nil {
+			return nil, err
+		}
+	}
+	hub := NewHub(HubOptions{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Metrics: m, Tracing: tracing})
 	up := NewUpstreamWith(cfg.Upstream, cfg.MaxResponseBytes, cfg.UpstreamTransport)
 	up.SetLogger(cfg.Logger)
 	cat, err := newCatalogWiring(cfg, hub, up, m)
@@ -157,11 +176,12 @@ func New(cfg Config) (*App, error) {
 		Hub:                        hub,
 		Logger:                     cfg.Logger,
 		Metrics:                    m,
+		Tracing:                    tracing,
 	})
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, log: cfg.Logger, Metrics: m, Hub: hub, Server: srv, catalog: cat,
+	a := &App{cfg: cfg, log: cfg.Logger, Metrics: m, Hub: hub, Server: srv, catalog: cat, tracing: tracing,
 		relay: NewRelay(srv.Upstream(), hub, cfg.Logger, m)}
 	if overlay != nil {
 		a.relay.SetPublisher(overlay)
@@ -222,6 +242,9 @@ func (a *App) Run(ctx context.Context) error {
 	_ = adminSrv.Shutdown(sctx)
 	stopBG()
 	wg.Wait()
+	if err := a.tracing.Shutdown(sctx); err != nil {
+		a.log.Warn("Exporting the last spans failed", "err", err)
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -362,8 +385,12 @@ func (a *App) Drain() DrainStatus {
 	a.drainInfo.DurationMs = time.Since(start).Milliseconds()
 	a.Metrics.drainStreamsEnded.Add(float64(n))
 	a.Metrics.drainSeconds.Observe(time.Since(start).Seconds())
+	st := a.drainInfo
 	close(a.drainDone)
 	a.drainMu.Unlock()
+	if a.tracing != nil {
+		a.tracing.drainSpan(start, st)
+	}
 	a.log.Info("Drained", "streamsEnded", n, "inflightAborted", aborted, "inflightLeft", a.Server.Inflight(), "took", time.Since(start))
 	return a.DrainState()
 }

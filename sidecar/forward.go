@@ -54,6 +54,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 		return
 	}
 	copyHeaders(ureq.Header, r.Header)
+	if s.tr != nil {
+		s.tr.injectUpstream(ureq.Header, req)
+	}
 	start := time.Now()
 	resp, err := s.up.client.Do(ureq)
 	s.m.observeUpstream(req.method, time.Since(start))
@@ -86,6 +89,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 			s.log.Warn("Reading upstream response failed", "method", req.method, "err", err, "bytes", buf.Len())
 			s.failReq(w, req, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream response unreadable or too large"))
 			return
+		}
+		if tw := tracedFrom(w); tw != nil {
+			tw.observeResponse(buf.Bytes())
 		}
 		b := s.finish(req, buf.Bytes())
 		w.Header()["Content-Length"] = []string{strconv.Itoa(len(b))}

@@ -53,6 +53,8 @@ type HubOptions struct {
 	Writers      int           // GOMAXPROCS when 0
 	Logger       *slog.Logger
 	Metrics      *Metrics
+	// Tracing records a span per fan-out (nil: no traces).
+	Tracing *Tracing
 }
 
 // Hub owns every open subscriptions/listen stream and fans changes out to
@@ -369,6 +371,17 @@ func (h *Hub) Publish(k Kind, uri string) int {
 	if len(targets) == 0 {
 		return 0
 	}
+	if span := h.opts.Tracing.startFanoutIfOn(method, uri); span != nil {
+		n := h.publish(k, method, uri, targets, start)
+		span.SetAttributes(attrStreams.Int(n))
+		span.End()
+		return n
+	}
+	return h.publish(k, method, uri, targets, start)
+}
+
+// publish writes the notification of one change to targets.
+func (h *Hub) publish(k Kind, method, uri string, targets []*stream, start time.Time) int {
 	var suffix []byte
 	if k == KindResourceUpdated {
 		u, _ := json.Marshal(uri)

@@ -76,6 +76,8 @@ type Options struct {
 	// upstream is a client shared with the overlay (NewUpstream when nil).
 	upstream *Upstream
 	Metrics  *Metrics
+	// Tracing records a span per MCP request (nil: no traces; tracing.go).
+	Tracing *Tracing
 }
 
 // Server is the MCP-facing side of the sidecar: it validates every request,
@@ -86,6 +88,7 @@ type Server struct {
 	m    *Metrics
 	up   *Upstream
 	hub  *Hub
+	tr   *Tracing // nil when tracing is off
 
 	inflight atomic.Int64 // requests in progress, listen streams aside (for drain)
 	draining atomic.Bool
@@ -140,6 +143,7 @@ func NewServer(o Options) (*Server, error) {
 		m:    o.Metrics,
 		up:   o.upstream,
 		hub:  o.Hub,
+		tr:   o.Tracing,
 	}
 	s.pol = newPolicy(!o.RejectLegacy)
 	key := o.SessionKey
@@ -220,5 +224,8 @@ func newPolicy(serveLegacy bool) versionPolicy {
 
 func (s *Server) fail(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 	s.m.countError(e.code)
+	if tw := tracedFrom(w); tw != nil {
+		tw.recordError(e.code, e.message)
+	}
 	writeRPCError(w, id, e)
 }

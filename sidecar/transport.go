@@ -85,6 +85,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveListen(w, r, req) // a stream, ended by the drain itself
 		return
 	}
+	if s.tr != nil {
+		var tw *tracedWriter
+		if w, tw = s.tr.startRequest(w, r, req); tw != nil {
+			defer tw.finish()
+		}
+	}
 	// Every other request is in flight until it is answered: the drain
 	// waits for it, and at the budget's end it is answered with an error.
 	s.inflight.Add(1)

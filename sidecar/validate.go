@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -25,6 +26,8 @@ type request struct {
 	legacy      bool           // no modern claim: a 2025-era request (legacy.go)
 	spec        *methodSpec    // nil for a method the sidecar does not know
 	session     *legacySession // the verified 2025-era session, if any
+	// traceCtx holds the request's span when tracing is on (tracing.go).
+	traceCtx context.Context
 }
 
 // isNotification reports whether the message has no id.

@@ -327,6 +327,33 @@ type SidecarSpec struct {
 	// +kubebuilder:default=Serve
 	// +kubebuilder:validation:Enum=Serve;Reject
 	LegacyClients LegacyClients `json:"legacyClients,omitempty"`
+
+	// tracing sends OpenTelemetry traces of MCP requests (one span per request, following the
+	// OpenTelemetry MCP semantic conventions), of notification fan-outs and of the drain over
+	// OTLP/HTTP. Off when unset. Changing it rolls the pods.
+	// +optional
+	Tracing *TracingSpec `json:"tracing,omitempty"`
+}
+
+// TracingSpec says where the sidecar sends traces and how many it samples.
+type TracingSpec struct {
+	// endpoint is the OTLP/HTTP traces URL of a collector, e.g.
+	// http://otel-collector.observability:4318/v1/traces.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	Endpoint string `json:"endpoint"`
+
+	// samplingPerMillion is how many of every million traces the sidecar starts itself are
+	// sampled (10000 = 1%). A request whose client sent a trace context (traceparent in
+	// params._meta or in the headers) follows the client's sampled flag; the drain is always
+	// traced.
+	// +optional
+	// +kubebuilder:default=10000
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	SamplingPerMillion *int32 `json:"samplingPerMillion,omitempty"`
 }
 
 // LegacyClients is what the sidecar does with 2025-era clients.

@@ -57,6 +57,8 @@ func main() {
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, then in-cluster)")
 	fs.IntVar(&cfg.PageSize, "page-size", sidecar.DefaultPageSize, "entries per page of the merged lists")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP traces URL (e.g. http://collector:4318/v1/traces); empty: no traces")
+	fs.IntVar(&cfg.TraceSamplingPerMillion, "trace-sampling-per-million", sidecar.DefaultTraceSamplingPerMillion, "traces sampled per million of those the sidecar starts (a client's sampled flag is followed)")
 	minHeap := fs.Uint64("min-heap-bytes", sidecar.DefaultMinHeapBytes, "heap size below which the garbage collector does not run (0 = Go's default; ignored when GOGC is set)")
 	_ = fs.Parse(os.Args[1:])
 

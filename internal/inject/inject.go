@@ -42,6 +42,8 @@ const (
 	FlagDrainJitter      = "drain-jitter"
 	FlagDrainBudget      = "drain-budget"
 	FlagLegacyClients    = "legacy-clients"
+	FlagOTLPEndpoint     = "otlp-endpoint"
+	FlagTraceSampling    = "trace-sampling-per-million"
 )
 
 // SessionKeyEnv carries the key that signs 2025-era session ids, from the server's session
@@ -83,21 +85,23 @@ const (
 
 // Defaults of the drain and stream settings, equal to the API's defaults.
 const (
-	DefaultDrainDelaySeconds   = 5
-	DefaultDrainJitterMillis   = 1000
-	DefaultDrainBudgetSeconds  = 30
-	DefaultMaxListenStreams    = 10000
-	DefaultKeepaliveSeconds    = 15
-	terminationMarginSeconds   = 5
-	defaultUpstreamPort        = 8080
-	defaultUpstreamPath        = "/mcp"
-	sidecarStartupPeriod       = 1
-	sidecarStartupFailures     = 60
-	sidecarReadinessPeriod     = 2
-	sidecarReadinessFailures   = 2
-	sidecarDefaultCPURequest   = "10m"
-	sidecarDefaultMemRequest   = "32Mi"
-	sidecarDefaultMemoryLimits = "256Mi"
+	DefaultDrainDelaySeconds  = 5
+	DefaultDrainJitterMillis  = 1000
+	DefaultDrainBudgetSeconds = 30
+	DefaultMaxListenStreams   = 10000
+	DefaultKeepaliveSeconds   = 15
+	// DefaultTraceSamplingPerMillion is spec.sidecar.tracing.samplingPerMillion's default (1%).
+	DefaultTraceSamplingPerMillion = 10000
+	terminationMarginSeconds       = 5
+	defaultUpstreamPort            = 8080
+	defaultUpstreamPath            = "/mcp"
+	sidecarStartupPeriod           = 1
+	sidecarStartupFailures         = 60
+	sidecarReadinessPeriod         = 2
+	sidecarReadinessFailures       = 2
+	sidecarDefaultCPURequest       = "10m"
+	sidecarDefaultMemRequest       = "32Mi"
+	sidecarDefaultMemoryLimits     = "256Mi"
 )
 
 // Config is everything the sidecar container is built from. It never holds the catalog
@@ -132,6 +136,11 @@ type Config struct {
 	// /drain only with it, and the preStop hooks send it. Whoever can read the pod's spec can
 	// read it; whoever can only reach the pod cannot drain it.
 	DrainToken string `json:",omitempty"`
+	// OTLPEndpoint turns the sidecar's traces on (spec.sidecar.tracing); TraceSamplingPerMillion
+	// is their sampling. Left out of Hash when off, so servers without tracing keep their hash
+	// (no roll on upgrade).
+	OTLPEndpoint            string `json:",omitempty"`
+	TraceSamplingPerMillion int32  `json:",omitempty"`
 }
 
 // ConfigFor derives the sidecar settings of an MCPServer: the controller injects it into the
@@ -190,6 +199,10 @@ func ConfigFor(s *mcpv1alpha1.MCPServer, defaultImage string) Config {
 		if sc.LegacyClients != "" {
 			cfg.LegacyClients = string(sc.LegacyClients)
 		}
+		if tr := sc.Tracing; tr != nil {
+			cfg.OTLPEndpoint = tr.Endpoint
+			cfg.TraceSamplingPerMillion = ptr.Deref(tr.SamplingPerMillion, DefaultTraceSamplingPerMillion)
+		}
 	}
 	return cfg
 }
@@ -221,6 +234,10 @@ func Args(cfg Config) []string {
 	}
 	if len(cfg.AllowedOrigins) > 0 {
 		args = append(args, flag(FlagAllowedOrigins, strings.Join(cfg.AllowedOrigins, ",")))
+	}
+	if cfg.OTLPEndpoint != "" {
+		args = append(args, flag(FlagOTLPEndpoint, cfg.OTLPEndpoint),
+			flag(FlagTraceSampling, strconv.Itoa(int(cfg.TraceSamplingPerMillion))))
 	}
 	return append(args,
 		flag(FlagMaxListenStreams, strconv.Itoa(int(cfg.MaxListenStreams))),

@@ -49,6 +49,24 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// TestArgsTracing: spec.sidecar.tracing becomes the sidecar's OTLP flags (sampling defaulted to
+// 1%); without it there are none.
+func TestArgsTracing(t *testing.T) {
+	s := testServer()
+	s.Spec.Sidecar.Tracing = &mcpv1alpha1.TracingSpec{Endpoint: "http://otel.observability:4318/v1/traces"}
+	got := strings.Join(Args(ConfigFor(s, "x")), " ")
+	if !strings.Contains(got, " --otlp-endpoint=http://otel.observability:4318/v1/traces --trace-sampling-per-million=10000 ") {
+		t.Errorf("args lack the tracing flags: %s", got)
+	}
+	s.Spec.Sidecar.Tracing.SamplingPerMillion = ptr.To[int32](1000000)
+	if got := strings.Join(Args(ConfigFor(s, "x")), " "); !strings.Contains(got, "--trace-sampling-per-million=1000000") {
+		t.Errorf("args: %s", got)
+	}
+	if got := strings.Join(Args(testConfig()), " "); strings.Contains(got, "otlp") {
+		t.Errorf("tracing is off by default: %s", got)
+	}
+}
+
 func TestTerminationGracePeriod(t *testing.T) {
 	// 5 s delay + ceil(2.5 s) jitter + 30 s budget + 5 s margin.
 	if got := TerminationGracePeriodSeconds(testConfig()); got != 43 {

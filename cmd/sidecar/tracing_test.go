@@ -1,0 +1,187 @@
+package main_test
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
+)
+
+// otlpReceiver is an OTLP/HTTP traces endpoint: it decodes every export request (protobuf) and
+// keeps the spans.
+type otlpReceiver struct {
+	mu       sync.Mutex
+	spans    []*tracepb.Span
+	services []string
+}
+
+func (rc *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil || r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+		http.Error(w, "bad export", http.StatusBadRequest)
+		return
+	}
+	var req coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(b, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rc.mu.Lock()
+	for _, rs := range req.GetResourceSpans() {
+		for _, a := range rs.GetResource().GetAttributes() {
+			if a.GetKey() == "service.name" {
+				rc.services = append(rc.services, a.GetValue().GetStringValue())
+			}
+		}
+		for _, ss := range rs.GetScopeSpans() {
+			rc.spans = append(rc.spans, ss.GetSpans()...)
+		}
+	}
+	rc.mu.Unlock()
+	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(out)
+}
+
+// span waits for a span of that name.
+func (rc *otlpReceiver) span(t *testing.T, name string) *tracepb.Span {
+	t.Helper()
+	var found *tracepb.Span
+	eventually.True(t, "a span named "+name, func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		for _, s := range rc.spans {
+			if s.GetName() == name {
+				found = s
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+func spanAttrs(s *tracepb.Span) map[string]string {
+	out := map[string]string{}
+	for _, a := range s.GetAttributes() {
+		v := a.GetValue()
+		if v.GetStringValue() != "" {
+			out[a.GetKey()] = v.GetStringValue()
+		} else {
+			out[a.GetKey()] = fmt.Sprint(v.GetIntValue())
+		}
+	}
+	return out
+}
+
+// TestTracesOverOTLP runs the real sidecar with --otlp-endpoint pointed at a receiver this test
+// serves (decoding OTLP protobuf with go.opentelemetry.io/proto/otlp), in front of a go-sdk MCP
+// server, and follows one request, one fan-out and the drain: the request span is the child of
+// the client's traceparent (params._meta), carries the MCP semantic-convention attributes, and
+// is the parent the upstream receives.
+func TestTracesOverOTLP(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100") // export batches every 100 ms instead of 5 s
+	rc := &otlpReceiver{}
+	recvAddr := freePort(t)
+	recv := &http.Server{Addr: recvAddr, Handler: rc}
+	go recv.ListenAndServe()
+	t.Cleanup(func() { recv.Close() })
+
+	srv := mcp.NewServer(&mcp.Implementation{Name: "traced-upstream", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	var upMu sync.Mutex
+	var upTraceparents []string
+	upAddr := freePort(t)
+	up := &http.Server{Addr: upAddr, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			upMu.Lock()
+			upTraceparents = append(upTraceparents, r.Header.Get("traceparent"))
+			upMu.Unlock()
+		}
+		sdk.ServeHTTP(w, r)
+	})}
+	go up.ListenAndServe()
+	t.Cleanup(func() { up.Close() })
+
+	path := filepath.Join(t.TempDir(), "catalog.json")
+	writeFile(t, path, encodeCatalog(t, catalog.Tool{Name: "echo", Description: "Echo v1."}))
+	e := &env{upAddr: upAddr}
+	// The flags the injection gives the sidecar for spec.sidecar.tracing.
+	e.startSidecar(t, "--catalog-file", path, "--"+inject.FlagOTLPEndpoint, "http://"+recvAddr+"/v1/traces",
+		"--"+inject.FlagTraceSampling, "1000000", "--drain-delay", "0s", "--drain-jitter", "0s")
+
+	// One tools/call with the client's trace context in params._meta.
+	const traceID, parentID = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-` + traceID + `-` + parentID + `-01"},"name":"echo","arguments":{"text":"hi"}}}`
+	req, _ := http.NewRequest(http.MethodPost, e.mcp, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "echo")
+	if st, _, msg := do(t, req); st != 200 || !strings.Contains(fmt.Sprint(msg["result"]), "hi") {
+		t.Fatalf("tools/call: HTTP %d %v", st, msg)
+	}
+	s := rc.span(t, "tools/call echo")
+	if hex.EncodeToString(s.GetTraceId()) != traceID || hex.EncodeToString(s.GetParentSpanId()) != parentID ||
+		s.GetKind() != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("span trace %x parent %x kind %v: not the client's child", s.GetTraceId(), s.GetParentSpanId(), s.GetKind())
+	}
+	a := spanAttrs(s)
+	for k, want := range map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo",
+		"jsonrpc.request.id": "5", "mcp.protocol.version": "2026-07-28", "gen_ai.operation.name": "execute_tool"} {
+		if a[k] != want {
+			t.Errorf("%s = %q, want %q", k, a[k], want)
+		}
+	}
+	upMu.Lock()
+	want := "00-" + traceID + "-" + hex.EncodeToString(s.GetSpanId()) + "-01"
+	if len(upTraceparents) == 0 || upTraceparents[len(upTraceparents)-1] != want {
+		t.Errorf("upstream traceparents %q, want the sidecar span's context %q last", upTraceparents, want)
+	}
+	upMu.Unlock()
+
+	// A catalog change fanned out to one listen stream.
+	ls := listen(t, e.mcp, 1, `{"toolsListChanged":true}`)
+	ls.nextMethod(t, "notifications/subscriptions/acknowledged")
+	writeFile(t, path, encodeCatalog(t, catalog.Tool{Name: "echo", Description: "Echo v2."}))
+	ls.nextMethod(t, "notifications/tools/list_changed")
+	if f := rc.span(t, "notifications/tools/list_changed fan-out"); spanAttrs(f)["switchboard.listen.streams"] != "1" {
+		t.Errorf("fan-out span attributes %v", spanAttrs(f))
+	}
+
+	// The drain.
+	resp, err := http.Get(e.admin + "/drain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if d := rc.span(t, "switchboard.drain"); spanAttrs(d)["switchboard.drain.streams_ended"] != "1" {
+		t.Errorf("drain span attributes %v", spanAttrs(d))
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.services) == 0 || rc.services[0] != "switchboard-sidecar" {
+		t.Errorf("service.name %v", rc.services)
+	}
+}

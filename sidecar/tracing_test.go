@@ -1,0 +1,252 @@
+package sidecar
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+const (
+	clientTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	clientSpanID  = "00f067aa0ba902b7"
+)
+
+// seenUpstream is what the upstream received: the traceparent header and the body.
+type seenUpstream struct {
+	mu          sync.Mutex
+	traceparent []string
+	bodies      []string
+}
+
+// tracedUpstream answers every request with result (a JSON object) and records what it got.
+func tracedUpstream(t *testing.T, result string) (*httptest.Server, *seenUpstream) {
+	seen := &seenUpstream{}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if answerDiscover(w, b) {
+			return
+		}
+		seen.mu.Lock()
+		seen.traceparent = append(seen.traceparent, r.Header.Get("traceparent"))
+		seen.bodies = append(seen.bodies, string(b))
+		seen.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":`+result+`}`)
+	}))
+	t.Cleanup(up.Close)
+	return up, seen
+}
+
+// answerDiscover answers the sidecar's server/discover (which tells it the upstream speaks
+// 2026-07-28) and reports whether b was one.
+func answerDiscover(w http.ResponseWriter, b []byte) bool {
+	if !bytes.Contains(b, []byte(`"server/discover"`)) {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{},"serverInfo":{"name":"stub","version":"1"}}}`)
+	return true
+}
+
+func tracedServer(t *testing.T, upstream string, perMillion int) (*Server, *tracetest.InMemoryExporter) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(Sampler()))
+	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
+	s, err := NewServer(Options{Upstream: upstream, Tracing: NewTracingWith(tp, perMillion)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, exp
+}
+
+// call posts one modern request; meta is extra members of params._meta, hdr extra headers.
+func call(t *testing.T, s *Server, method, name, params, meta string, hdr map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	m := strings.TrimSuffix(fuzzMeta, "}") + meta + "}"
+	body := `{"jsonrpc":"2.0","id":"req-7","method":"` + method + `","params":{` + m + params + `}}`
+	r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", bytes.NewReader([]byte(body)))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	r.Header.Set("Mcp-Method", method)
+	if name != "" {
+		r.Header.Set("Mcp-Name", name)
+	}
+	for k, v := range hdr {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	return w
+}
+
+func attrs(s tracetest.SpanStub) map[attribute.Key]string {
+	out := map[attribute.Key]string{}
+	for _, kv := range s.Attributes {
+		out[kv.Key] = kv.Value.String()
+	}
+	return out
+}
+
+func onlySpan(t *testing.T, exp *tracetest.InMemoryExporter) tracetest.SpanStub {
+	t.Helper()
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1: %+v", len(spans), spans)
+	}
+	exp.Reset()
+	return spans[0]
+}
+
+// TestRequestSpans checks the span of each kind of request with the SDK's in-memory exporter:
+// name and attributes of the MCP semantic conventions, the client's trace context from
+// params._meta or the headers as parent, the span's own context sent upstream (header, and
+// params._meta rewritten in place), and error codes.
+func TestRequestSpans(t *testing.T) {
+	up, seen := tracedUpstream(t, `{"resultType":"complete","content":[{"type":"text","text":"ok"}]}`)
+	s, exp := tracedServer(t, up.URL+"/mcp", 0) // only what the client samples
+
+	t.Run("tools/call with traceparent in _meta", func(t *testing.T) {
+		tp := "00-" + clientTraceID + "-" + clientSpanID + "-01"
+		if w := call(t, s, "tools/call", "get_forecast", `,"name":"get_forecast","arguments":{}`, `,"traceparent":"`+tp+`"`, nil); w.Code != 200 {
+			t.Fatalf("HTTP %d %s", w.Code, w.Body)
+		}
+		sp := onlySpan(t, exp)
+		if sp.Name != "tools/call get_forecast" || sp.SpanKind != trace.SpanKindServer {
+			t.Errorf("span %q kind %v", sp.Name, sp.SpanKind)
+		}
+		if sp.SpanContext.TraceID().String() != clientTraceID || sp.Parent.SpanID().String() != clientSpanID || !sp.Parent.IsRemote() {
+			t.Errorf("span %s parent %s: not a child of the client's span", sp.SpanContext.TraceID(), sp.Parent.SpanID())
+		}
+		a := attrs(sp)
+		for k, want := range map[attribute.Key]string{
+			"mcp.method.name": "tools/call", "gen_ai.tool.name": "get_forecast", "gen_ai.operation.name": "execute_tool",
+			"jsonrpc.request.id": "req-7", "mcp.protocol.version": "2026-07-28", "network.transport": "tcp",
+			"network.protocol.name": "http", "network.protocol.version": "1.1",
+		} {
+			if a[k] != want {
+				t.Errorf("%s = %q, want %q", k, a[k], want)
+			}
+		}
+		if _, ok := a["error.type"]; ok || sp.Status.Code == codes.Error {
+			t.Errorf("a successful call has no error: %v %v", a, sp.Status)
+		}
+		seen.mu.Lock()
+		defer seen.mu.Unlock()
+		own := "00-" + clientTraceID + "-" + sp.SpanContext.SpanID().String() + "-01"
+		if got := seen.traceparent[len(seen.traceparent)-1]; got != own {
+			t.Errorf("upstream traceparent header %q, want the sidecar span's %q", got, own)
+		}
+		if body := seen.bodies[len(seen.bodies)-1]; !strings.Contains(body, `"traceparent":"`+own+`"`) {
+			t.Errorf("upstream _meta.traceparent is not the sidecar span's: %s", body)
+		}
+	})
+
+	t.Run("prompts/get with traceparent header", func(t *testing.T) {
+		hdr := map[string]string{"traceparent": "00-" + clientTraceID + "-" + clientSpanID + "-01"}
+		call(t, s, "prompts/get", "trip_brief", `,"name":"trip_brief"`, "", hdr)
+		sp := onlySpan(t, exp)
+		if sp.Name != "prompts/get trip_brief" || attrs(sp)["gen_ai.prompt.name"] != "trip_brief" || sp.Parent.SpanID().String() != clientSpanID {
+			t.Errorf("span %q attrs %v parent %s", sp.Name, attrs(sp), sp.Parent.SpanID())
+		}
+	})
+
+	t.Run("resources/read", func(t *testing.T) {
+		hdr := map[string]string{"traceparent": "00-" + clientTraceID + "-" + clientSpanID + "-01"}
+		call(t, s, "resources/read", "docs://a", `,"uri":"docs://a"`, "", hdr)
+		sp := onlySpan(t, exp)
+		if sp.Name != "resources/read" || attrs(sp)["mcp.resource.uri"] != "docs://a" {
+			t.Errorf("span %q attrs %v", sp.Name, attrs(sp))
+		}
+	})
+
+	t.Run("not sampled: nothing recorded, the client's context passed on as sent", func(t *testing.T) {
+		n := len(seen.traceparent)
+		call(t, s, "tools/list", "", "", "", nil)
+		unsampled := "00-" + clientTraceID + "-" + clientSpanID + "-00"
+		call(t, s, "tools/list", "", "", "", map[string]string{"traceparent": unsampled})
+		if spans := exp.GetSpans(); len(spans) != 0 {
+			t.Fatalf("sampling 0 recorded %d spans", len(spans))
+		}
+		seen.mu.Lock()
+		defer seen.mu.Unlock()
+		if got := seen.traceparent[n:]; len(got) != 2 || got[0] != "" || got[1] != unsampled {
+			t.Errorf("upstream traceparents %q, want none, then the client's unsampled one", got)
+		}
+	})
+}
+
+// TestRequestSpanErrors: a JSON-RPC error (the upstream's, relayed) and a tool result with
+// isError set the conventions' error attributes and the span status.
+func TestRequestSpanErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, answer   string
+		code, errType  string
+		statusContains string
+	}{
+		{"upstream error", `{"jsonrpc":"2.0","id":"req-7","error":{"code":-32602,"message":"Unknown tool: nope"}}`, "-32602", "-32602", "Unknown tool"},
+		{"tool error", `{"jsonrpc":"2.0","id":"req-7","result":{"resultType":"complete","isError":true,"content":[]}}`, "", "tool_error", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if b, _ := io.ReadAll(r.Body); answerDiscover(w, b) {
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, c.answer)
+			}))
+			defer up.Close()
+			s, exp := tracedServer(t, up.URL, 1_000_000)
+			call(t, s, "tools/call", "nope", `,"name":"nope"`, "", nil)
+			sp := onlySpan(t, exp)
+			a := attrs(sp)
+			if a["rpc.response.status_code"] != c.code || a["error.type"] != c.errType || sp.Status.Code != codes.Error ||
+				!strings.Contains(sp.Status.Description, c.statusContains) {
+				t.Errorf("attrs %v status %+v", a, sp.Status)
+			}
+			if sp.Parent.SpanID().IsValid() {
+				t.Errorf("without a client context the span is a root: parent %s", sp.Parent.SpanID())
+			}
+		})
+	}
+	// An error the sidecar answers itself after the request passed validation.
+	s, exp := tracedServer(t, "http://127.0.0.1:1/mcp", 1_000_000) // nothing listens there
+	w := call(t, s, "tools/call", "x", `,"name":"x"`, "", nil)
+	var msg struct {
+		Error struct{ Code int64 } `json:"error"`
+	}
+	_ = json.Unmarshal(w.Body.Bytes(), &msg)
+	sp := onlySpan(t, exp)
+	if a := attrs(sp); msg.Error.Code != codeInternalError || a["rpc.response.status_code"] != "-32603" || sp.Status.Code != codes.Error {
+		t.Errorf("upstream down: answer %s, span attrs %v status %+v", w.Body, a, sp.Status)
+	}
+}
+
+// TestSampler: the client's sampled flag wins, the sidecar's own traces follow the ratio, and the
+// drain is always sampled.
+func TestSampler(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(Sampler()))
+	tr := NewTracingWith(tp, 0)
+	if sp := tr.startFanout(notifToolsListChanged, ""); sp != nil {
+		t.Error("sampling 0 started a fan-out span")
+	}
+	tr.drainSpan(time.Now(), DrainStatus{StreamsEnded: 3})
+	spans := exp.GetSpans()
+	if len(spans) != 1 || spans[0].Name != drainSpanName || attrs(spans[0])["switchboard.drain.streams_ended"] != "3" {
+		t.Fatalf("with sampling 0 only the drain is recorded: %+v", spans)
+	}
+}
