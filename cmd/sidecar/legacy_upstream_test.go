@@ -7,12 +7,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/testservers"
 )
@@ -32,7 +34,7 @@ func legacyBin(t *testing.T) string {
 
 // legacyEnv starts a 2025-era upstream (HTTP, or stdio through the bridge)
 // and a sidecar in front of it, waiting for /readyz.
-func legacyEnv(t *testing.T, stdio bool) *env {
+func legacyEnv(t *testing.T, stdio bool, sidecarArgs ...string) *env {
 	t.Helper()
 	e := &env{upAddr: freePort(t)}
 	if stdio {
@@ -47,7 +49,7 @@ func legacyEnv(t *testing.T, stdio bool) *env {
 		}
 		return err == nil
 	})
-	e.startSidecar(t)
+	e.startSidecar(t, sidecarArgs...)
 	return e
 }
 
@@ -229,4 +231,34 @@ func progressReq(t *testing.T, url, id, token string) *http.Request {
 	r.ContentLength = int64(len(body))
 	r.Header.Set("Mcp-Name", "test_tool_with_progress")
 	return r
+}
+
+// The catalog holds in front of 2025-era upstreams too: an MCPTool's description is served,
+// and editing it reaches listen streams as tools/list_changed.
+func TestLegacyUpstreamsWithCatalog(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stdio bool
+	}{{"http", false}, {"stdio-bridge", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "catalog.json")
+			writeFile(t, path, encodeCatalog(t, catalog.Tool{Name: "test_simple_text", Description: "v1 from the catalog"}))
+			e := legacyEnv(t, tc.stdio, "--catalog-file", path)
+			described := func(want string) bool {
+				_, _, msg := do(t, rpcReq(t, e.mcp, "l", "tools/list", "", ""))
+				return strings.Contains(fmt.Sprint(msg["result"]), want)
+			}
+			eventually.True(t, "the catalog's description in tools/list", func() bool { return described("v1 from the catalog") })
+			l := listen(t, e.mcp, "tl", `{"toolsListChanged":true}`)
+			l.nextMethod(t, "notifications/subscriptions/acknowledged")
+			writeFile(t, path, encodeCatalog(t, catalog.Tool{Name: "test_simple_text", Description: "v2 from the catalog"}))
+			n, _ := l.nextMethod(t, "notifications/tools/list_changed")
+			if subID(n) != "tl" {
+				t.Errorf("list_changed %v", n)
+			}
+			if !described("v2 from the catalog") {
+				t.Error("tools/list does not show the edited description")
+			}
+		})
+	}
 }
