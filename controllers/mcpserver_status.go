@@ -51,6 +51,7 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 		set(propagated)
 		set(readyCondition(available, propagated))
 		set(toolsServedCondition(s.propagation))
+		set(verifiedCondition(s.propagation))
 		st.CatalogUpToDateReplicas = upToDate
 		if up := upstreamStatus(s.propagation); up != nil {
 			st.Upstream = up
@@ -303,7 +304,7 @@ var warningReasons = []string{
 	mcpv1alpha1.ReasonInvalidSpec, mcpv1alpha1.ReasonReconcileFailed, mcpv1alpha1.ReasonDeploymentUnavailable,
 	mcpv1alpha1.ReasonCatalogRejected, mcpv1alpha1.ReasonCatalogTooLarge, mcpv1alpha1.ReasonNameConflict,
 	mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.ReasonSourceNotFound, mcpv1alpha1.ReasonStaleSidecars,
-	mcpv1alpha1.ReasonToolsMissingUpstream,
+	mcpv1alpha1.ReasonToolsMissingUpstream, mcpv1alpha1.ReasonUpstreamMismatch,
 }
 
 func eventType(reason string) string {

@@ -1,8 +1,11 @@
 package controllers
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
@@ -28,6 +31,7 @@ func upstreamStatus(p propagation) *mcpv1alpha1.UpstreamStatus {
 			out = &mcpv1alpha1.UpstreamStatus{
 				ServerName:    clip(r.Upstream.ServerName, 128),
 				ServerVersion: clip(r.Upstream.ServerVersion, 64),
+				ToolsDigest:   clip(r.Upstream.ToolsDigest, 71),
 			}
 			for _, c := range r.Upstream.Capabilities {
 				if len(out.Capabilities) < 16 {
@@ -50,4 +54,74 @@ func clip(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// verifiedCondition decides Verified: every ready replica that reported its upstream reports the
+// same identity (protocol revision, serverInfo, capabilities, tool-list digest). When they differ
+// the message groups the pods by identity and names the fields that differ.
+func verifiedCondition(p propagation) metav1.Condition {
+	const typ = mcpv1alpha1.ConditionVerified
+	type group struct {
+		id   *catalog.UpstreamReport
+		pods []string
+	}
+	var groups []*group
+	for _, pod := range slices.Sorted(slices.Values(p.ReadyPods)) {
+		r, err := catalog.ParseReport(p.Reports[pod])
+		if err != nil || r.Upstream == nil || r.Upstream.ProtocolVersion == "" {
+			continue
+		}
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.id.Equal(r.Upstream) })
+		if i < 0 {
+			groups = append(groups, &group{id: r.Upstream})
+			i = len(groups) - 1
+		}
+		groups[i].pods = append(groups[i].pods, pod)
+	}
+	switch len(groups) {
+	case 0:
+		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: mcpv1alpha1.ReasonToolsNotYetReported,
+			Message: "no ready replica has reported what its MCP server announced yet"}
+	case 1:
+		id := groups[0].id
+		return condition(typ, true, mcpv1alpha1.ReasonUpstreamVerified, fmt.Sprintf(
+			"all %d reporting ready replicas front the same MCP server: %s %s, protocol %s, tools %s",
+			len(groups[0].pods), id.ServerName, id.ServerVersion, id.ProtocolVersion, shortDigest(id.ToolsDigest)))
+	}
+	first := groups[0].id
+	var differ []string
+	for _, f := range []struct {
+		name string
+		get  func(*catalog.UpstreamReport) string
+	}{
+		{"protocolVersion", func(u *catalog.UpstreamReport) string { return u.ProtocolVersion }},
+		{"serverInfo.name", func(u *catalog.UpstreamReport) string { return u.ServerName }},
+		{"serverInfo.version", func(u *catalog.UpstreamReport) string { return u.ServerVersion }},
+		{"capabilities", func(u *catalog.UpstreamReport) string { return strings.Join(u.Capabilities, ",") }},
+		{"tools", func(u *catalog.UpstreamReport) string { return u.ToolsDigest }},
+	} {
+		for _, g := range groups[1:] {
+			if f.get(g.id) != f.get(first) {
+				differ = append(differ, f.name)
+				break
+			}
+		}
+	}
+	var parts []string
+	for _, g := range groups {
+		parts = append(parts, fmt.Sprintf("%s %s (protocol %s, tools %s) on %s", g.id.ServerName, g.id.ServerVersion,
+			g.id.ProtocolVersion, shortDigest(g.id.ToolsDigest), strings.Join(g.pods, ", ")))
+	}
+	return condition(typ, false, mcpv1alpha1.ReasonUpstreamMismatch, clip(fmt.Sprintf(
+		"ready replicas front different MCP servers (%s differ): %s; expected while a rollout replaces the image, otherwise check which image each pod runs",
+		strings.Join(differ, ", "), strings.Join(parts, "; ")), 32768))
+}
+
+// shortDigest is a digest's first 12 hex digits, or "unknown".
+func shortDigest(d string) string {
+	d = strings.TrimPrefix(d, catalog.DigestPrefix)
+	if d == "" {
+		return "unknown"
+	}
+	return d[:min(12, len(d))]
 }

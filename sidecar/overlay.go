@@ -417,7 +417,13 @@ func (o *Overlay) compute() *snapshot {
 			o.log.Warn("Declared tools are missing upstream; they are not listed", "tools", missing)
 		}
 	}
-	o.reportMissing(rev, upTools != nil, missing, o.opts.Upstream.report())
+	up := o.opts.Upstream.report()
+	if up != nil && upTools != nil {
+		// What the upstream serves, before the catalog's rules: replicas whose servers differ
+		// are told apart by the controller (the Verified condition).
+		up.ToolsDigest = catalog.ToolsDigest(upTools)
+	}
+	o.reportMissing(rev, upTools != nil, missing, up)
 	return s
 }
 

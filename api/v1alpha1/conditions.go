@@ -27,6 +27,13 @@ const (
 	// list is not shown to clients; the message names it. It is advisory: it does not change
 	// Ready.
 	ConditionToolsServed = "ToolsServed"
+
+	// ConditionVerified is True when every ready replica reports the same upstream identity:
+	// protocol revision, serverInfo (name, version), capabilities and tool-list digest. False
+	// names the pods and what differs (half the replicas on a new image during a rollout, or a
+	// replica whose MCP server answers as a different server). Advisory: it does not change
+	// Ready.
+	ConditionVerified = "Verified"
 )
 
 // Condition types shared by MCPTool, MCPResource and MCPPrompt.
@@ -79,6 +86,13 @@ const (
 	// ReasonStaleSidecars: some pods run a sidecar injected with older settings, or none; roll
 	// the workloads the message names (kubectl rollout restart) to re-inject them.
 	ReasonStaleSidecars = "StaleSidecars"
+
+	// ReasonUpstreamVerified: every ready replica reports the same upstream identity.
+	ReasonUpstreamVerified = "UpstreamVerified"
+	// ReasonUpstreamMismatch: ready replicas report different upstream identities; the message
+	// names the pods and the fields. Expected while a rollout replaces the image; otherwise check
+	// which image each pod runs.
+	ReasonUpstreamMismatch = "UpstreamMismatch"
 
 	// ReasonAllToolsServed: the server lists every enabled MCPTool.
 	ReasonAllToolsServed = "AllToolsServed"

@@ -440,15 +440,22 @@ type UpstreamStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=64
 	Capabilities []string `json:"capabilities,omitempty"`
+
+	// toolsDigest names the tool list the MCP server serves (SHA-256 over each tool's upstream
+	// digest, docs/security.md), so two replicas serving different tools are told apart.
+	// +optional
+	// +kubebuilder:validation:MaxLength=71
+	ToolsDigest string `json:"toolsDigest,omitempty"`
 }
 
 // MCPServerStatus is the observed state of an MCPServer.
 type MCPServerStatus struct {
-	// conditions: Ready, Available, CatalogPropagated and, in External mode, SidecarsUpToDate.
+	// conditions: Ready, Available, CatalogPropagated, ToolsServed, Verified and, in External
+	// mode, SidecarsUpToDate.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// observedGeneration is the generation this status describes.
@@ -522,6 +529,8 @@ type MCPServerStatus struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`,description="Ready replicas"
 // +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.tools`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.status.upstream.serverName`,priority=1,description="The MCP server's serverInfo.name"
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.upstream.serverVersion`,priority=1,description="The MCP server's serverInfo.version"
 // +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.status.upstream.protocolVersion`,priority=1,description="Protocol revision the sidecars speak with the MCP server"
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.catalogRevision`,priority=1
 // +kubebuilder:printcolumn:name="Up-To-Date",type=integer,JSONPath=`.status.catalogUpToDateReplicas`,priority=1,description="Ready replicas serving the current catalog"

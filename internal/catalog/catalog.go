@@ -408,6 +408,8 @@ type UpstreamReport struct {
 	ServerVersion string `json:"serverVersion,omitempty"`
 	// Capabilities are the names of the server capabilities it declares, sorted.
 	Capabilities []string `json:"capabilities,omitempty"`
+	// ToolsDigest is ToolsDigest over the tool list it serves (empty until the list was read).
+	ToolsDigest string `json:"toolsDigest,omitempty"`
 }
 
 // Equal reports whether two upstream reports say the same (nil equals nil only).
@@ -416,7 +418,7 @@ func (u *UpstreamReport) Equal(o *UpstreamReport) bool {
 		return u == o
 	}
 	return u.ProtocolVersion == o.ProtocolVersion && u.ServerName == o.ServerName &&
-		u.ServerVersion == o.ServerVersion && slices.Equal(u.Capabilities, o.Capabilities)
+		u.ServerVersion == o.ServerVersion && slices.Equal(u.Capabilities, o.Capabilities) && u.ToolsDigest == o.ToolsDigest
 }
 
 // MaxReportedMissingTools bounds Report.MissingTools (and with it the status ConfigMap).
