@@ -277,13 +277,7 @@ func TestCompleteMovesToAnotherReplica(t *testing.T) {
 	})
 
 	drained := make(chan error, 1)
-	go func() {
-		r, err := http.Post(holder.admin+"/drain", "", nil)
-		if err == nil {
-			_ = r.Body.Close()
-		}
-		drained <- err
-	}()
+	go func() { drained <- holder.drain() }()
 	select {
 	case <-relisting:
 	case <-time.After(hang):

@@ -244,6 +244,8 @@ func startSidecar(t *testing.T, upURL, catalogPath, mcpAddr, adminAddr string, e
 	args := append([]string{"--upstream", upURL + "/mcp", "--listen", mcpAddr, "--admin-listen", adminAddr,
 		"--catalog-file", catalogPath, "--drain-delay", "0s", "--drain-jitter", "0s", "--log-level", "debug"}, extra...)
 	s.cmd = exec.Command(sidecarBin, args...)
+	// The drain token, as the controller gives every pod (the sidecar refuses /drain without one).
+	s.cmd.Env = append(os.Environ(), "SWITCHBOARD_DRAIN_TOKEN="+testDrainToken)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
@@ -424,4 +426,26 @@ func canDial(addr string) bool {
 
 func contextWithTimeout() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), hang)
+}
+
+// testDrainToken is the drain token of every test sidecar.
+const testDrainToken = "client-test-drain-token-0123456789"
+
+// drain is what a pod's preStop hook does: GET /drain with the drain token. It returns once the
+// drain is over.
+func (s *sidecar) drain() error {
+	req, err := http.NewRequest(http.MethodGet, s.admin+"/drain", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+testDrainToken)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_ = r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /drain: HTTP %d", r.StatusCode)
+	}
+	return nil
 }

@@ -171,11 +171,14 @@ func TestTracesOverOTLP(t *testing.T) {
 	}
 
 	// The drain.
-	resp, err := http.Get(e.admin + "/drain")
+	resp, err := http.DefaultClient.Do(drainRequest(http.MethodGet, e.admin, testDrainToken))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /drain: HTTP %d", resp.StatusCode)
+	}
 	if d := rc.span(t, "switchboard.drain"); spanAttrs(d)["switchboard.drain.streams_ended"] != "1" {
 		t.Errorf("drain span attributes %v", spanAttrs(d))
 	}

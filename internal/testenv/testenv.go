@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -272,9 +273,17 @@ func (e *Env) createNode(name string, pods int) error {
 	if err := e.Client.Create(ctx, node); err != nil {
 		return fmt.Errorf("creating node %s: %w", name, err)
 	}
-	node.Status.Capacity = capacity
-	node.Status.Allocatable = capacity
-	if err := e.Client.Status().Update(ctx, node); err != nil {
+	// kwok writes the node's status too (its conditions), so a stale copy conflicts: re-read and
+	// set the capacity again.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return err
+		}
+		node.Status.Capacity = capacity
+		node.Status.Allocatable = capacity
+		return e.Client.Status().Update(ctx, node)
+	})
+	if err != nil {
 		return fmt.Errorf("setting node %s capacity: %w", name, err)
 	}
 	// kwok marks the node Ready within a fraction of a second.
