@@ -24,8 +24,8 @@ import (
 // serialised with the JSON Canonicalization Scheme (RFC 8785: members sorted by their UTF-16
 // code units, no insignificant whitespace, ECMAScript number formatting, minimal string
 // escapes). The digest is "sha256:" followed by the lowercase hex SHA-256 of those bytes.
-//
-// DigestedToolMembers are those members.
+
+// DigestedToolMembers are the members of a tool's canonical definition.
 var DigestedToolMembers = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
 
 // DigestPrefix starts every digest; DigestPattern is the whole form (for API validation).
