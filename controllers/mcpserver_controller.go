@@ -470,15 +470,15 @@ func (r *MCPServerReconciler) alreadyApplied(ctx context.Context, desired *unstr
 // key: that would end every 2025-era session of the server (a deleted Secret is created again
 // with a new key; sidecars read it at start, so pods started afterwards use the new one).
 func (r *MCPServerReconciler) ensureSessionSecret(ctx context.Context, s *scope) error {
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.names.Namespace, Name: s.names.SessionSecret}, &metav1.PartialObjectMetadata{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-	})
+	// Read from the cache, which holds Switchboard's own Secrets (kube.CacheOptions), as the drain
+	// token is: a settled server costs no request.
+	err := r.Get(ctx, client.ObjectKey{Namespace: s.names.Namespace, Name: s.names.SessionSecret}, &corev1.Secret{})
 	if err == nil || !apierrors.IsNotFound(err) {
 		return err
 	}
 	err = r.Create(ctx, sessionSecretFor(s.server, s.names), client.FieldOwner(FieldOwner))
 	if apierrors.IsAlreadyExists(err) {
-		return nil
+		return nil // the cache lags behind a Secret created moments ago; its key stays
 	}
 	return err
 }
