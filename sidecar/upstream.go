@@ -250,24 +250,9 @@ func (u *Upstream) roundTrip(req *http.Request) (int, []byte, error) {
 
 // readResponse reads the JSON-RPC response from an upstream HTTP response.
 func (u *Upstream) readResponse(resp *http.Response) ([]byte, error) {
-	if isEventStream(resp.Header) {
-		rd := newSSEReader(resp.Body, u.maxBytes)
-		for {
-			ev, err := rd.next()
-			if err != nil {
-				return nil, fmt.Errorf("reading upstream event stream: %w", err)
-			}
-			if isResponse(ev.data) {
-				return bytes.Clone(ev.data), nil
-			}
-		}
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(u.maxBytes)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > u.maxBytes {
-		return nil, errors.New("upstream response exceeds size limit")
+	b, err := readUpstreamMessage(resp, u.maxBytes)
+	if err != nil || isEventStream(resp.Header) {
+		return b, err
 	}
 	if !json.Valid(b) {
 		return nil, fmt.Errorf("upstream answered HTTP %d with a non-JSON body: %s", resp.StatusCode, truncate(b, 200))
@@ -318,4 +303,29 @@ func truncate(b []byte, n int) string {
 		return string(b[:n]) + "…"
 	}
 	return string(b)
+}
+
+// readUpstreamMessage reads the JSON-RPC response an upstream HTTP response carries: the first
+// response event of an SSE body, or a JSON body, at most maxBytes either way.
+func readUpstreamMessage(resp *http.Response, maxBytes int) ([]byte, error) {
+	if isEventStream(resp.Header) {
+		rd := newSSEReader(resp.Body, maxBytes)
+		for {
+			ev, err := rd.next()
+			if err != nil {
+				return nil, fmt.Errorf("reading upstream event stream: %w", err)
+			}
+			if isResponse(ev.data) {
+				return bytes.Clone(ev.data), nil
+			}
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxBytes)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxBytes {
+		return nil, errors.New("upstream response exceeds size limit")
+	}
+	return b, nil
 }

@@ -275,26 +275,7 @@ func (t *generationTransport) legacyRequest(ctx context.Context, body []byte, si
 
 // readMessage reads a JSON body, or the first response of an SSE body.
 func (t *generationTransport) readMessage(resp *http.Response) ([]byte, error) {
-	if isEventStream(resp.Header) {
-		rd := newSSEReader(resp.Body, t.maxBytes)
-		for {
-			ev, err := rd.next()
-			if err != nil {
-				return nil, err
-			}
-			if isResponse(ev.data) {
-				return bytes.Clone(ev.data), nil
-			}
-		}
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.maxBytes)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > t.maxBytes {
-		return nil, errors.New("upstream response exceeds size limit")
-	}
-	return b, nil
+	return readUpstreamMessage(resp, t.maxBytes)
 }
 
 // legacyRoundTrip serves one 2026 request from a legacy upstream.
