@@ -39,8 +39,21 @@ echo "== installing the pinned conformance suite and Node 22 (npm ci)"
 (cd "$CONF_DIR" && npm ci --no-audit --no-fund --loglevel=error)
 "$NODE" --version
 
-free_port() {
-  "$NODE" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+# free_ports N: N distinct free ports, all held open until every one is chosen (ports asked for
+# one at a time can come back twice: the kernel may hand out a just-released port again).
+free_ports() {
+  "$NODE" -e '
+    const net = require("net"), n = +process.argv[1], servers = [];
+    let bound = 0;
+    for (let i = 0; i < n; i++) {
+      const s = net.createServer();
+      servers.push(s);
+      s.listen(0, "127.0.0.1", () => {
+        if (++bound < n) return;
+        console.log(servers.map((x) => x.address().port).join(" "));
+        servers.forEach((x) => x.close());
+      });
+    }' "$1"
 }
 # wait_http URL: polls until URL answers 2xx (30 s at most).
 wait_http() {
@@ -56,9 +69,7 @@ wait_http() {
 }
 
 rm -rf "$OUT" && mkdir -p "$OUT"
-UP_PORT=$(free_port)
-SC_PORT=$(free_port)
-AD_PORT=$(free_port)
+read -r UP_PORT SC_PORT AD_PORT < <(free_ports 3)
 
 bin/everything-server -http="127.0.0.1:$UP_PORT" -stateless >"$OUT/everything-server.log" 2>&1 &
 PIDS+=($!)
@@ -119,7 +130,7 @@ LEGACY_RC=0
 legacy_leg() { # label, then the upstream command line (ADDR is replaced by its address)
   local label=$1; shift
   local up_port sc_port ad_port
-  up_port=$(free_port); sc_port=$(free_port); ad_port=$(free_port)
+  read -r up_port sc_port ad_port < <(free_ports 3)
   "${@//ADDR/127.0.0.1:$up_port}" >"$OUT/legacy-$label-upstream.log" 2>&1 &
   PIDS+=($!)
   bin/sidecar --upstream "http://127.0.0.1:$up_port/mcp" --listen "127.0.0.1:$sc_port" \
