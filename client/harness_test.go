@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
+	"github.com/switchboard-mcp/switchboard/internal/freeport"
 )
 
 var sidecarBin, server2025Bin string
@@ -63,15 +64,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { t.Helper(); return freeport.ForTest(t) }
 
 // upstream is a go-sdk v1.8.0 server (stateless, 2026-07-28) run in process. Its tools/list
 // counts calls per Authorization header and can hold answers at a gate.

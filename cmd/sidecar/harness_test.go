@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
+	"github.com/switchboard-mcp/switchboard/internal/freeport"
 	"github.com/switchboard-mcp/switchboard/sidecar"
 )
 
@@ -62,15 +63,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freePort(t *testing.T) string { t.Helper(); return freeport.ForTest(t) }
 
 // proc is a child process the test owns; it is killed at cleanup.
 type proc struct {

@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/freeport"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 	"github.com/switchboard-mcp/switchboard/internal/kube"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
@@ -340,14 +341,7 @@ func waitServerReady(ctx context.Context, c client.Client) string {
 	}
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String(), nil
-}
+func freeAddr() (string, error) { return freeport.Addr() }
 
 // readyPods waits until the sample MCPServer has as many Ready pods as it asks for replicas and
 // returns them sorted by name.

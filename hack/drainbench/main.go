@@ -38,6 +38,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchboard-mcp/switchboard/internal/freeport"
 	"github.com/switchboard-mcp/switchboard/sidecar"
 )
 
@@ -140,12 +141,11 @@ type sidecarProc struct {
 }
 
 func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return a
 }
 
 // drainToken is the drain token the benchmark's sidecars get (docs/security.md).

@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/benchkit"
+	"github.com/switchboard-mcp/switchboard/internal/freeport"
 )
 
 func main() {
@@ -133,11 +134,7 @@ func (b *bench) record(kind string, v map[string]any) {
 	_ = json.NewEncoder(b.jsonOut).Encode(v)
 }
 
-func freeAddr() string {
-	l := must(net.Listen("tcp", "127.0.0.1:0"))
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr() string { return must(freeport.Addr()) }
 
 func (b *bench) start(bin string, args ...string) *exec.Cmd {
 	cmd := exec.Command(bin, args...)

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/freeport"
 )
 
 // NodeName is the first fake node kwok manages when Options.Controllers is set; the others
@@ -48,12 +49,12 @@ func fileExists(path string) bool {
 }
 
 func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		return "", err
 	}
-	defer func() { _ = ln.Close() }()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
+	_, port, err := net.SplitHostPort(a)
+	return port, err
 }
 
 // Defaults for the sizing options.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/freeport"
 	"github.com/switchboard-mcp/switchboard/internal/kubectlmcp"
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
@@ -200,18 +201,9 @@ func devRun(t *testing.T, root, bin string, ports []string) {
 
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	var out []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		_ = ln.Close()
+	out := make([]string, n)
+	for i := range out {
+		out[i] = freeport.ForTest(t)
 	}
 	return out
 }

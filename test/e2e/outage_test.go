@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
+	"github.com/switchboard-mcp/switchboard/internal/freeport"
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
 	"github.com/switchboard-mcp/switchboard/test/framework"
 )
@@ -199,15 +200,7 @@ func startProxiedSidecar(t *testing.T) (proxy *tcpProxy, mcpURL, adminURL string
 	return proxy, mcpURL, adminURL
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func freeAddr(t *testing.T) string { t.Helper(); return freeport.ForTest(t) }
 
 func ready(ctx context.Context, adminURL string) bool {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, adminURL+"/readyz", nil)

@@ -7,7 +7,6 @@ package framework
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/switchboard-mcp/switchboard/controllers"
+	"github.com/switchboard-mcp/switchboard/internal/freeport"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 	"github.com/switchboard-mcp/switchboard/internal/kube"
 	"github.com/switchboard-mcp/switchboard/internal/sampleserver"
@@ -304,10 +304,9 @@ func (s *Stack) Stop() {
 }
 
 func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		panic(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
