@@ -506,16 +506,7 @@ func TestDrainInflight(t *testing.T) {
 				t.Logf("%s: HTTP %d %s %v", id, r.status, r.ctype, last)
 			}
 			if c.sigterm {
-				exited := make(chan error, 1)
-				go func() { exited <- e.sc.cmd.Wait() }()
-				select {
-				case err := <-exited:
-					if err != nil {
-						t.Fatalf("sidecar exit: %v", err)
-					}
-				case <-time.After(hang):
-					t.Fatal("sidecar did not exit after SIGTERM")
-				}
+				waitExit(t, e.sc)
 				return
 			}
 			select {
@@ -556,14 +547,5 @@ func TestSIGTERMDrains(t *testing.T) {
 			t.Fatalf("final frame = %v", m)
 		}
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- e.sc.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("sidecar exit: %v", err)
-		}
-	case <-time.After(hang):
-		t.Fatal("sidecar did not exit after SIGTERM")
-	}
+	waitExit(t, e.sc)
 }

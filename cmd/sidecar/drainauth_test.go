@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -133,24 +132,6 @@ func scrape(t *testing.T, admin string) string {
 	defer r.Body.Close()
 	b, _ := io.ReadAll(r.Body)
 	return string(b)
-}
-
-// sigterm sends SIGTERM, as the kubelet does, and waits for a clean exit.
-func sigterm(t *testing.T, p *proc) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- p.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("sidecar exit: %v", err)
-		}
-	case <-time.After(hang):
-		t.Fatal("sidecar did not exit after SIGTERM")
-	}
 }
 
 // TestDrainTokenEnvName: the controller (internal/inject) and the sidecar share no package, so

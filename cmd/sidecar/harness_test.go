@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -334,4 +335,28 @@ func callTool(t *testing.T, url, name string) map[string]any {
 		t.Fatalf("tools/call %s: HTTP %d %v", name, st, msg)
 	}
 	return msg
+}
+
+// sigterm sends SIGTERM, as the kubelet does, and waits for a clean exit.
+func sigterm(t *testing.T, p *proc) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, p)
+}
+
+// waitExit waits for p, signalled already, to exit with status 0.
+func waitExit(t *testing.T, p *proc) {
+	t.Helper()
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("%s exit: %v\n%s", filepath.Base(p.cmd.Path), err, p.output())
+		}
+	case <-time.After(hang):
+		t.Fatalf("%s did not exit after SIGTERM", filepath.Base(p.cmd.Path))
+	}
 }

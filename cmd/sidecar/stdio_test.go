@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/testservers"
@@ -44,19 +42,7 @@ func TestStdioBridgeCLI(t *testing.T) {
 	if status != http.StatusOK || body["error"] != nil || !strings.Contains(fmt.Sprint(body["result"]), "simple text") {
 		t.Fatalf("tools/call: HTTP %d %v", status, body)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- p.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("bridge exit: %v\n%s", err, p.output())
-		}
-	case <-time.After(hang):
-		t.Fatal("bridge did not exit after SIGTERM")
-	}
+	sigterm(t, p)
 	if out := p.output(); !strings.Contains(out, `"MCP server stopped"`) || !strings.Contains(out, `"exit":"exit status 0"`) {
 		t.Fatalf("the MCP server was not stopped cleanly:\n%s", out)
 	}
