@@ -290,12 +290,23 @@ func TestCompleteMovesToAnotherReplica(t *testing.T) {
 	})
 	close(proceed)
 	ev.waitEvent(t, 0, "a re-baseline", isType(client.EventRebaseline))
-	tools, _, err := c.ListTools(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := description(t, tools, "alpha"); got != "v2" {
-		t.Fatalf("after moving replicas the client returns alpha %q, want v2", got)
+	// A read that was already under way when the re-baseline invalidated the list may still hand
+	// its (older) result to a caller that joined it; it is never cached. So the client must come
+	// to v2 well within the entry's 60 s TTL (hang is 30 s): a cached v1 would be served until
+	// the TTL ran out and fail here.
+	// (Not eventually.True: its bound outlasts the TTL, so a cached v1 would pass it.)
+	for deadline := time.Now().Add(hang); ; time.Sleep(20 * time.Millisecond) {
+		tools, _, err := c.ListTools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := description(t, tools, "alpha")
+		if got == "v2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after moving replicas the client still returns alpha %q after %s, want v2", got, hang)
+		}
 	}
 	eventually.True(t, "the stream to be on the other replica", func() bool { return streams(other) == "1" })
 	if err := <-drained; err != nil {
