@@ -244,10 +244,7 @@ func (r *MCPServerReconciler) applyChildren(ctx context.Context, s *scope) (ctrl
 			s.failedChildren = append(s.failedChildren, childError{kind: c.kind, namespace: s.names.Namespace, name: c.name, err: err})
 		}
 	}
-	if wantsNetworkPolicy(s.server) {
-		return ctrl.Result{}, r.apply(ctx, networkPolicyFor(s.server, s.names))
-	}
-	return ctrl.Result{}, r.deleteOwned(ctx, s, &networkingv1.NetworkPolicy{}, s.names.NetworkPolicy)
+	return ctrl.Result{}, nil
 }
 
 // observe reads the Deployment, the pods and the sidecars' reports, and finds the reports of

@@ -103,6 +103,7 @@ func itemStatuses(s *scope) []itemStatusUpdate {
 			missing = s.missingSources[obj.GetName()]
 		}
 		published, revision := publishedCondition(v, missing, s.tooLarge, s.revision, s.tooLargeMessage)
+		published, revision = publishedSince(itemStatus(obj), obj.GetGeneration(), published, revision)
 		out = append(out, itemStatusUpdate{object: obj, accepted: accepted, published: published, revision: revision})
 	}
 	return out
@@ -122,10 +123,34 @@ func publishedCondition(v verdict, missingSource string, tooLarge bool, revision
 		c.Reason, c.Message = mcpv1alpha1.ReasonSourceNotFound, missingSource
 		return c, revision
 	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, mcpv1alpha1.ReasonPublished, "part of catalog revision "+revision
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, mcpv1alpha1.ReasonPublished, publishedMessage(revision)
 		return c, revision
 	}
 	return c, ""
+}
+
+func publishedMessage(revision string) string {
+	return "part of the server's catalog since revision " + revision
+}
+
+// publishedSince keeps the revision an object was first published in, for as long as it stays
+// published, unchanged, in the same way: an object is part of every later revision of its
+// server's catalog too (the server's status.catalogRevision names the current one), so a change
+// to one tool does not rewrite the status of every other object of the server (one status write
+// per changed object instead of one per object of the server, docs/performance.md). A changed
+// generation, reason or status records the current revision.
+func publishedSince(before *mcpv1alpha1.CatalogItemStatus, generation int64, published metav1.Condition, revision string) (metav1.Condition, string) {
+	if before == nil || before.CatalogRevision == "" || revision == "" || before.ObservedGeneration != generation {
+		return published, revision
+	}
+	old := meta.FindStatusCondition(before.Conditions, mcpv1alpha1.ConditionPublished)
+	if old == nil || old.ObservedGeneration != generation || old.Status != published.Status || old.Reason != published.Reason {
+		return published, revision
+	}
+	if published.Reason == mcpv1alpha1.ReasonPublished {
+		published.Message = publishedMessage(before.CatalogRevision)
+	}
+	return published, before.CatalogRevision
 }
 
 // workload is what the controller observed of the pods' owner.

@@ -238,3 +238,73 @@ func edit(t *testing.T, obj client.Object, mutate func()) {
 		t.Fatal(err)
 	}
 }
+
+// TestEditWritesOnlyTheEditedItem: an edit of one tool publishes a new catalog revision, but the
+// server's other tools, its resource and its prompt are not written (their resourceVersions stay):
+// they keep the revision they were first published in, and the server's status names the new one.
+func TestEditWritesOnlyTheEditedItem(t *testing.T) {
+	ns := newNamespace(t)
+	server := newServer(ns, "fleet", 1)
+	tools := []*mcpv1alpha1.MCPTool{newTool(ns, "a", "fleet", "a"), newTool(ns, "b", "fleet", "b"), newTool(ns, "c", "fleet", "c")}
+	prompt := newPrompt(ns, "explain", "fleet", []string{"x"}, "Explain {{x}}")
+	resource := newResource(ns, "readme", "fleet", "docs://readme", mcpv1alpha1.ResourceSource{Inline: &mcpv1alpha1.InlineSource{Text: "hi"}})
+	mustCreate(t, server, tools[0], tools[1], tools[2], prompt, resource)
+	others := []client.Object{tools[0], tools[2], prompt, resource}
+	ctx := context.Background()
+	for _, obj := range append(others, tools[1]) {
+		itemCondition(t, obj, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
+	}
+	var rev1 string
+	eventually.Succeeds(t, "the server to name the catalog of all five objects", func() error {
+		c, rev := getCatalog(t, ns, "fleet")
+		s := &mcpv1alpha1.MCPServer{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(server), s); err != nil {
+			return err
+		}
+		if len(c.Tools) != 3 || len(c.Prompts) != 1 || len(c.Resources) != 1 || s.Status.CatalogRevision != rev {
+			return fmt.Errorf("catalog %s with %d tools; server names %s", rev, len(c.Tools), s.Status.CatalogRevision)
+		}
+		rev1 = rev
+		return nil
+	})
+	versions := map[string]string{}
+	for _, obj := range others {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+		versions[obj.GetName()] = obj.GetResourceVersion()
+	}
+
+	edit(t, tools[1], func() { tools[1].Spec.Description = "edited" })
+	var rev2 string
+	eventually.Succeeds(t, "the edited tool and the server to name a new revision", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(tools[1]), tools[1]); err != nil {
+			return err
+		}
+		s := &mcpv1alpha1.MCPServer{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(server), s); err != nil {
+			return err
+		}
+		rev2 = s.Status.CatalogRevision
+		if rev2 == rev1 || tools[1].Status.CatalogRevision != rev2 || tools[1].Status.ObservedGeneration != tools[1].Generation {
+			return fmt.Errorf("server names %s (before the edit %s), the edited tool %s at generation %d of %d",
+				rev2, rev1, tools[1].Status.CatalogRevision, tools[1].Status.ObservedGeneration, tools[1].Generation)
+		}
+		return nil
+	})
+	if c := findCondition(tools[1], mcpv1alpha1.ConditionPublished); !strings.Contains(c.Message, rev2) {
+		t.Fatalf("the edited tool's Published message %q does not name %s", c.Message, rev2)
+	}
+	// The server's status is written after every item's, so the others' writes, if any, are done.
+	for _, obj := range others {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+		if obj.GetResourceVersion() != versions[obj.GetName()] {
+			t.Errorf("%T %s was written although it did not change (status %+v)", obj, obj.GetName(), *itemStatus(obj))
+		}
+		if st := itemStatus(obj); st.CatalogRevision == "" || st.CatalogRevision == rev2 {
+			t.Errorf("%s names revision %q; want the one it was published in", obj.GetName(), st.CatalogRevision)
+		}
+	}
+}

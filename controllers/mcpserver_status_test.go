@@ -282,3 +282,51 @@ func TestItemStatuses(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishedSince: an object that stays published, unchanged, keeps the revision it was first
+// published in (no status write when another object of the server changes); a new generation, a
+// different reason or a first publication records the current revision.
+func TestPublishedSince(t *testing.T) {
+	published := func(gen int64, rev string) *mcpv1alpha1.CatalogItemStatus {
+		return &mcpv1alpha1.CatalogItemStatus{ObservedGeneration: gen, CatalogRevision: rev, Conditions: []metav1.Condition{{
+			Type: mcpv1alpha1.ConditionPublished, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonPublished,
+			ObservedGeneration: gen, Message: publishedMessage(rev)}}}
+	}
+	sourceMissing := &mcpv1alpha1.CatalogItemStatus{ObservedGeneration: 2, CatalogRevision: "r1", Conditions: []metav1.Condition{{
+		Type: mcpv1alpha1.ConditionPublished, Status: metav1.ConditionFalse, Reason: mcpv1alpha1.ReasonSourceNotFound, ObservedGeneration: 2}}}
+	accepted := verdict{Accepted: true, Reason: mcpv1alpha1.ReasonAccepted}
+	now, _ := publishedCondition(accepted, "", false, "r2", "")
+	for name, tc := range map[string]struct {
+		before  *mcpv1alpha1.CatalogItemStatus
+		gen     int64
+		missing string
+		want    string
+	}{
+		"first publication":           {&mcpv1alpha1.CatalogItemStatus{}, 2, "", "r2"},
+		"unchanged object keeps r1":   {published(2, "r1"), 2, "", "r1"},
+		"edited object (generation)":  {published(1, "r1"), 2, "", "r2"},
+		"source now missing":          {published(2, "r1"), 2, "ConfigMap x does not exist", "r2"},
+		"source still missing":        {sourceMissing, 2, "ConfigMap x does not exist", "r1"},
+		"source found again":          {sourceMissing, 2, "", "r2"},
+		"written before this release": {&mcpv1alpha1.CatalogItemStatus{ObservedGeneration: 2, CatalogRevision: "r1"}, 2, "", "r2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, rev := publishedCondition(accepted, tc.missing, false, "r2", "")
+			c, rev = publishedSince(tc.before, tc.gen, c, rev)
+			if rev != tc.want {
+				t.Fatalf("revision %q, want %q", rev, tc.want)
+			}
+			if c.Reason == mcpv1alpha1.ReasonPublished && c.Message != publishedMessage(tc.want) {
+				t.Fatalf("message %q does not name revision %s", c.Message, tc.want)
+			}
+		})
+	}
+	// Not published now: nothing to keep.
+	notAccepted, rev := publishedCondition(verdict{Reason: mcpv1alpha1.ReasonNameConflict}, "", false, "r2", "")
+	if c, r := publishedSince(published(2, "r1"), 2, notAccepted, rev); r != "" || c.Status != metav1.ConditionFalse {
+		t.Fatalf("a conflicting object: %+v, revision %q", c, r)
+	}
+	if now.Message != publishedMessage("r2") {
+		t.Fatalf("message %q", now.Message)
+	}
+}

@@ -55,7 +55,9 @@ type CatalogItemStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// catalogRevision is the server's catalog revision that includes this object.
+	// catalogRevision is the first revision of the server's catalog that included this object as
+	// it is now (at observedGeneration). Later revisions include it too while Published is True;
+	// the MCPServer's status.catalogRevision names the current one.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	CatalogRevision string `json:"catalogRevision,omitempty"`

@@ -36,6 +36,7 @@ func main() {
 		qps             float64
 		burst           int
 		concurrency     int
+		pprofAddr       string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
@@ -51,6 +52,9 @@ func main() {
 	flag.IntVar(&burst, "kube-api-burst", controllers.DefaultBurst, "Burst above --kube-api-qps.")
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles,
 		"MCPServers reconciled at the same time.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "",
+		"Address of Go's /debug/pprof endpoints (CPU and heap profiles), e.g. 127.0.0.1:6060; empty or 0 disables them. "+
+			"They are unauthenticated: bind them to the loopback interface.")
 	flag.StringVar(&certMode, "webhook-cert-mode", string(webhook.CertSelfSigned),
 		"Where the webhook's serving certificate comes from: self-signed (the manager issues, rotates and injects it), "+
 			"cert-manager (mounted from a cert-manager Certificate; caBundle injected by cert-manager), or none (no injection webhook).")
@@ -95,6 +99,7 @@ func main() {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
+		PprofBindAddress:       pprofAddr,
 		LeaderElection:         leaderElection,
 		LeaderElectionID:       "switchboard-manager.mcp.switchboard.dev",
 		// In a cluster the Lease lives in the pod's namespace; outside one, in --namespace.

@@ -496,6 +496,7 @@ type phase struct {
 
 func (b *bench) beginPhase(name string, m *managerproc.Manager) *phase {
 	p := &phase{Name: name, m: m, start: time.Now()}
+	b.prof.begin(name, m.Name)
 	p.recBefore = reconcilesByController(m)
 	if u, err := managerproc.ReadUsage(m.Pid()); err == nil {
 		p.cpuBefore = u.CPU
@@ -540,6 +541,7 @@ func (b *bench) endPhase(p *phase) error {
 		p.APIServerRSSMB = mb(u.RSS)
 	}
 	b.res.Phases = append(b.res.Phases, *p)
+	b.prof.end(p.Name, p.m.Name)
 	return nil
 }
 

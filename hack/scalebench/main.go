@@ -60,6 +60,7 @@ type options struct {
 	managerArgs string
 	jsonOut     string
 	keep        bool
+	profile     string
 }
 
 func main() {
@@ -84,6 +85,8 @@ func main() {
 	flag.StringVar(&o.managerArgs, "manager-args", "", "Extra manager flags, space-separated.")
 	flag.StringVar(&o.jsonOut, "json", "", "Append the results as one JSON line to this file.")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the logs and the audit log (their folder is printed).")
+	flag.StringVar(&o.profile, "profile", "", "Save the manager's CPU profile of each phase and its heap at each phase's end in this folder "+
+		"(the manager's --pprof-bind-address on 127.0.0.1).")
 	flag.Parse()
 	if o.sidecars < 0 {
 		o.sidecars = 2 * o.servers
@@ -109,6 +112,7 @@ type bench struct {
 	managers []*managerproc.Manager
 	watch    *fleetWatch
 	audit    *auditLog
+	prof     *profiler // nil without -profile
 	res      results
 }
 
@@ -120,6 +124,12 @@ func run(o options) (err error) {
 		return err
 	}
 	b := &bench{o: o, dir: dir}
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return err
+		}
+		b.prof = &profiler{dir: o.profile, addrs: map[string]string{}}
+	}
 	b.res.Started = time.Now().UTC().Format(time.RFC3339)
 	b.res.Servers, b.res.ToolsPerServer, b.res.Nodes, b.res.PodsPerNode = o.servers, o.tools, o.nodes, o.podsPerNode
 	b.res.Sidecars = o.sidecars
@@ -231,9 +241,13 @@ func (b *bench) start() error {
 }
 
 func (b *bench) startManager(ctx context.Context, name string) (*managerproc.Manager, error) {
+	args, err := b.prof.managerArgs(name)
+	if err != nil {
+		return nil, err
+	}
 	m, err := managerproc.Start(ctx, managerproc.Options{
 		Bin: b.o.manager, Kubeconfig: b.env.KubeconfigPath, Dir: b.dir, Name: name,
-		LeaderElect: true, Webhook: true, Args: strings.Fields(b.o.managerArgs),
+		LeaderElect: true, Webhook: true, Args: append(strings.Fields(b.o.managerArgs), args...),
 	})
 	if err != nil {
 		return nil, err
