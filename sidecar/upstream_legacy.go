@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,8 +29,9 @@ import (
 //     pool) and maps every 2026 request onto one. It answers server/discover
 //     from the initialize result, strips the reserved 2026 _meta keys and
 //     Mcp-* headers, gives each request an id of its own on the session,
-//     answers the upstream's server-to-client requests with an error that
-//     names the limitation, and serves subscriptions/listen from the
+//     turns the upstream's questions during a call (elicitation, sampling,
+//     roots) into input_required results and delivers the client's answers
+//     (upstream_legacy_input.go), and serves subscriptions/listen from the
 //     upstream's GET stream (list_changed; resources/updated through
 //     reference-counted upstream resources/subscribe).
 //
@@ -85,8 +87,9 @@ type generationTransport struct {
 	version  string          // the revision it negotiated (legacy)
 	sessions []*upSession
 	listens  map[*legacyListen]struct{}
-	subs     map[string]int     // URI -> open listens that want it
-	stopGet  context.CancelFunc // ends the GET stream loop of the current legacy connection
+	subs     map[string]int       // URI -> open listens that want it
+	stopGet  context.CancelFunc   // ends the GET stream loop of the current legacy connection
+	held     map[string]*heldCall // calls waiting for their client's input, by token
 }
 
 // upSession is one upstream session. inflight is guarded by the
@@ -98,7 +101,7 @@ type upSession struct {
 
 func newGenerationTransport(base http.RoundTripper, url string, maxBytes int) *generationTransport {
 	t := &generationTransport{base: base, url: url, maxBytes: maxBytes,
-		listens: map[*legacyListen]struct{}{}, subs: map[string]int{}}
+		listens: map[*legacyListen]struct{}{}, subs: map[string]int{}, held: map[string]*heldCall{}}
 	t.log.Store(slog.Default())
 	return t
 }
@@ -215,7 +218,7 @@ func (t *generationTransport) detect(ctx context.Context) (upstreamGen, error) {
 func (t *generationTransport) initialize(ctx context.Context, s *upSession) (json.RawMessage, string, error) {
 	body := `{"jsonrpc":"2.0","id":"switchboard-init-` + strconv.FormatInt(t.seq.Add(1), 10) +
 		`","method":"initialize","params":{"protocolVersion":"` + legacyClientVersion +
-		`","capabilities":{},"clientInfo":` + string(sidecarClientInfo) + `}}`
+		`","capabilities":` + legacyClientCapabilities + `,"clientInfo":` + string(sidecarClientInfo) + `}}`
 	req, err := t.legacyRequest(ctx, []byte(body), "", "")
 	if err != nil {
 		return nil, "", err
@@ -255,6 +258,12 @@ func (t *generationTransport) initialize(ctx context.Context, s *upSession) (jso
 	t.mu.Unlock()
 	return bytes.Clone(res), r.ProtocolVersion, nil
 }
+
+// legacyClientCapabilities are what the sidecar declares in initialize:
+// the upstream may ask for elicitation and sampling during a call (they
+// become the 2026 client's input_required). Not roots: a server may ask for
+// them outside any call, where no client can answer.
+const legacyClientCapabilities = `{"elicitation":{"form":{},"url":{}},"sampling":{}}`
 
 // legacyRequest builds a POST to the upstream in the 2025 shape.
 func (t *generationTransport) legacyRequest(ctx context.Context, body []byte, sid, version string) (*http.Request, error) {
@@ -297,7 +306,7 @@ func (t *generationTransport) legacyRoundTrip(req *http.Request) (*http.Response
 	case methodListen:
 		return t.legacyListen(req, body)
 	}
-	return t.legacyCall(req, body)
+	return t.legacyCall(req, body, method)
 }
 
 // jsonResponse is a synthesized upstream answer.
@@ -319,7 +328,7 @@ func jsonResponse(req *http.Request, status int, body []byte) *http.Response {
 // a ping on the upstream session (readiness follows reachability).
 func (t *generationTransport) legacyDiscover(req *http.Request, body []byte) (*http.Response, error) {
 	ping := []byte(`{"jsonrpc":"2.0","id":"switchboard-ping","method":"ping"}`)
-	resp, err := t.legacyCall(req, ping)
+	resp, err := t.legacyCall(req, ping, "ping")
 	if err != nil {
 		return nil, err
 	}
@@ -484,12 +493,31 @@ func dropReserved(meta []byte) ([]byte, bool, error) {
 
 // legacyCall sends one request or notification on an upstream session and
 // returns its answer in the shape the sidecar expects.
-func (t *generationTransport) legacyCall(req *http.Request, body []byte) (*http.Response, error) {
+func (t *generationTransport) legacyCall(req *http.Request, body []byte, method string) (*http.Response, error) {
 	ctx := req.Context()
 	origID, hasID, _ := field(body, "id")
 	newID := ""
+	var in callInput
 	if hasID {
 		newID = "sb-" + strconv.FormatInt(t.seq.Add(1), 10)
+		if in.allowed = mayNeedInput(method); in.allowed {
+			in.caps = clientCaps(body)
+			in.auth = authDigest(req.Header)
+			if bytes.Contains(body, []byte(`"requestState"`)) || bytes.Contains(body, []byte(`"inputResponses"`)) {
+				nb, token, answers, err := retryInput(body)
+				if err != nil {
+					return jsonResponse(req, http.StatusBadRequest, errorBody(origID, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: "+err.Error()))), nil
+				}
+				body, in.answers = nb, answers
+				in.given = maps.Clone(answers)
+				if h := t.takeHeld(token, in.auth); h != nil {
+					if in.answers == nil {
+						in.answers = map[string]json.RawMessage{}
+					}
+					return t.resume(req, token, h, in, origID)
+				}
+			}
+		}
 	}
 	lbody, err := toLegacy(body, newID)
 	if err != nil {
@@ -499,13 +527,24 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte) (*http.
 	if err != nil {
 		return nil, err
 	}
+	// A call that may be held for the client's input outlives the client's
+	// request: its upstream request has a context of its own, ended with
+	// the client's request until the call is held.
+	uctx, cancel := ctx, context.CancelFunc(func() {})
+	stop := func() bool { return true }
+	if in.allowed {
+		uctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+		stop = context.AfterFunc(ctx, cancel)
+	}
 	var resp *http.Response
 	for attempt := 0; ; attempt++ {
 		t.mu.Lock()
 		sid, version := s.id, t.version
 		t.mu.Unlock()
-		ureq, err := t.legacyRequest(ctx, lbody, sid, version)
+		ureq, err := t.legacyRequest(uctx, lbody, sid, version)
 		if err != nil {
+			stop()
+			cancel()
 			t.done(s)
 			return nil, err
 		}
@@ -519,6 +558,8 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte) (*http.
 		}
 		resp, err = t.base.RoundTrip(ureq)
 		if err != nil {
+			stop()
+			cancel()
 			t.done(s)
 			if ctx.Err() == nil {
 				t.reset(genLegacy)
@@ -528,6 +569,8 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte) (*http.
 		if resp.StatusCode == http.StatusNotFound && sid != "" && attempt == 0 {
 			resp.Body.Close()
 			if err := t.reinit(ctx, s, sid); err != nil {
+				stop()
+				cancel()
 				t.done(s)
 				return nil, fmt.Errorf("re-initializing the upstream session: %w", err)
 			}
@@ -537,35 +580,20 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte) (*http.
 	}
 	resp.Header.Del("Mcp-Session-Id")
 	if !hasID {
+		stop()
+		cancel()
 		t.done(s)
 		return resp, nil
 	}
-	if isEventStream(resp.Header) {
-		// The first message decides the shape: a response (most calls) goes
-		// back as JSON with the status a 2026 server would give it; a
-		// notification first (progress) makes the answer a stream.
-		rd := newSSEReader(resp.Body, t.maxBytes)
-		first, isResp, err := t.nextForward(rd, s, origID)
-		if err != nil {
-			resp.Body.Close()
-			t.done(s)
-			return nil, fmt.Errorf("reading the upstream's answer: %w", err)
-		}
-		if isResp {
-			resp.Body.Close()
-			t.done(s)
-			first, status := legacyAnswer(first, resp.StatusCode)
-			out := jsonResponse(req, status, first)
-			return out, nil
-		}
-		pr, pw := io.Pipe()
-		go t.relayCallStream(rd, resp.Body, first, pw, s, origID)
-		resp.Body = pr
-		resp.ContentLength = -1
-		resp.Header.Del("Content-Length")
-		return resp, nil
+	if isEventStream(resp.Header) && resp.StatusCode == http.StatusOK {
+		c := &upCall{s: s, rd: newSSEReader(resp.Body, t.maxBytes), body: resp.Body, cancel: cancel, stop: stop, in: in}
+		return t.serveCallStream(req, c, origID)
 	}
-	defer t.done(s)
+	defer func() {
+		stop()
+		cancel()
+		t.done(s)
+	}()
 	msg, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.maxBytes)+1))
 	resp.Body.Close()
 	if err != nil {
@@ -592,15 +620,24 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte) (*http.
 	return resp, nil
 }
 
+// What nextForward found.
+const (
+	fwdResponse = iota
+	fwdNotification
+	fwdInput
+)
+
 // nextForward reads a call's SSE answer up to the next message for the
-// client: the response (id restored), or a progress or log notification.
-// On the way it answers the upstream's server-to-client requests and hands
-// change notifications to the listens (they are not request-scoped).
-func (t *generationTransport) nextForward(rd *sseReader, s *upSession, origID []byte) (msg []byte, isResp bool, err error) {
+// client: the response (id restored), a progress or log notification, or a
+// question the client must answer (input_required). On the way it answers
+// the upstream's other server-to-client requests, the questions the client
+// answered already, and hands change notifications to the listens (they are
+// not request-scoped).
+func (t *generationTransport) nextForward(c *upCall, origID []byte) (msg []byte, kind int, err error) {
 	for {
-		ev, err := rd.next()
+		ev, err := c.rd.next()
 		if err != nil {
-			return nil, false, err
+			return nil, 0, err
 		}
 		data := ev.data
 		if len(bytes.TrimSpace(data)) == 0 {
@@ -611,26 +648,40 @@ func (t *generationTransport) nextForward(rd *sseReader, s *upSession, origID []
 		switch {
 		case hasMethod && hasID:
 			method, _ := stringValue(m)
-			t.answerServerRequest(s, data, method)
+			if _, asks := inputCapability[method]; asks && c.in.allowed {
+				params, _, _ := field(data, "params")
+				key := inputKey(method, params)
+				if answer, ok := c.in.answers[key]; ok {
+					// Answered in an earlier round (a call run again).
+					delete(c.in.answers, key)
+					id, _, _ := field(data, "id")
+					reply := append(append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...), answer...)
+					if err := t.replyUpstream(context.Background(), c.s, append(reply, '}')); err != nil {
+						return nil, 0, fmt.Errorf("answering the upstream's %s: %w", method, err)
+					}
+					continue
+				}
+				return bytes.Clone(data), fwdInput, nil
+			}
+			t.answerServerRequest(c.s, data, method)
 		case hasMethod:
 			method, _ := stringValue(m)
 			if !t.dispatch(method, data) {
-				return bytes.Clone(data), false, nil
+				return bytes.Clone(data), fwdNotification, nil
 			}
 		default:
 			if nd, err := setMembers(data, []kv{{key: "id", val: origID}}, nil); err == nil {
-				return nd, true, nil
+				return nd, fwdResponse, nil
 			}
-			return bytes.Clone(data), true, nil
+			return bytes.Clone(data), fwdResponse, nil
 		}
 	}
 }
 
 // relayCallStream copies the rest of a call's SSE answer, first being the
-// message nextForward already read.
-func (t *generationTransport) relayCallStream(rd *sseReader, body io.Closer, first []byte, pw *io.PipeWriter, s *upSession, origID []byte) {
-	defer t.done(s)
-	defer body.Close()
+// message nextForward already read. A question for the client ends the
+// stream with the input_required result, the call held.
+func (t *generationTransport) relayCallStream(c *upCall, first []byte, pw *io.PipeWriter, origID []byte) {
 	var out []byte
 	data := first
 	for {
@@ -638,15 +689,27 @@ func (t *generationTransport) relayCallStream(rd *sseReader, body io.Closer, fir
 		out = append(out, data...)
 		out = append(out, '\n', '\n')
 		if _, err := pw.Write(out); err != nil {
+			t.release(c)
 			return // the sidecar stopped reading (client gone)
 		}
+		var kind int
 		var err error
-		data, _, err = t.nextForward(rd, s, origID)
-		if err != nil {
+		data, kind, err = t.nextForward(c, origID)
+		switch {
+		case err != nil:
 			if errors.Is(err, io.EOF) {
 				err = nil
 			}
+			t.release(c)
 			pw.CloseWithError(err)
+			return
+		case kind == fwdResponse:
+			// The last message: written by the next turn, then EOF.
+		case kind == fwdInput:
+			b, _ := t.askClient(c, data, origID)
+			out = append(append(append(out[:0], "event: message\ndata: "...), b...), '\n', '\n')
+			_, _ = pw.Write(out)
+			pw.Close()
 			return
 		}
 	}
@@ -705,9 +768,10 @@ func legacyAnswer(msg []byte, status int) ([]byte, int) {
 }
 
 // answerServerRequest answers a request the legacy upstream makes of its
-// client during a call. 2026-07-28 clients cannot be asked mid-call (their
-// way is an input_required result, which a 2025 server cannot produce), so
-// sampling, elicitation and roots get an error that says so; ping works.
+// client where no 2026-07-28 client can be asked: outside a call (its GET
+// stream), during a request that may not answer input_required (only
+// tools/call, prompts/get and resources/read may), or a method that has no
+// input_required form. ping works.
 func (t *generationTransport) answerServerRequest(s *upSession, msg []byte, method string) {
 	id, _, _ := field(msg, "id")
 	var answer []byte
@@ -715,7 +779,7 @@ func (t *generationTransport) answerServerRequest(s *upSession, msg []byte, meth
 		answer = []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{}}`)
 	} else {
 		answer = errorBody(id, newErr(http.StatusOK, codeMethodNotFound, method+
-			" is not available: this 2025-era MCP server is served to 2026-07-28 clients through the Switchboard sidecar, which cannot pass server-to-client requests (sampling, elicitation, roots) to them in the middle of a call"))
+			" is not available here: this 2025-era MCP server is served to 2026-07-28 clients through the Switchboard sidecar, which passes server-to-client requests (sampling, elicitation, roots) to them only during tools/call, prompts/get and resources/read (as input_required)"))
 		t.log.Load().Info("Refused a server-to-client request from the 2025-era upstream", "method", method)
 	}
 	t.mu.Lock()

@@ -123,9 +123,14 @@ type call struct {
 	// final receives the answer (id restored) exactly once, or is closed
 	// without one when the call is abandoned.
 	final chan []byte
-	// progress receives the call's notifications/progress (token restored);
-	// non-blocking sends, a full queue drops progress (never the answer).
-	progress chan []byte
+	// stream receives what goes on the call's SSE answer before the answer:
+	// its notifications/progress (token restored) and the child's questions
+	// (ask.go); nil when the client takes no SSE. Non-blocking sends: a
+	// full queue drops progress (never the answer).
+	stream chan []byte
+	// asked counts the child's questions on this call still unanswered
+	// (guarded by Bridge.mu).
+	asked int
 }
 
 // Bridge multiplexes HTTP clients onto one stdio child.
@@ -143,7 +148,8 @@ type Bridge struct {
 	nextID   int64           // next id towards the child (ids and progress tokens)
 	pending  map[int64]*call // by the id the child sees
 	sessions map[string]*session
-	subs     map[string]int // resource URI -> sessions subscribed
+	subs     map[string]int  // resource URI -> sessions subscribed
+	asks     map[string]*ask // the child's questions passed to clients, by the bridge's id
 	draining bool
 	restarts int // child exits survived (for the log and /healthz)
 }
@@ -164,6 +170,7 @@ func New(cfg Config) (*Bridge, error) {
 		pending:  map[int64]*call{},
 		sessions: map[string]*session{},
 		subs:     map[string]int{},
+		asks:     map[string]*ask{},
 	}, nil
 }
 
@@ -380,21 +387,6 @@ func (b *Bridge) tooLong(c *child, prefix []byte, n int64) {
 	c.signal(syscall.SIGKILL)
 }
 
-// serverRequest answers a request the child makes of its client. The bridge
-// declares no client capabilities, so a well-behaved server sends only ping;
-// anything else cannot be routed to one client among many.
-func (b *Bridge) serverRequest(c *child, req *jsonrpc.Request) {
-	var data []byte
-	if req.Method == "ping" {
-		resp := &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{}`)}
-		data, _ = jsonrpc.EncodeMessage(resp)
-	} else {
-		data = errorResponse(req.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf(
-			"%s is not available: the Switchboard stdio bridge shares this server among many clients and cannot route server-to-client requests (sampling, elicitation, roots) to one of them", req.Method))
-	}
-	_ = c.write(data)
-}
-
 // notification routes a notification from the child: progress to the call
 // it belongs to, resources/updated to the sessions subscribed to that URI,
 // everything else to every session's GET stream.
@@ -412,7 +404,7 @@ func (b *Bridge) notification(n *jsonrpc.Request) {
 		b.mu.Lock()
 		cl := b.pending[id]
 		b.mu.Unlock()
-		if cl == nil || cl.progress == nil {
+		if cl == nil || cl.stream == nil {
 			return
 		}
 		params, err := setMember(n.Params, "progressToken", cl.token)
@@ -421,7 +413,7 @@ func (b *Bridge) notification(n *jsonrpc.Request) {
 		}
 		data, _ := jsonrpc.EncodeMessage(&jsonrpc.Request{Method: n.Method, Params: params})
 		select {
-		case cl.progress <- data:
+		case cl.stream <- data:
 		default:
 		}
 		return

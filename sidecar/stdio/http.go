@@ -134,8 +134,10 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !isReq:
-		// A response to a server-to-client request: the bridge sends none
-		// to clients (it answers them itself), so there is nothing to route.
+		// A client's answer to the child's question (ask.go).
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			b.clientResponse(resp)
+		}
 		w.WriteHeader(http.StatusAccepted)
 	case !req.IsCall():
 		b.clientNotification(s, req)
@@ -236,10 +238,12 @@ func (b *Bridge) forward(w http.ResponseWriter, r *http.Request, s *session, req
 		writeJSON(w, status, errorResponse(req.ID, jsonrpc.CodeInternalError, err.Error()))
 		return
 	}
-	sse := progressToken(req.Params) != nil && strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	// A client that takes SSE gets a stream when something comes before the
+	// answer (progress, a question of the child's); otherwise JSON.
 	cl := &call{origID: req.ID, session: s, final: make(chan []byte, 1)}
-	if sse {
-		cl.progress = make(chan []byte, callQueue)
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		cl.stream = make(chan []byte, callQueue)
+		defer b.dropAsks(cl)
 	}
 	id, err := b.send(c, req, cl)
 	if err != nil {
@@ -258,32 +262,29 @@ func (b *Bridge) forward(w http.ResponseWriter, r *http.Request, s *session, req
 		b.mu.Unlock()
 	}()
 
-	if !sse {
-		select {
-		case data := <-cl.final:
-			writeJSON(w, http.StatusOK, data)
-		case <-r.Context().Done():
-			b.cancel(c, id, "the client went away")
-		}
-		return
-	}
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	_ = rc.Flush()
+	var rc *http.ResponseController
 	for {
 		select {
-		case p := <-cl.progress:
+		case p := <-cl.stream:
+			if rc == nil {
+				rc = http.NewResponseController(w)
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.Header().Set("Cache-Control", "no-cache")
+				w.WriteHeader(http.StatusOK)
+			}
 			if writeEvent(rc, w, p) != nil {
 				b.cancel(c, id, "the client went away")
 				return
 			}
 		case data := <-cl.final:
+			if rc == nil {
+				writeJSON(w, http.StatusOK, data)
+				return
+			}
 			// Progress sent before the answer is still queued: send it first.
 			for drained := false; !drained; {
 				select {
-				case p := <-cl.progress:
+				case p := <-cl.stream:
 					_ = writeEvent(rc, w, p)
 				default:
 					drained = true

@@ -146,7 +146,7 @@ func (b *Bridge) initialize(ctx context.Context, c *child, gen uint64) error {
 	b.mu.Unlock()
 	ictx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
-	params := json.RawMessage(`{"protocolVersion":"` + b.cfg.ProtocolVersion + `","capabilities":{},"clientInfo":` + bridgeClientInfo + `}`)
+	params := json.RawMessage(`{"protocolVersion":"` + b.cfg.ProtocolVersion + `","capabilities":` + askClientCapabilities + `,"clientInfo":` + bridgeClientInfo + `}`)
 	res, err := b.roundTrip(ictx, c, "initialize", params)
 	if err != nil {
 		return err
