@@ -88,7 +88,8 @@ type generationTransport struct {
 	sessions []*upSession
 	listens  map[*legacyListen]struct{}
 	subs     map[string]int       // URI -> open listens that want it
-	stopGet  context.CancelFunc   // ends the GET stream loop of the current legacy connection
+	getCtx   context.Context      // the GET stream loops of the current legacy connection
+	stopGet  context.CancelFunc   // ends them
 	held     map[string]*heldCall // calls waiting for their client's input, by token
 }
 
@@ -150,7 +151,7 @@ func (t *generationTransport) reset(was upstreamGen) {
 	t.gen = genUnknown
 	t.sessions = nil
 	stop := t.stopGet
-	t.stopGet = nil
+	t.getCtx, t.stopGet = nil, nil
 	ls := t.listenList()
 	t.mu.Unlock()
 	if stop != nil {
@@ -201,7 +202,7 @@ func (t *generationTransport) detect(ctx context.Context) (upstreamGen, error) {
 	t.mu.Lock()
 	t.gen, t.initRes, t.version = genLegacy, res, version
 	t.sessions = []*upSession{s}
-	t.stopGet = stopGet
+	t.getCtx, t.stopGet = getCtx, stopGet
 	t.mu.Unlock()
 	var info struct {
 		ServerInfo json.RawMessage `json:"serverInfo"`
@@ -209,7 +210,7 @@ func (t *generationTransport) detect(ctx context.Context) (upstreamGen, error) {
 	_ = json.Unmarshal(res, &info)
 	t.log.Load().Info("Upstream speaks a 2025 revision; serving it to 2026-07-28 clients through upstream sessions",
 		"protocolVersion", version, "serverInfo", string(info.ServerInfo), "discoverAnswer", discoverAnswer)
-	go t.getLoop(getCtx)
+	go t.getLoop(getCtx, s, true)
 	return genLegacy, nil
 }
 
@@ -404,6 +405,9 @@ func (t *generationTransport) pick(ctx context.Context) (*upSession, error) {
 	t.mu.Lock()
 	if len(t.sessions) < legacyPoolMax && t.gen == genLegacy {
 		t.sessions = append(t.sessions, s)
+		// Every pooled session's GET stream is read: a server may send a
+		// change notification only on the session that caused it.
+		go t.getLoop(t.getCtx, s, false)
 	}
 	s.inflight++
 	t.mu.Unlock()

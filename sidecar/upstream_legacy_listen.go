@@ -260,20 +260,24 @@ func (t *generationTransport) dispatch(method string, msg []byte) bool {
 	return true
 }
 
-// getLoop keeps the primary session's GET stream open while the upstream is
-// the legacy one this loop was started for. When the stream drops, every
-// listen ends, so that the relay opens a new one and tells every client to
-// re-read (changes made meanwhile were not seen).
-func (t *generationTransport) getLoop(ctx context.Context) {
+// getLoop keeps session s's GET stream open while the upstream is the
+// legacy one this loop was started for (every pooled session has one: a
+// server may notify only the session that caused a change; one that
+// broadcasts is heard once per pooled session, at most legacyPoolMax times).
+// When a stream drops, every listen ends, so that the relay opens a new one
+// and tells every client to re-read (changes made meanwhile were not seen).
+func (t *generationTransport) getLoop(ctx context.Context, s *upSession, primary bool) {
 	backoff := relayBackoffFloor
 	for ctx.Err() == nil {
 		began := time.Now()
-		status, err := t.getStream(ctx)
+		status, err := t.getStream(ctx, s)
 		if ctx.Err() != nil {
 			return
 		}
 		if status == http.StatusMethodNotAllowed {
-			t.log.Load().Info("The 2025-era upstream offers no GET stream; only notifications sent with responses reach listens")
+			if primary {
+				t.log.Load().Info("The 2025-era upstream offers no GET stream; only notifications sent with responses reach listens")
+			}
 			return
 		}
 		t.mu.Lock()
@@ -295,14 +299,9 @@ func (t *generationTransport) getLoop(ctx context.Context) {
 	}
 }
 
-// getStream reads one GET stream of the primary session until it ends.
-func (t *generationTransport) getStream(ctx context.Context) (int, error) {
+// getStream reads one GET stream of session s until it ends.
+func (t *generationTransport) getStream(ctx context.Context, s *upSession) (int, error) {
 	t.mu.Lock()
-	if len(t.sessions) == 0 {
-		t.mu.Unlock()
-		return 0, errors.New("no upstream session")
-	}
-	s := t.sessions[0]
 	sid, version := s.id, t.version
 	t.mu.Unlock()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url, nil)
