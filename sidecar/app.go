@@ -46,9 +46,12 @@ type Config struct {
 	// SessionKey signs 2025-era session ids (shared by every replica of
 	// one MCPServer; random when empty); SessionServer names the server in
 	// them (default: CatalogConfigMap); SessionTTL is their lifetime.
-	SessionKey       []byte
-	SessionServer    string
-	SessionTTL       time.Duration
+	SessionKey    []byte
+	SessionServer string
+	SessionTTL    time.Duration
+	// InputTimeout bounds the wait for a 2025-era client's answers to an
+	// upstream's input requests (DefaultInputTimeout when 0).
+	InputTimeout     time.Duration
 	MaxListenStreams int
 	Keepalive        time.Duration
 	MaxBodyBytes     int64
@@ -171,6 +174,7 @@ func New(cfg Config) (*App, error) {
 		SessionKey:                 cfg.SessionKey,
 		SessionServer:              sessionServer,
 		SessionTTL:                 cfg.SessionTTL,
+		InputTimeout:               cfg.InputTimeout,
 		MaxBodyBytes:               cfg.MaxBodyBytes,
 		MaxResponseBytes:           cfg.MaxResponseBytes,
 		Hub:                        hub,

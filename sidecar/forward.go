@@ -45,12 +45,30 @@ func copyHeaders(dst, src http.Header) {
 // every response asks the client to close its connection, so that clients
 // reconnect (through the Service) to a replica that is staying.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
+	if req.session != nil && !req.isNotification() {
+		// A 2025-era session's call: cancellable by notifications/cancelled,
+		// and relayed through input rounds (legacyinput.go).
+		s.forwardLegacy(w, r, req)
+		return
+	}
+	s.forwardOnce(w, r, req, nil)
+}
+
+// forwardOnce sends req upstream once and answers the client. With lc (a
+// 2025-era session's call), an input_required answer is kept in lc for the
+// caller instead, and the answer is an event when lc's stream is started.
+func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *request, lc *legacyCall) {
 	// The upstream call ends when the client goes away or when the drain
 	// budget is over (AbortInflight), whichever comes first: both end the
-	// request context (BaseContext).
-	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(req.body))
+	// request context (BaseContext); a 2025-era client's
+	// notifications/cancelled ends lc.ctx too.
+	ctx := r.Context()
+	if lc != nil {
+		ctx = lc.ctx
+	}
+	ureq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.up.url, bytes.NewReader(req.body))
 	if err != nil {
-		s.failReq(w, req, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
+		s.failCall(w, req, lc, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
 		return
 	}
 	copyHeaders(ureq.Header, r.Header)
@@ -61,42 +79,66 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 	resp, err := s.up.client.Do(ureq)
 	s.m.observeUpstream(req.method, time.Since(start))
 	if err != nil {
-		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
-			return // answered for the drain, or the client went away
+		if s.abortedByDrain(r) {
+			s.failCall(w, req, lc, errDrained())
+			return
+		}
+		if ctx.Err() != nil {
+			return // the client went away or cancelled the call
 		}
 		s.log.Warn("Upstream request failed", "method", req.method, "err", err)
-		s.failReq(w, req, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+		s.failCall(w, req, lc, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
 	defer resp.Body.Close()
-	copyHeaders(w.Header(), resp.Header)
-	if s.draining.Load() {
-		w.Header().Set("Connection", "close")
+	started := lc != nil && lc.started
+	if !started {
+		copyHeaders(w.Header(), resp.Header)
+		if s.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
 	}
 	switch {
 	case isEventStream(resp.Header):
-		s.relayEvents(w, r, resp, req)
+		s.relayEvents(w, r, resp, req, lc)
 	case isJSON(resp.Header) && !req.isNotification():
 		buf := respBufs.Get().(*bytes.Buffer)
 		defer putRespBuf(buf)
 		buf.Reset()
 		_, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(s.up.maxBytes)+1))
 		if err != nil || buf.Len() > s.up.maxBytes {
-			w.Header().Del("Content-Type")
-			if s.endedByDrain(w, r, req) {
+			if !started {
+				w.Header().Del("Content-Type")
+			}
+			if s.abortedByDrain(r) {
+				s.failCall(w, req, lc, errDrained())
 				return
 			}
+			if ctx.Err() != nil {
+				return // the client went away or cancelled the call
+			}
 			s.log.Warn("Reading upstream response failed", "method", req.method, "err", err, "bytes", buf.Len())
-			s.failReq(w, req, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream response unreadable or too large"))
+			s.failCall(w, req, lc, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream response unreadable or too large"))
+			return
+		}
+		if lc.capture(buf.Bytes()) {
 			return
 		}
 		if tw := tracedFrom(w); tw != nil {
 			tw.observeResponse(buf.Bytes())
 		}
 		b := s.finish(req, buf.Bytes())
+		if started {
+			_ = writeEvent(w, b, false)
+			return
+		}
 		w.Header()["Content-Length"] = []string{strconv.Itoa(len(b))}
 		w.WriteHeader(resp.StatusCode)
 		_, _ = w.Write(b)
+	case started:
+		// A later round of a call whose stream is open: what is neither
+		// JSON nor SSE cannot go on it.
+		s.failCall(w, req, lc, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream answered HTTP "+strconv.Itoa(resp.StatusCode)+" with "+strconv.Quote(resp.Header.Get("Content-Type"))))
 	default:
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.Copy(w, io.LimitReader(resp.Body, int64(s.up.maxBytes)))
@@ -120,17 +162,22 @@ func putRespBuf(b *bytes.Buffer) {
 // When the upstream stream ends before the final response (the drain budget
 // ran out, or the upstream went away), a request that expects an answer gets
 // a JSON-RPC error event with its id, so the client is answered, not cut.
-func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.Response, req *request) {
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(resp.StatusCode)
-	rc := http.NewResponseController(w)
-	if req.legacy {
-		// 2025-11-25: a server that may close the stream early tells the
-		// client when to come back.
-		_, _ = w.Write(legacyRetryEvent)
+func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.Response, req *request, lc *legacyCall) {
+	if lc == nil || !lc.started {
+		h := w.Header()
+		h.Set("Cache-Control", "no-cache, no-transform")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(resp.StatusCode)
+		if req.legacy {
+			// 2025-11-25: a server that may close the stream early tells the
+			// client when to come back.
+			_, _ = w.Write(legacyRetryEvent)
+		}
+		if lc != nil {
+			lc.started = true
+		}
 	}
+	rc := http.NewResponseController(w)
 	// Nothing is flushed before the first event: the head goes out with it
 	// (one write, as a plain proxy's), and the final response is not
 	// flushed on its own either, so it leaves with the terminating chunk
@@ -152,8 +199,8 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 			switch {
 			case s.abortedByDrain(r):
 				e = errDrained()
-			case r.Context().Err() != nil:
-				return // the client went away
+			case r.Context().Err() != nil, lc != nil && lc.ctx.Err() != nil:
+				return // the client went away or cancelled the call
 			default:
 				e = newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream ended the stream without answering")
 			}
@@ -173,6 +220,9 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 		}
 		final := false
 		if isResponse(data) {
+			if lc.capture(data) {
+				return
+			}
 			data = s.finish(req, data)
 			answered, final = true, true
 		}

@@ -203,5 +203,24 @@ func FuzzLegacy(f *testing.F) {
 		if e := validate(h, m, srv.pol); e != nil && e.code != codeHeaderMismatch && e.code != codeInvalidParams && e.code != codeMethodNotFound {
 			t.Fatalf("the modern form fails validation with %d %s: %q", e.code, e.message, req.body)
 		}
+		// An input round's retry (legacyinput.go): still one request, with
+		// the answers and the state in params and a new id; the answer to
+		// it goes back under the client's id.
+		if e := retryWithInput(req, json.RawMessage(`{"k":{"action":"accept"}}`), json.RawMessage(`"st"`), 1); e != nil {
+			t.Fatalf("retry of %q: %s", req.body, e.message)
+		}
+		rt, perr := parseRequest(req.body)
+		if perr != nil {
+			t.Fatalf("the retry does not parse (%v): %q", perr.message, req.body)
+		}
+		ir, _, _ := field(rt.params, "inputResponses")
+		st, _, _ := field(rt.params, "requestState")
+		if rt.method != req.method || string(rt.id) != string(req.upstreamID) || string(ir) != `{"k":{"action":"accept"}}` || string(st) != `"st"` {
+			t.Fatalf("the retry lost its shape: %q", req.body)
+		}
+		back := withClientID(req, []byte(`{"jsonrpc":"2.0","id":`+string(req.upstreamID)+`,"result":{}}`))
+		if id, _, _ := field(back, "id"); string(id) != string(req.id) {
+			t.Fatalf("the retry's answer did not get the client's id back: %q", back)
+		}
 	})
 }

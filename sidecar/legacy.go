@@ -180,18 +180,14 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 }
 
 // upstreamCaps are the client capabilities a translated request declares:
-// the session's, without those whose server-to-client requests the sidecar
-// does not relay to a 2025-era client (sampling, elicitation, roots), so
-// the upstream does not ask for them.
+// the session's as the client gave them. Sampling, elicitation and roots
+// included: the sidecar relays an upstream's input requests for them to the
+// client (legacyinput.go).
 func upstreamCaps(caps json.RawMessage) json.RawMessage {
 	if !isObject(caps) {
 		return nil
 	}
-	out, err := setMembers(caps, nil, []string{"sampling", "elicitation", "roots"})
-	if err != nil {
-		return nil
-	}
-	return out
+	return caps
 }
 
 // failReq answers a request with a JSON-RPC error: for a 2025-era client
@@ -206,12 +202,13 @@ func (s *Server) failReq(w http.ResponseWriter, req *request, e *rpcError) {
 	s.fail(w, req.id, e)
 }
 
-// errInputRequired answers a 2025-era call for which the upstream asked for
-// client input: the legacy request that would carry it is not implemented.
+// errInputRequired answers a 2025-era request for which the upstream asked
+// for client input where the sidecar cannot relay it: a request without a
+// session (the client's answer would have nowhere to go).
 func errInputRequired(id json.RawMessage) []byte {
 	return errorBody(id, newErr(http.StatusOK, codeInternalError,
-		"Internal error: the MCP server asked the client for input (input_required: elicitation, sampling or roots), "+
-			"which the sidecar does not relay to clients of protocol revision 2025-11-25 and earlier; call this tool with a 2026-07-28 client"))
+		"Internal error: the MCP server asked the client for input (input_required: elicitation, sampling or roots); "+
+			"the sidecar relays it to clients of protocol revision 2025-11-25 and earlier only within a session: initialize first"))
 }
 
 // legacyResult turns a modern response into the 2025-era shape: a
@@ -246,7 +243,7 @@ func legacyResult(id json.RawMessage, msg []byte) []byte {
 // one.
 func (s *Server) finish(req *request, msg []byte) []byte {
 	if req.legacy {
-		return legacyResult(req.id, msg)
+		return legacyResult(req.id, withClientID(req, msg))
 	}
 	return s.stamp(req, msg)
 }

@@ -61,6 +61,9 @@ type methodSpec struct {
 	// legacyServe answers the method for a 2025-era session (nil: the
 	// method goes through serve or to the upstream like a modern one).
 	legacyServe handler
+	// inputRequired: a 2026 server may answer input_required (SEP-2322:
+	// tools/call, prompts/get and resources/read only).
+	inputRequired bool
 }
 
 // listSpec describes one merged list.
@@ -107,10 +110,10 @@ func init() {
 			list: &listSpec{member: "resourceTemplates", capability: resourcesCap,
 				merge: func(c *catalog.Catalog, up []json.RawMessage) []entry { return mergeResources(c, up, "uriTemplate") }},
 			serve: (*Server).serveList},
-		"resources/read": {owner: ownCatalog, cacheable: true, nameMember: "uri", kind: KindResourceUpdated,
+		"resources/read": {owner: ownCatalog, cacheable: true, nameMember: "uri", kind: KindResourceUpdated, inputRequired: true,
 			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceRead }, serve: (*Server).serveRead},
-		"tools/call":          {owner: ownCatalog, nameMember: "name", serve: (*Server).serveToolCall},
-		"prompts/get":         {owner: ownCatalog, nameMember: "name", serve: (*Server).servePromptGet},
+		"tools/call":          {owner: ownCatalog, nameMember: "name", inputRequired: true, serve: (*Server).serveToolCall},
+		"prompts/get":         {owner: ownCatalog, nameMember: "name", inputRequired: true, serve: (*Server).servePromptGet},
 		"completion/complete": {owner: ownCatalog, serve: (*Server).serveComplete},
 
 		// Removed in 2026-07-28; a 2025-era session has them from the
@@ -121,6 +124,9 @@ func init() {
 		"logging/setLevel":          {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSetLevel},
 		"resources/subscribe":       {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
 		"resources/unsubscribe":     {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
+		// A 2025-era client cancels a call with it; a 2026 upstream's call
+		// is cancelled by closing its stream (legacyinput.go).
+		"notifications/cancelled": {owner: ownSidecar, legacyServe: (*Server).serveCancelled},
 	}
 }
 

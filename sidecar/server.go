@@ -78,6 +78,9 @@ type Options struct {
 	Metrics  *Metrics
 	// Tracing records a span per MCP request (nil: no traces; tracing.go).
 	Tracing *Tracing
+	// InputTimeout bounds the wait for a 2025-era client's answers to one
+	// round of an upstream's input requests (DefaultInputTimeout when 0).
+	InputTimeout time.Duration
 }
 
 // Server is the MCP-facing side of the sidecar: it validates every request,
@@ -109,6 +112,9 @@ type Server struct {
 	// eventPrefix and eventSeq make SSE event ids unique across replicas.
 	eventPrefix string
 	eventSeq    atomic.Int64
+	// calls are the 2025-era calls in flight and the requests to 2025-era
+	// clients awaiting answers (legacyinput.go).
+	calls *clientCalls
 }
 
 // NewServer returns a Server for o.
@@ -152,6 +158,10 @@ func NewServer(o Options) (*Server, error) {
 	}
 	s.sessions = newSessionCodec(key, o.SessionServer, o.SessionTTL)
 	s.states = newSessionStates()
+	s.calls = newClientCalls()
+	if s.opts.InputTimeout <= 0 {
+		s.opts.InputTimeout = DefaultInputTimeout
+	}
 	s.eventPrefix = strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
 	s.abortCtx, s.abort = context.WithCancelCause(context.Background())
 	return s, nil

@@ -70,6 +70,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if perr != nil {
+		if req != nil && req.response && s.pol.serveLegacy {
+			// A 2025-era client answering a request the sidecar sent it.
+			s.serveClientResponse(w, r, req)
+			return
+		}
 		s.fail(w, id, perr)
 		return
 	}

@@ -26,6 +26,13 @@ type request struct {
 	legacy      bool           // no modern claim: a 2025-era request (legacy.go)
 	spec        *methodSpec    // nil for a method the sidecar does not know
 	session     *legacySession // the verified 2025-era session, if any
+	// upstreamID is the id a retried call goes upstream with (nil: the
+	// client's id; legacyinput.go).
+	upstreamID json.RawMessage
+	// response is set for a JSON-RPC response (a client answering a
+	// request the sidecar sent it); parseRequest then also returns an
+	// error, for every path that does not expect one.
+	response bool
 	// traceCtx holds the request's span when tracing is on (tracing.go).
 	traceCtx context.Context
 }
@@ -48,7 +55,7 @@ func parseRequest(body []byte) (*request, *rpcError) {
 	}
 	r := &request{body: body}
 	var version, method []byte
-	var hasMethod, hasID, dup bool
+	var hasMethod, hasID, hasOutcome, dup bool
 	var seen [4]bool // jsonrpc, id, method, params
 	_ = eachMember(body, func(m member) bool {
 		var k int
@@ -61,6 +68,9 @@ func parseRequest(body []byte) (*request, *rpcError) {
 			k = 2
 		case keyIs(m.key, "params"):
 			k = 3
+		case keyIs(m.key, "result"), keyIs(m.key, "error"):
+			hasOutcome = true
+			return true
 		default:
 			return true
 		}
@@ -91,6 +101,7 @@ func parseRequest(body []byte) (*request, *rpcError) {
 		return r, newErr(http.StatusBadRequest, codeInvalidRequest, `Invalid Request: jsonrpc must be "2.0"`)
 	}
 	if !hasMethod {
+		r.response = hasID && hasOutcome
 		return r, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: not a request or notification")
 	}
 	m, ok := stringValue(method)

@@ -42,6 +42,7 @@ func main() {
 	sessionKeyFile := fs.String("session-key-file", "", "file holding the key that signs 2025-era session ids, shared by every replica of the server (else $"+sidecar.SessionKeyEnv+"; else a random key: sessions then work on this replica only)")
 	fs.StringVar(&cfg.SessionServer, "session-server", "", "server identity inside session ids (default: --catalog-configmap)")
 	fs.DurationVar(&cfg.SessionTTL, "session-ttl", sidecar.DefaultSessionTTL, "lifetime of a 2025-era session id")
+	fs.DurationVar(&cfg.InputTimeout, "input-timeout", sidecar.DefaultInputTimeout, "how long a call of a 2025-era client waits for the client's answers to the MCP server's elicitation, sampling or roots requests")
 	fs.IntVar(&cfg.MaxListenStreams, "max-listen-streams", sidecar.DefaultMaxListenStreams, "cap on concurrent subscriptions/listen streams")
 	fs.DurationVar(&cfg.Keepalive, "keepalive", sidecar.DefaultKeepalive, "interval between SSE keepalive comments on listen streams")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest accepted request body")

@@ -1,0 +1,516 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// This file connects a 2025-era client's session to a 2026-07-28 upstream
+// for what the two generations do differently during one call:
+//
+//   - Input (SEP-2322, MRTR). A 2026 upstream that needs elicitation,
+//     sampling or the client's roots answers tools/call, prompts/get or
+//     resources/read with resultType "input_required" and inputRequests.
+//     A 2025-era client expects the server to send it elicitation/create,
+//     sampling/createMessage or roots/list itself. The sidecar sends those
+//     requests on the call's own SSE response, takes the client's JSON-RPC
+//     responses from its POSTs (202), and retries the call upstream with
+//     params.inputResponses and params.requestState and a new JSON-RPC id,
+//     as the 2026 spec prescribes, until a complete result (at most
+//     maxInputRounds rounds). The client's answer must reach the replica
+//     that holds the call (docs/sidecar.md).
+//   - Cancellation. A 2025-era client cancels with notifications/cancelled
+//     (closing its POST is not a cancellation in 2025-11-25); a 2026
+//     upstream is cancelled by closing the request's HTTP stream. The
+//     sidecar closes the upstream request of the named call, and answers
+//     the call's POST with no JSON-RPC response (the 2025 rule).
+//
+// Everything here is bounded: calls tracked and input requests waiting per
+// replica, input requests per round, rounds per call, the wait for each
+// round (Options.InputTimeout), and the size of the client's answer (the
+// request body limit).
+
+// Bounds of the input relay and of the cancellation table.
+const (
+	// DefaultInputTimeout bounds the wait for a client's answers to one
+	// round of input requests (a person may be answering an elicitation).
+	DefaultInputTimeout = 10 * time.Minute
+	// maxInputRounds bounds the input_required rounds of one call (go-sdk's
+	// client gives up after as many).
+	maxInputRounds = 10
+	// maxInputRequests bounds the input requests of one round.
+	maxInputRequests = 16
+	// maxPendingInputs bounds the input requests waiting for an answer on
+	// this replica.
+	maxPendingInputs = 4096
+	// maxTrackedCalls bounds the 2025-era calls this replica can cancel by
+	// notifications/cancelled (calls beyond it still end when their POST
+	// closes).
+	maxTrackedCalls = 16384
+	// inputKeepalive is the interval of SSE comments on a call's stream
+	// while it waits for the client's input.
+	inputKeepalive = 15 * time.Second
+)
+
+// Methods of the 2025-era server-to-client requests an input request
+// becomes, and the client capability each needs.
+var inputMethods = map[string]string{
+	"elicitation/create":     "elicitation",
+	"sampling/createMessage": "sampling",
+	"roots/list":             "roots",
+}
+
+// inputIDPrefix starts the ids of the requests the sidecar sends clients
+// (then the replica's event prefix, then a sequence number).
+const inputIDPrefix = "switchboard-input-"
+
+// errCancelledByClient is the cause of a call context ended by the client's
+// notifications/cancelled.
+var errCancelledByClient = errors.New("cancelled by the client (notifications/cancelled)")
+
+// callKey names a request of a session on this replica: the session's key
+// and the request id as the client wrote it.
+type callKey struct{ session, id string }
+
+// clientCalls is this replica's table of 2025-era calls in flight and of the
+// sidecar's requests to 2025-era clients that wait for an answer.
+type clientCalls struct {
+	mu      sync.Mutex
+	calls   map[callKey]context.CancelCauseFunc
+	waiting map[callKey]chan []byte
+	seq     int64
+}
+
+func newClientCalls() *clientCalls {
+	return &clientCalls{calls: map[callKey]context.CancelCauseFunc{}, waiting: map[callKey]chan []byte{}}
+}
+
+// track makes a session's call cancellable by notifications/cancelled: the
+// returned context ends when the client cancels it (cause
+// errCancelledByClient). done must be called when the call ends.
+func (c *clientCalls) track(parent context.Context, sess *legacySession, id json.RawMessage) (context.Context, func()) {
+	k := callKey{sess.key, string(id)}
+	ctx, cancel := context.WithCancelCause(parent)
+	c.mu.Lock()
+	_, dup := c.calls[k]
+	if dup || len(c.calls) >= maxTrackedCalls {
+		// An id already in flight in this session (the client broke the
+		// rule) or a full table: this call ends only when its POST does.
+		c.mu.Unlock()
+		return ctx, func() { cancel(nil) }
+	}
+	c.calls[k] = cancel
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		delete(c.calls, k)
+		c.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// cancel ends the named call; false when none is in flight here.
+func (c *clientCalls) cancel(k callKey) bool {
+	c.mu.Lock()
+	cancel := c.calls[k]
+	c.mu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	cancel(errCancelledByClient)
+	return true
+}
+
+// expect registers a request the sidecar is about to send to a session's
+// client; the client's response arrives on the returned channel.
+func (c *clientCalls) expect(sess *legacySession, prefix string) (id string, ch chan []byte, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.waiting) >= maxPendingInputs {
+		return "", nil, false
+	}
+	c.seq++
+	id = strconv.Quote(inputIDPrefix + prefix + strconv.FormatInt(c.seq, 36))
+	ch = make(chan []byte, 1)
+	c.waiting[callKey{sess.key, id}] = ch
+	return id, ch, true
+}
+
+// forget drops a request the sidecar no longer waits for.
+func (c *clientCalls) forget(sess *legacySession, id string) {
+	c.mu.Lock()
+	delete(c.waiting, callKey{sess.key, id})
+	c.mu.Unlock()
+}
+
+// deliver hands a client's response to the request waiting for it.
+func (c *clientCalls) deliver(k callKey, msg []byte) bool {
+	c.mu.Lock()
+	ch := c.waiting[k]
+	delete(c.waiting, k)
+	c.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	ch <- msg // buffered, and delivered at most once (deleted above)
+	return true
+}
+
+// serveCancelled answers a 2025-era client's notifications/cancelled: the
+// named call of its session, if in flight on this replica, is cancelled
+// (its upstream request closed). Always 202: the notification may name a
+// request that already finished, and the spec says to ignore it then.
+func (s *Server) serveCancelled(w http.ResponseWriter, _ *http.Request, req *request) {
+	if req.session != nil {
+		if raw, ok, _ := field(req.params, "requestId"); ok && validID(raw) {
+			if s.calls.cancel(callKey{req.session.key, string(raw)}) {
+				s.log.Debug("Call cancelled by the client", "requestId", string(raw))
+			}
+		}
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// serveClientResponse takes a 2025-era client's JSON-RPC response to a
+// request the sidecar sent it (elicitation/create, sampling/createMessage,
+// roots/list) and hands it to the call waiting for it: 202. A late answer
+// to a request this replica sent (the call timed out or was cancelled, and
+// the client was told so) is accepted and dropped: refusing it would break
+// some clients' whole connection. A response to anything else (a request
+// another replica sent, an id the sidecar never used) is refused with 400,
+// as the 2025 transport says for input a server cannot accept.
+func (s *Server) serveClientResponse(w http.ResponseWriter, r *http.Request, req *request) {
+	sess, e := s.legacySession(r.Header)
+	if e == nil && sess == nil {
+		e = newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: a response needs the Mcp-Session-Id of the session whose request it answers")
+	}
+	if e != nil {
+		s.fail(w, nil, e)
+		return
+	}
+	if !s.calls.deliver(callKey{sess.key, string(req.id)}, req.body) &&
+		!bytes.HasPrefix(req.id, []byte(`"`+inputIDPrefix+s.eventPrefix)) {
+		s.fail(w, nil, newErr(http.StatusBadRequest, codeInvalidRequest,
+			"Bad Request: no request with id "+string(req.id)+" of this session waits for an answer on this server (it timed out, was cancelled, or was sent by another replica)"))
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// legacyCall is one 2025-era call that may go upstream several times: the
+// context the client can cancel, and the call's response stream once the
+// sidecar holds it open as SSE across input rounds.
+type legacyCall struct {
+	ctx context.Context
+	// started is set once the answer is an SSE stream whose head has been
+	// written: every later message is an event on it.
+	started bool
+	// inputs is the input_required result the last upstream attempt
+	// captured (nil when it answered otherwise).
+	inputs []byte
+	// mrtr says the call may be answered input_required (tools/call,
+	// prompts/get, resources/read of a session whose client can answer).
+	mrtr bool
+}
+
+// capture keeps an upstream response that is an input_required result
+// instead of answering the client with it.
+func (lc *legacyCall) capture(msg []byte) bool {
+	if lc == nil || !lc.mrtr {
+		return false
+	}
+	rs, re, ok := span(msg, "result")
+	if !ok {
+		return false
+	}
+	rt, ok, _ := field(msg[rs:re], "resultType")
+	if !ok {
+		return false
+	}
+	if v, _ := stringValue(rt); v != resultInputRequired {
+		return false
+	}
+	lc.inputs = bytes.Clone(msg[rs:re])
+	return true
+}
+
+// forwardLegacy forwards a call of a 2025-era session: cancellable by the
+// client's notifications/cancelled, and answered through input rounds when
+// the upstream asks for input.
+func (s *Server) forwardLegacy(w http.ResponseWriter, r *http.Request, req *request) {
+	ctx, done := s.calls.track(r.Context(), req.session, req.id)
+	defer done()
+	lc := &legacyCall{ctx: ctx, mrtr: req.spec != nil && req.spec.inputRequired}
+	for round := 1; ; round++ {
+		lc.inputs = nil
+		s.forwardOnce(w, r, req, lc)
+		if ctx.Err() != nil && errors.Is(context.Cause(ctx), errCancelledByClient) && r.Context().Err() == nil {
+			// 2025: no response for a cancelled request. The POST ends as
+			// an empty event stream, which clients read as "no answer".
+			if !lc.started {
+				startEvents(w, req)
+			}
+			return
+		}
+		if lc.inputs == nil {
+			return
+		}
+		if round > maxInputRounds {
+			s.failCall(w, req, lc, newErr(http.StatusOK, codeInternalError,
+				"Internal error: the MCP server asked for client input more than "+strconv.Itoa(maxInputRounds)+" times in one call"))
+			return
+		}
+		responses, state, e := s.askClient(w, r, req, lc)
+		if e != nil {
+			if e != errNoAnswer {
+				s.failCall(w, req, lc, e)
+			}
+			return
+		}
+		if e := retryWithInput(req, responses, state, round); e != nil {
+			s.failCall(w, req, lc, e)
+			return
+		}
+	}
+}
+
+// errNoAnswer: the call ended without anything more to write (cancelled by
+// the client, or the client went away).
+var errNoAnswer = &rpcError{}
+
+// startEvents turns a call's response into an SSE stream (head written, not
+// yet flushed).
+func startEvents(w http.ResponseWriter, req *request) {
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if req.legacy {
+		_, _ = w.Write(legacyRetryEvent)
+	}
+}
+
+// writeEvent writes one message as an SSE event on a started stream.
+func writeEvent(w http.ResponseWriter, msg []byte, flush bool) error {
+	out := make([]byte, 0, len(msg)+24)
+	out = append(out, "event: message\ndata: "...)
+	out = append(out, msg...)
+	out = append(out, '\n', '\n')
+	if _, err := w.Write(out); err != nil {
+		return err
+	}
+	if flush {
+		return http.NewResponseController(w).Flush()
+	}
+	return nil
+}
+
+// failCall answers a call with an error: an event when its stream is
+// started, else as failReq does.
+func (s *Server) failCall(w http.ResponseWriter, req *request, lc *legacyCall, e *rpcError) {
+	if lc != nil && lc.started {
+		s.m.countError(e.code)
+		_ = writeEvent(w, errorBody(req.id, e), false)
+		return
+	}
+	s.failReq(w, req, e)
+}
+
+// inputRequest is one entry of an InputRequiredResult's inputRequests.
+type inputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// askClient sends the input requests of lc.inputs to the client as
+// 2025-era server-to-client requests on the call's stream and waits for
+// every answer. It returns the inputResponses object for the retry and the
+// requestState to echo.
+func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request, lc *legacyCall) (json.RawMessage, json.RawMessage, *rpcError) {
+	var ir struct {
+		InputRequests map[string]inputRequest `json:"inputRequests"`
+		RequestState  json.RawMessage         `json:"requestState"`
+	}
+	if err := json.Unmarshal(lc.inputs, &ir); err != nil {
+		return nil, nil, newErr(http.StatusOK, codeInternalError, "Internal error: the MCP server's input_required result is malformed: "+err.Error())
+	}
+	if len(ir.InputRequests) == 0 {
+		// Only a requestState: the upstream wants the call again as is
+		// (load shedding); retry once more with nothing to add.
+		return json.RawMessage(`{}`), ir.RequestState, nil
+	}
+	if len(ir.InputRequests) > maxInputRequests {
+		return nil, nil, newErr(http.StatusOK, codeInternalError,
+			"Internal error: the MCP server asked for "+strconv.Itoa(len(ir.InputRequests))+" inputs at once; at most "+strconv.Itoa(maxInputRequests)+" are relayed")
+	}
+	keys := make([]string, 0, len(ir.InputRequests))
+	for k, in := range ir.InputRequests {
+		capName, ok := inputMethods[in.Method]
+		if !ok {
+			return nil, nil, newErr(http.StatusOK, codeInternalError, "Internal error: the MCP server asked for input by "+strconv.Quote(in.Method)+", which is not elicitation/create, sampling/createMessage or roots/list")
+		}
+		if _, declared, _ := field(req.session.caps, capName); !declared {
+			return nil, nil, newErr(http.StatusOK, codeInternalError,
+				"Internal error: the MCP server asked for "+in.Method+", but this client did not declare the "+capName+" capability in initialize")
+		}
+		if in.Params != nil && !isObject(in.Params) {
+			return nil, nil, newErr(http.StatusOK, codeInternalError, "Internal error: the MCP server's "+in.Method+" input request has params that are not an object")
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if !lc.started {
+		startEvents(w, req)
+		lc.started = true
+	}
+	out := make([]sentInput, 0, len(keys))
+	defer func() {
+		for _, x := range out {
+			s.calls.forget(req.session, x.id)
+		}
+	}()
+	for _, k := range keys {
+		in := ir.InputRequests[k]
+		id, ch, ok := s.calls.expect(req.session, s.eventPrefix)
+		if !ok {
+			return nil, nil, newErr(http.StatusOK, codeInternalError, "Internal error: too many requests to clients wait for an answer on this server; retry later")
+		}
+		out = append(out, sentInput{k, id, ch})
+		msg := make([]byte, 0, len(in.Params)+len(in.Method)+64)
+		msg = append(msg, `{"jsonrpc":"2.0","id":`...)
+		msg = append(msg, id...)
+		msg = append(msg, `,"method":`...)
+		msg = append(msg, strconv.Quote(in.Method)...)
+		if in.Params != nil {
+			msg = append(msg, `,"params":`...)
+			msg = append(msg, in.Params...)
+		}
+		msg = append(msg, '}')
+		if writeEvent(w, msg, false) != nil {
+			return nil, nil, errNoAnswer
+		}
+	}
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil {
+		return nil, nil, errNoAnswer
+	}
+	deadline := time.NewTimer(s.opts.InputTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(inputKeepalive)
+	defer tick.Stop()
+	var resp bytes.Buffer
+	resp.WriteByte('{')
+	for i, x := range out {
+		var msg []byte
+		for msg == nil {
+			select {
+			case msg = <-x.ch:
+			case <-tick.C:
+				if _, err := w.Write([]byte(": waiting for the client's input\n\n")); err != nil || rc.Flush() != nil {
+					return nil, nil, errNoAnswer
+				}
+			case <-deadline.C:
+				s.cancelInputs(w, out[i:], "timed out")
+				return nil, nil, newErr(http.StatusOK, codeInternalError,
+					"Internal error: the client did not answer the MCP server's "+ir.InputRequests[x.key].Method+" request within "+s.opts.InputTimeout.String())
+			case <-lc.ctx.Done():
+				if s.abortedByDrain(r) {
+					return nil, nil, errDrained()
+				}
+				if r.Context().Err() == nil {
+					s.cancelInputs(w, out[i:], "the call was cancelled")
+				}
+				return nil, nil, errNoAnswer
+			}
+		}
+		res, hasResult, _ := field(msg, "result")
+		if !hasResult || !isObject(res) {
+			text := "no result"
+			if eo, ok, _ := field(msg, "error"); ok {
+				mv, _, _ := field(eo, "message")
+				if m, ok := stringValue(mv); ok {
+					text = m
+				}
+			}
+			s.cancelInputs(w, out[i+1:], "another input request failed")
+			return nil, nil, newErr(http.StatusOK, codeInternalError,
+				"Internal error: the client answered the MCP server's "+ir.InputRequests[x.key].Method+" request with an error: "+text)
+		}
+		if i > 0 {
+			resp.WriteByte(',')
+		}
+		resp.Write(jsonString(x.key))
+		resp.WriteByte(':')
+		resp.Write(res)
+	}
+	resp.WriteByte('}')
+	return resp.Bytes(), ir.RequestState, nil
+}
+
+// sentInput is an input request sent to the client: its key in
+// inputRequests, its JSON-RPC id, where its answer arrives.
+type sentInput struct {
+	key, id string
+	ch      chan []byte
+}
+
+// cancelInputs tells the client that the sidecar no longer waits for these
+// requests (2025 notifications/cancelled, best effort).
+func (s *Server) cancelInputs(w http.ResponseWriter, pending []sentInput, reason string) {
+	for _, x := range pending {
+		_ = writeEvent(w, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+x.id+`,"reason":`+string(jsonString(reason))+`}}`), false)
+	}
+	_ = http.NewResponseController(w).Flush()
+}
+
+// retryWithInput rewrites a call for its next upstream attempt: the
+// client's answers in params.inputResponses, the upstream's requestState
+// echoed (dropped when it gave none), and a new JSON-RPC id (the answer is
+// given the client's id back in finish).
+func retryWithInput(req *request, responses, state json.RawMessage, round int) *rpcError {
+	sets := []kv{{key: "inputResponses", val: responses}}
+	var drop []string
+	if len(state) > 0 && string(state) != "null" {
+		sets = append(sets, kv{key: "requestState", val: state})
+	} else {
+		drop = []string{"requestState"}
+	}
+	body, err := withParams(req.body, func(p []byte) ([]byte, error) { return setMembers(p, sets, drop) })
+	if err != nil {
+		return newErr(http.StatusOK, codeInternalError, "Internal error: retrying the call with the client's input: "+err.Error())
+	}
+	upID := jsonString("switchboard-retry-" + strconv.Itoa(round) + "-" + string(req.id))
+	body, err = setMembers(body, []kv{{key: "id", val: upID}}, nil)
+	if err != nil {
+		return newErr(http.StatusOK, codeInternalError, "Internal error: retrying the call with the client's input: "+err.Error())
+	}
+	req.body = body
+	req.params, _, _ = field(body, "params")
+	req.upstreamID = upID
+	return nil
+}
+
+// withClientID gives an upstream answer to a retried call the client's
+// request id back.
+func withClientID(req *request, msg []byte) []byte {
+	if req.upstreamID == nil {
+		return msg
+	}
+	if _, ok, _ := field(msg, "id"); !ok {
+		return msg
+	}
+	out, err := setMembers(msg, []kv{{key: "id", val: req.id}}, nil)
+	if err != nil {
+		return msg
+	}
+	return out
+}
