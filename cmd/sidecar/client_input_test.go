@@ -309,3 +309,47 @@ func TestLegacyCancelledClosesTheUpstreamCall(t *testing.T) {
 		t.Fatal("the cancelled call's POST did not end")
 	}
 }
+
+// TestLegacyClientInputThroughLegacyUpstream: both halves at once. A
+// 2025-11-25 client and a 2025-era upstream (go-sdk v1.4.1's
+// everything-server, over HTTP and behind the stdio bridge) with the
+// 2026-07-28 sidecar between them: the upstream's elicitation and sampling
+// requests become input_required on the sidecar's upstream side
+// (upstream_legacy_input.go) and the client's requests again on its client
+// side (legacyinput.go), and the call completes with the client's answers.
+func TestLegacyClientInputThroughLegacyUpstream(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stdio bool
+	}{{"http", false}, {"stdio-bridge", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := legacyEnv(t, tc.stdio)
+			var asked atomic.Int32
+			cs := inputClient(t, e.mcp, "2025-11-25", func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				if r.Params.Message != "Your name?" {
+					return nil, errors.New("unexpected question " + r.Params.Message)
+				}
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "alice"}}, nil
+			}, &asked)
+			ctx, cancel := context.WithTimeout(context.Background(), hang)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "Your name?"}})
+			if err != nil || res.IsError {
+				t.Fatalf("test_elicitation: %v %+v", err, res)
+			}
+			if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "action=accept") || !strings.Contains(text, "alice") {
+				t.Errorf("test_elicitation answered %q", text)
+			}
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_sampling", Arguments: map[string]any{"prompt": "hi"}})
+			if err != nil || res.IsError {
+				t.Fatalf("test_sampling: %v %+v", err, res)
+			}
+			if text := res.Content[0].(*mcp.TextContent).Text; text != "LLM response: Paris" {
+				t.Errorf("test_sampling answered %q", text)
+			}
+			if n := asked.Load(); n != 2 {
+				t.Errorf("the client's handlers were asked %d times, want 2", n)
+			}
+		})
+	}
+}
