@@ -146,6 +146,7 @@ func catalogFor(s *mcpv1alpha1.MCPServer, accepted items) *catalog.Catalog {
 	for _, p := range accepted.Prompts {
 		c.Prompts = append(c.Prompts, promptEntry(&p))
 	}
+	pinCatalog(c, s, accepted.Tools)
 	c.Sort()
 	return c
 }

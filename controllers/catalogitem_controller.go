@@ -54,7 +54,7 @@ func (r *CatalogItemReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		Message: "spec.serverRef names MCPServer " + serverRefOf(obj) + ", which does not exist in this namespace; " +
 			"create it or fix the reference"}
 	published, _ := publishedCondition(verdict{Reason: mcpv1alpha1.ReasonServerNotFound}, "", false, "", "")
-	return ctrl.Result{}, setItemStatus(ctx, r.Client, r.Recorder, obj, accepted, published, "")
+	return ctrl.Result{}, setItemStatus(ctx, r.Client, r.Recorder, obj, accepted, published, "", &toolPin{})
 }
 
 // SetupWithManager watches the kind and the MCPServers its objects reference.
@@ -147,7 +147,7 @@ func serverRefOf(o client.Object) string {
 func itemStatus(o client.Object) *mcpv1alpha1.CatalogItemStatus {
 	switch t := o.(type) {
 	case *mcpv1alpha1.MCPTool:
-		return &t.Status
+		return &t.Status.CatalogItemStatus
 	case *mcpv1alpha1.MCPResource:
 		return &t.Status
 	case *mcpv1alpha1.MCPPrompt:
@@ -161,7 +161,9 @@ func itemStatus(o client.Object) *mcpv1alpha1.CatalogItemStatus {
 // (a Warning). Items record no Normal Events: a fleet of 1,000 servers with 12 items each would
 // write 24,000 of them on creation and 12,000 on every catalog-wide change, while the status
 // already says the same (docs/performance.md).
-func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorder, obj client.Object, accepted, published metav1.Condition, revision string) error {
+//
+// pin, for an MCPTool, is its observed digest and pin state (nil: left as they are).
+func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorder, obj client.Object, accepted, published metav1.Condition, revision string, pin *toolPin) error {
 	before := obj.DeepCopyObject().(client.Object)
 	st := itemStatus(obj)
 	gen := obj.GetGeneration()
@@ -172,7 +174,13 @@ func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorde
 	st.CatalogRevision = revision
 	beforeStatus := itemStatus(before)
 	emitConditionEvents(rec, obj, beforeStatus.Conditions, warnings(st.Conditions))
-	if equality.Semantic.DeepEqual(beforeStatus, st) {
+	same := equality.Semantic.DeepEqual(beforeStatus, st)
+	if t, ok := obj.(*mcpv1alpha1.MCPTool); ok && pin != nil {
+		bt := before.(*mcpv1alpha1.MCPTool)
+		t.Status.ObservedUpstreamDigest, t.Status.Pin = pin.Observed, pin.State
+		same = same && bt.Status.ObservedUpstreamDigest == pin.Observed && bt.Status.Pin == pin.State
+	}
+	if same {
 		return nil
 	}
 	return client.IgnoreNotFound(c.Status().Patch(ctx, obj, client.MergeFrom(before)))

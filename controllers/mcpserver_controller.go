@@ -341,7 +341,7 @@ func (r *MCPServerReconciler) checkSources(ctx context.Context, s *scope) (ctrl.
 func (r *MCPServerReconciler) writeItemStatusAndPruneReports(ctx context.Context, s *scope) error {
 	var errs []error
 	for _, u := range itemStatuses(s) {
-		errs = append(errs, setItemStatus(ctx, r.Client, r.Recorder, u.object, u.accepted, u.published, u.revision))
+		errs = append(errs, setItemStatus(ctx, r.Client, r.Recorder, u.object, u.accepted, u.published, u.revision, u.pin))
 	}
 	if len(s.goneReports) > 0 {
 		status := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.names.Namespace, Name: s.names.StatusConfigMap}}
@@ -398,6 +398,9 @@ func (r *MCPServerReconciler) checkSource(ctx context.Context, res *mcpv1alpha1.
 func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) error {
 	s.server.Status = serverStatus(s, reconcileErr)
 	emitConditionEvents(r.Recorder, s.server, s.before.Status.Conditions, s.server.Status.Conditions)
+	if c, ok := driftChanged(s.before.Status.Conditions, s.server.Status.Conditions); ok && r.Recorder != nil {
+		r.Recorder.Eventf(s.server, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s=%s: %s", c.Type, c.Status, c.Message)
+	}
 	if equality.Semantic.DeepEqual(s.before.Status, s.server.Status) {
 		return nil
 	}

@@ -52,6 +52,11 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 		set(readyCondition(available, propagated))
 		set(toolsServedCondition(s.propagation))
 		set(verifiedCondition(s.propagation))
+		if c, ok := toolsDriftedCondition(server, s.resolution.accepted.Tools, toolPins(s.resolution.accepted.Tools, s.propagation), s.propagation); ok {
+			set(c)
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionToolsDrifted)
+		}
 		st.CatalogUpToDateReplicas = upToDate
 		if up := upstreamStatus(s.propagation); up != nil {
 			st.Upstream = up
@@ -83,12 +88,18 @@ type itemStatusUpdate struct {
 	object              client.Object
 	accepted, published metav1.Condition
 	revision            string
+	// pin is set for accepted MCPTools once the replicas were observed.
+	pin *toolPin
 }
 
 // itemStatuses decides Accepted, Published and catalogRevision of every tool, resource and
 // prompt of the server. Objects being deleted (no verdict) are left out.
 func itemStatuses(s *scope) []itemStatusUpdate {
 	var out []itemStatusUpdate
+	var pins map[string]toolPin
+	if s.observed {
+		pins = toolPins(s.resolution.accepted.Tools, s.propagation)
+	}
 	for _, obj := range s.items.objects() {
 		v, ok := s.resolution.verdicts[kindOf(obj)][obj.GetName()]
 		if !ok {
@@ -104,7 +115,15 @@ func itemStatuses(s *scope) []itemStatusUpdate {
 		}
 		published, revision := publishedCondition(v, missing, s.tooLarge, s.revision, s.tooLargeMessage)
 		published, revision = publishedSince(itemStatus(obj), obj.GetGeneration(), published, revision)
-		out = append(out, itemStatusUpdate{object: obj, accepted: accepted, published: published, revision: revision})
+		u := itemStatusUpdate{object: obj, accepted: accepted, published: published, revision: revision}
+		if _, isTool := obj.(*mcpv1alpha1.MCPTool); isTool && s.observed {
+			pin := pins[obj.GetName()] // none (cleared) when not accepted
+			if !v.Accepted {
+				pin = toolPin{}
+			}
+			u.pin = &pin
+		}
+		out = append(out, u)
 	}
 	return out
 }
@@ -329,7 +348,7 @@ var warningReasons = []string{
 	mcpv1alpha1.ReasonInvalidSpec, mcpv1alpha1.ReasonReconcileFailed, mcpv1alpha1.ReasonDeploymentUnavailable,
 	mcpv1alpha1.ReasonCatalogRejected, mcpv1alpha1.ReasonCatalogTooLarge, mcpv1alpha1.ReasonNameConflict,
 	mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.ReasonSourceNotFound, mcpv1alpha1.ReasonStaleSidecars,
-	mcpv1alpha1.ReasonToolsMissingUpstream, mcpv1alpha1.ReasonUpstreamMismatch,
+	mcpv1alpha1.ReasonToolsMissingUpstream, mcpv1alpha1.ReasonUpstreamMismatch, mcpv1alpha1.ReasonPinnedToolsDrifted,
 }
 
 func eventType(reason string) string {

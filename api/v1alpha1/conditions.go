@@ -34,6 +34,13 @@ const (
 	// replica whose MCP server answers as a different server). Advisory: it does not change
 	// Ready.
 	ConditionVerified = "Verified"
+
+	// ConditionToolsDrifted (unless spec.toolPinning is Off) is True when a ready replica's MCP
+	// server serves a tool whose definition no longer matches its MCPTool's spec.upstreamDigest.
+	// The message names the tools and the digest to pin to accept each new definition. Under
+	// Warn they are still served; under Enforce they are withheld. Advisory: it does not change
+	// Ready.
+	ConditionToolsDrifted = "ToolsDrifted"
 )
 
 // Condition types shared by MCPTool, MCPResource and MCPPrompt.
@@ -93,6 +100,13 @@ const (
 	// names the pods and the fields. Expected while a rollout replaces the image; otherwise check
 	// which image each pod runs.
 	ReasonUpstreamMismatch = "UpstreamMismatch"
+
+	// ReasonPinnedToolsDrifted: pinned tools' definitions changed on the MCP server; review each
+	// new definition and set the MCPTool's spec.upstreamDigest to its
+	// status.observedUpstreamDigest to accept it (or roll the image back).
+	ReasonPinnedToolsDrifted = "PinnedToolsDrifted"
+	// ReasonToolsMatchPins: every pinned tool's definition matches its pin.
+	ReasonToolsMatchPins = "ToolsMatchPins"
 
 	// ReasonAllToolsServed: the server lists every enabled MCPTool.
 	ReasonAllToolsServed = "AllToolsServed"

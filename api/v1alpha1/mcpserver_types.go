@@ -38,6 +38,25 @@ const (
 	ToolPolicyDeclared ToolPolicy = "Declared"
 )
 
+// ToolPinning decides what the sidecar does when a tool's definition on the MCP server no
+// longer matches the digest its MCPTool pins (spec.upstreamDigest): the rug-pull defence.
+// +kubebuilder:validation:Enum=Off;Warn;Enforce
+type ToolPinning string
+
+const (
+	// ToolPinningOff checks nothing: no ToolsDrifted condition, no Events. MCPTool status still
+	// shows the observed digest and whether it matches the pin.
+	ToolPinningOff ToolPinning = "Off"
+	// ToolPinningWarn serves every tool; a pinned tool whose definition drifted is flagged
+	// (ToolsDrifted=True, a Warning Event, MCPTool status.pin Drifted). A tool without a pin is
+	// simply Unpinned: no condition, no Event.
+	ToolPinningWarn ToolPinning = "Warn"
+	// ToolPinningEnforce withholds a pinned tool whose definition drifted from tools/list and
+	// refuses calls to it, live, with notifications/tools/list_changed; with toolPolicy All, a
+	// tool without a pin is withheld too.
+	ToolPinningEnforce ToolPinning = "Enforce"
+)
+
 // MCPServerSpec declares one MCP server workload and how its sidecar serves it.
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Managed' || (has(self.container) && has(self.container.image))",message="spec.container.image is required when mode is Managed"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'External' || !has(self.container) || !has(self.container.image)",message="spec.container.image must be empty when mode is External: the pods come from your own workload"
@@ -78,6 +97,18 @@ type MCPServerSpec struct {
 	// +optional
 	// +kubebuilder:default=All
 	ToolPolicy ToolPolicy `json:"toolPolicy,omitempty"`
+
+	// toolPinning is Off, Warn (the default) or Enforce. A tool's upstream digest is the SHA-256
+	// of its canonical definition as the MCP server serves it (name, title, description, input
+	// and output schema, annotations; docs/security.md); an MCPTool pins it with
+	// spec.upstreamDigest. Warn serves a tool whose definition drifted from its pin and flags it
+	// (the ToolsDrifted condition and a Warning Event). Enforce withholds it from tools/list and
+	// refuses calls to it, live; with toolPolicy All it also withholds every tool without a pin.
+	// To accept a new definition, set the MCPTool's spec.upstreamDigest to its
+	// status.observedUpstreamDigest.
+	// +optional
+	// +kubebuilder:default=Warn
+	ToolPinning ToolPinning `json:"toolPinning,omitempty"`
 
 	// caching sets the default cache hints per result kind. MCPResource.spec.caching overrides
 	// resourceRead for one resource.
@@ -450,8 +481,8 @@ type UpstreamStatus struct {
 
 // MCPServerStatus is the observed state of an MCPServer.
 type MCPServerStatus struct {
-	// conditions: Ready, Available, CatalogPropagated, ToolsServed, Verified and, in External
-	// mode, SidecarsUpToDate.
+	// conditions: Ready, Available, CatalogPropagated, ToolsServed, Verified, ToolsDrifted
+	// (unless toolPinning is Off) and, in External mode, SidecarsUpToDate.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -67,6 +67,48 @@ type MCPToolSpec struct {
 	// +optional
 	// +kubebuilder:default=Enabled
 	State ToolState `json:"state,omitempty"`
+
+	// upstreamDigest pins the tool's definition as the MCP server serves it: "sha256:" and 64
+	// lowercase hex digits, the digest status.observedUpstreamDigest shows (docs/security.md).
+	// When the server's definition changes (a new description or schema), the MCPServer's
+	// spec.toolPinning decides: Warn flags it, Enforce withholds the tool. Review the new
+	// definition, then copy status.observedUpstreamDigest here to accept it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=71
+	// +kubebuilder:validation:XValidation:rule="self.matches('^sha256:[0-9a-f]{64}$')",message="upstreamDigest must be sha256: followed by 64 lowercase hex digits; copy it from the MCPTool's status.observedUpstreamDigest"
+	UpstreamDigest string `json:"upstreamDigest,omitempty"`
+}
+
+// PinState says how a tool's definition on the MCP server compares with its pin.
+// +kubebuilder:validation:Enum=Pinned;Drifted;Unpinned;Unknown
+type PinState string
+
+const (
+	// PinPinned: every reporting ready replica serves the definition spec.upstreamDigest pins.
+	PinPinned PinState = "Pinned"
+	// PinDrifted: a ready replica serves a definition other than the pinned one.
+	PinDrifted PinState = "Drifted"
+	// PinUnpinned: the tool has no spec.upstreamDigest.
+	PinUnpinned PinState = "Unpinned"
+	// PinUnknown: no ready replica has reported the tool's definition (yet), or the MCP server
+	// does not list it.
+	PinUnknown PinState = "Unknown"
+)
+
+// MCPToolStatus is the observed state of an MCPTool.
+type MCPToolStatus struct {
+	CatalogItemStatus `json:",inline"`
+
+	// observedUpstreamDigest is the upstream digest of the tool's definition as the ready
+	// replicas' MCP servers serve it (when they differ, one that does not match the pin).
+	// +optional
+	// +kubebuilder:validation:MaxLength=71
+	ObservedUpstreamDigest string `json:"observedUpstreamDigest,omitempty"`
+
+	// pin is Pinned, Drifted, Unpinned or Unknown: how observedUpstreamDigest compares with
+	// spec.upstreamDigest.
+	// +optional
+	Pin PinState `json:"pin,omitempty"`
 }
 
 // ToolAnnotations are the MCP tool behaviour hints.
@@ -95,7 +137,9 @@ type ToolAnnotations struct {
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
 // +kubebuilder:printcolumn:name="Published",type=string,JSONPath=`.status.conditions[?(@.type=="Published")].status`
+// +kubebuilder:printcolumn:name="Pin",type=string,JSONPath=`.status.pin`,description="Pinned, Drifted, Unpinned or Unknown: the MCP server's definition against spec.upstreamDigest"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Observed",type=string,JSONPath=`.status.observedUpstreamDigest`,priority=1,description="The upstream digest the replicas observe"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MCPTool struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -107,7 +151,7 @@ type MCPTool struct {
 
 	// status is the tool's observed state.
 	// +optional
-	Status CatalogItemStatus `json:"status,omitempty"`
+	Status MCPToolStatus `json:"status,omitempty"`
 }
 
 // MCPToolList is a list of MCPTools.

@@ -179,6 +179,9 @@ func TestMCPServerValidation(t *testing.T) {
 		{name: "zero drain budget", mutate: func(s *v1.MCPServer) {
 			s.Spec.Sidecar = &v1.SidecarSpec{Drain: &v1.DrainSpec{BudgetSeconds: ptr.To[int32](0)}}
 		}, wantErrors: []string{"spec.sidecar.drain.budgetSeconds", "greater than or equal to 1"}},
+		{name: "tool pinning Enforce", mutate: func(s *v1.MCPServer) { s.Spec.ToolPinning = v1.ToolPinningEnforce }},
+		{name: "unknown tool pinning", mutate: func(s *v1.MCPServer) { s.Spec.ToolPinning = "Strict" },
+			wantErrors: []string{`spec.toolPinning: Unsupported value: "Strict"`, `"Off", "Warn", "Enforce"`}},
 		{name: "unknown tool policy", mutate: func(s *v1.MCPServer) { s.Spec.ToolPolicy = "Some" },
 			wantErrors: []string{`spec.toolPolicy: Unsupported value: "Some"`}},
 		{name: "ttl over a day", mutate: func(s *v1.MCPServer) {
@@ -222,6 +225,7 @@ func TestMCPServerDefaults(t *testing.T) {
 	}{
 		{"mode", got.Mode, v1.WorkloadManaged},
 		{"toolPolicy", got.ToolPolicy, v1.ToolPolicyAll},
+		{"toolPinning", got.ToolPinning, v1.ToolPinningWarn},
 		{"container.port", got.Container.Port, int32(8080)},
 		{"container.path", got.Container.Path, "/mcp"},
 		{"sidecar.maxListenStreams", *got.Sidecar.MaxListenStreams, int32(10000)},
@@ -285,6 +289,13 @@ func TestMCPToolValidation(t *testing.T) {
 			wantErrors: []string{`spec.state: Unsupported value: "Off"`}},
 		{name: "description too long", mutate: func(tl *v1.MCPTool) { tl.Spec.Description = strings.Repeat("x", 16385) },
 			wantErrors: []string{"spec.description", "Too long"}},
+		{name: "pinned", mutate: func(tl *v1.MCPTool) { tl.Spec.UpstreamDigest = "sha256:" + strings.Repeat("0a", 32) }},
+		{name: "digest without its algorithm", mutate: func(tl *v1.MCPTool) { tl.Spec.UpstreamDigest = strings.Repeat("0a", 32) },
+			wantErrors: []string{"spec.upstreamDigest", "upstreamDigest must be sha256: followed by 64 lowercase hex digits; copy it from the MCPTool's status.observedUpstreamDigest"}},
+		{name: "digest in upper case", mutate: func(tl *v1.MCPTool) { tl.Spec.UpstreamDigest = "sha256:" + strings.Repeat("0A", 32) },
+			wantErrors: []string{"upstreamDigest must be sha256: followed by 64 lowercase hex digits"}},
+		{name: "digest too long", mutate: func(tl *v1.MCPTool) { tl.Spec.UpstreamDigest = "sha256:" + strings.Repeat("0a", 33) },
+			wantErrors: []string{"spec.upstreamDigest", "Too long"}},
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -58,7 +59,15 @@ type Server struct {
 	// ToolPolicy is "All" (upstream tools plus overrides) or "Declared" (only listed tools).
 	ToolPolicy string        `json:"toolPolicy"`
 	Caching    CacheDefaults `json:"caching"`
+	// ToolPinning is ToolPinningEnforce when the sidecar withholds tools whose upstream digest
+	// differs from their pin (Tool.UpstreamDigest) and, with ToolPolicyAll, tools without one.
+	// The controller writes it, and the pins, only under Enforce: Warn and Off need nothing of
+	// the sidecar beyond the digests it reports, and older catalogs keep their bytes.
+	ToolPinning string `json:"toolPinning,omitempty"`
 }
+
+// ToolPinningEnforce is the one Server.ToolPinning the sidecar acts on.
+const ToolPinningEnforce = "Enforce"
 
 // ToolPolicy values.
 const (
@@ -95,6 +104,9 @@ type Tool struct {
 	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
 	// Disabled tools are hidden from clients and calls to them are refused.
 	Disabled bool `json:"disabled,omitempty"`
+	// UpstreamDigest pins the upstream tool's definition (ToolDigest); set only under
+	// ToolPinningEnforce.
+	UpstreamDigest string `json:"upstreamDigest,omitempty"`
 }
 
 // ToolAnnotations are the MCP tool hints.
@@ -282,6 +294,9 @@ func Validate(c *Catalog) error {
 	if c.Server.ToolPolicy != ToolPolicyAll && c.Server.ToolPolicy != ToolPolicyDeclared {
 		add("server.toolPolicy %q is not All or Declared", c.Server.ToolPolicy)
 	}
+	if p := c.Server.ToolPinning; p != "" && p != ToolPinningEnforce {
+		add("server.toolPinning %q is not Enforce (or empty)", p)
+	}
 	d := c.Server.Caching
 	for name, h := range map[string]CacheHint{"discover": d.Discover, "tools": d.Tools, "prompts": d.Prompts,
 		"resources": d.Resources, "resourceTemplates": d.ResourceTemplates, "resourceRead": d.ResourceRead} {
@@ -298,6 +313,9 @@ func Validate(c *Catalog) error {
 			add("tool %q appears twice", t.Name)
 		}
 		seen[t.Name] = true
+		if t.UpstreamDigest != "" && !digestRE.MatchString(t.UpstreamDigest) {
+			add("tool %q: upstreamDigest %q is not sha256:<64 lowercase hex digits>", t.Name, t.UpstreamDigest)
+		}
 		for field, s := range map[string]json.RawMessage{"inputSchema": t.InputSchema, "outputSchema": t.OutputSchema} {
 			if len(s) > 0 && !isJSONObject(s) {
 				add("tool %q: %s is not a JSON object", t.Name, field)
@@ -396,7 +414,21 @@ type Report struct {
 	// Upstream is what the sidecar found the MCP server container to be (an older sidecar
 	// never sets it).
 	Upstream *UpstreamReport `json:"upstream,omitempty"`
+	// ToolDigests are the upstream digests (ToolDigest) of Revision's declared tools, by the
+	// name clients see, as the MCP server container serves them (set with ToolsChecked; a
+	// declared tool the server does not list has none). At most MaxReportedToolDigests, the
+	// first by name.
+	ToolDigests map[string]string `json:"toolDigests,omitempty"`
+	// WithheldTools are the tools the sidecar withholds under ToolPinningEnforce (drifted from
+	// their pin, or without one under ToolPolicyAll), by the name clients would see, sorted, at
+	// most MaxReportedMissingTools; WithheldToolCount is how many there are in all.
+	WithheldTools     []string `json:"withheldTools,omitempty"`
+	WithheldToolCount int      `json:"withheldToolCount,omitempty"`
 }
+
+// MaxReportedToolDigests bounds Report.ToolDigests (every replica's report shares one
+// ConfigMap of at most 1 MiB; 256 digests take about 30 KiB).
+const MaxReportedToolDigests = 256
 
 // UpstreamReport describes the MCP server container as its sidecar sees it.
 type UpstreamReport struct {
@@ -428,7 +460,8 @@ const MaxReportedMissingTools = 20
 func (r Report) Equal(o Report) bool {
 	return r.Revision == o.Revision && r.RejectedRevision == o.RejectedRevision && r.Reason == o.Reason &&
 		r.ToolsChecked == o.ToolsChecked && slices.Equal(r.MissingTools, o.MissingTools) && r.MissingToolCount == o.MissingToolCount &&
-		r.Upstream.Equal(o.Upstream)
+		r.Upstream.Equal(o.Upstream) && maps.Equal(r.ToolDigests, o.ToolDigests) &&
+		slices.Equal(r.WithheldTools, o.WithheldTools) && r.WithheldToolCount == o.WithheldToolCount
 }
 
 // ParseReport decodes one status ConfigMap value.

@@ -110,6 +110,12 @@ func TestValidate(t *testing.T) {
 		"bad scope":         {func(c *Catalog) { c.Server.Caching.Tools.CacheScope = "Public" }, "server.caching.tools"},
 		"bad role":          {func(c *Catalog) { c.Prompts[0].Messages[0].Role = "system" }, "role"},
 		"duplicate prompt":  {func(c *Catalog) { c.Prompts = append(c.Prompts, c.Prompts[0]) }, `prompt "p" appears twice`},
+		"enforced pin": {func(c *Catalog) {
+			c.Server.ToolPinning = ToolPinningEnforce
+			c.Tools[0].UpstreamDigest = DigestPrefix + strings.Repeat("ab", 32)
+		}, ""},
+		"unknown pinning": {func(c *Catalog) { c.Server.ToolPinning = "Warn" }, `server.toolPinning "Warn" is not Enforce`},
+		"bad pin":         {func(c *Catalog) { c.Tools[0].UpstreamDigest = "sha256:ABC" }, `upstreamDigest "sha256:ABC" is not sha256:<64`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := sample()
@@ -143,5 +149,16 @@ func TestReport(t *testing.T) {
 	}
 	if got, err := ParseReport(m.String()); err != nil || !got.Equal(m) || got.Equal(r) {
 		t.Fatal(got, err)
+	}
+	p := m
+	p.ToolDigests = map[string]string{"weather": "sha256:aa"}
+	p.WithheldTools, p.WithheldToolCount = []string{"echo"}, 1
+	if got, err := ParseReport(p.String()); err != nil || !got.Equal(p) || got.Equal(m) {
+		t.Fatal(got, err)
+	}
+	q := p
+	q.ToolDigests = map[string]string{"weather": "sha256:bb"}
+	if q.Equal(p) {
+		t.Fatal("reports with other digests are equal")
 	}
 }

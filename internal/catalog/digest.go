@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -33,6 +34,11 @@ const (
 	DigestPrefix  = "sha256:"
 	DigestPattern = `^sha256:[0-9a-f]{64}$`
 )
+
+var digestRE = regexp.MustCompile(DigestPattern)
+
+// ValidDigest reports whether d has the form of an upstream digest.
+func ValidDigest(d string) bool { return digestRE.MatchString(d) }
 
 // ToolDigest returns the upstream digest of one tool object as an upstream lists it.
 func ToolDigest(tool json.RawMessage) (string, error) {

@@ -1,0 +1,185 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+)
+
+const (
+	digestA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	digestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
+
+func TestPinOf(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pin      string
+		observed []string
+		want     toolPin
+	}{
+		{"no pin, nothing observed", "", nil, toolPin{State: mcpv1alpha1.PinUnpinned}},
+		{"no pin, observed", "", []string{digestA}, toolPin{Observed: digestA, State: mcpv1alpha1.PinUnpinned}},
+		{"pin, nothing observed", digestA, nil, toolPin{State: mcpv1alpha1.PinUnknown}},
+		{"pin matches", digestA, []string{digestA, digestA}, toolPin{Observed: digestA, State: mcpv1alpha1.PinPinned}},
+		{"pin differs", digestA, []string{digestB}, toolPin{Observed: digestB, State: mcpv1alpha1.PinDrifted}},
+		{"one replica of two drifted: never hidden", digestA, []string{digestA, digestB}, toolPin{Observed: digestB, State: mcpv1alpha1.PinDrifted}},
+	} {
+		if got := pinOf(tc.pin, tc.observed); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func pinnedTool(obj, name, pin string, disabled bool) mcpv1alpha1.MCPTool {
+	t := mcpv1alpha1.MCPTool{Spec: mcpv1alpha1.MCPToolSpec{Name: name, UpstreamDigest: pin, State: mcpv1alpha1.ToolEnabled}}
+	t.Name = obj
+	if disabled {
+		t.Spec.State = mcpv1alpha1.ToolDisabled
+	}
+	return t
+}
+
+func TestToolsDriftedCondition(t *testing.T) {
+	report := func(rev string, digests map[string]string, withheld ...string) string {
+		return catalog.Report{Revision: rev, ToolsChecked: true, ToolDigests: digests, WithheldTools: withheld, WithheldToolCount: len(withheld)}.String()
+	}
+	tools := []mcpv1alpha1.MCPTool{
+		pinnedTool("weather-tool", "weather", digestA, false),
+		pinnedTool("echo-tool", "echo", "", false),
+		pinnedTool("off-tool", "off", digestA, true),
+	}
+	server := func(mode mcpv1alpha1.ToolPinning) *mcpv1alpha1.MCPServer {
+		s := newServer("ns", "weather", 1)
+		s.Spec.ToolPinning = mode
+		return s
+	}
+	cases := []struct {
+		name    string
+		mode    mcpv1alpha1.ToolPinning
+		reports map[string]string
+		absent  bool
+		status  metav1.ConditionStatus
+		reason  string
+		want    []string
+		pins    map[string]mcpv1alpha1.PinState
+	}{
+		{name: "Off: no condition", mode: mcpv1alpha1.ToolPinningOff, absent: true,
+			reports: map[string]string{"a": report("r", map[string]string{"weather": digestB})},
+			pins:    map[string]mcpv1alpha1.PinState{"weather-tool": mcpv1alpha1.PinDrifted}},
+		{name: "not yet reported", mode: "", reports: map[string]string{"a": catalog.Report{Revision: "r"}.String()},
+			status: metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonToolsNotYetReported,
+			pins: map[string]mcpv1alpha1.PinState{"weather-tool": mcpv1alpha1.PinUnknown, "echo-tool": mcpv1alpha1.PinUnpinned}},
+		{name: "an older revision's report does not count", mode: mcpv1alpha1.ToolPinningWarn,
+			reports: map[string]string{"a": report("old", map[string]string{"weather": digestB})},
+			status:  metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonToolsNotYetReported},
+		{name: "Warn, all match; an unpinned tool is not drifted", mode: mcpv1alpha1.ToolPinningWarn,
+			reports: map[string]string{"a": report("r", map[string]string{"weather": digestA, "echo": digestB, "off": digestB})},
+			status:  metav1.ConditionFalse, reason: mcpv1alpha1.ReasonToolsMatchPins, want: []string{"1 pinned tools match their pins on all 1"},
+			pins: map[string]mcpv1alpha1.PinState{"weather-tool": mcpv1alpha1.PinPinned, "echo-tool": mcpv1alpha1.PinUnpinned, "off-tool": mcpv1alpha1.PinDrifted}},
+		{name: "Warn (the default), drifted on one replica", mode: "",
+			reports: map[string]string{"a": report("r", map[string]string{"weather": digestA}), "b": report("r", map[string]string{"weather": digestB})},
+			status:  metav1.ConditionTrue, reason: mcpv1alpha1.ReasonPinnedToolsDrifted,
+			want: []string{"1 pinned tools, still served", "weather (MCPTool weather-tool): pinned aaaaaaaaaaaa, served bbbbbbbbbbbb", `set spec.upstreamDigest to "` + digestB + `"`},
+			pins: map[string]mcpv1alpha1.PinState{"weather-tool": mcpv1alpha1.PinDrifted}},
+		{name: "Enforce, drifted, and unpinned tools withheld", mode: mcpv1alpha1.ToolPinningEnforce,
+			reports: map[string]string{"a": report("r", map[string]string{"weather": digestB}, "echo", "weather", "zz")},
+			status:  metav1.ConditionTrue, reason: mcpv1alpha1.ReasonPinnedToolsDrifted,
+			want: []string{"withheld from clients (toolPinning Enforce)", "withheld because they have no pin (Enforce with toolPolicy All): echo, zz;"}},
+		{name: "a pinned tool nobody reports is named, not counted as matching", mode: mcpv1alpha1.ToolPinningWarn,
+			reports: map[string]string{"a": report("r", map[string]string{})},
+			status:  metav1.ConditionFalse, reason: mcpv1alpha1.ReasonToolsMatchPins,
+			want: []string{"0 pinned tools match", "nothing was compared: weather"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := propagation{Revision: "r", ReadyPods: []string{"b", "a"}, Reports: tc.reports}
+			if len(tc.reports) == 1 {
+				p.ReadyPods = []string{"a"}
+			}
+			pins := toolPins(tools, p)
+			for obj, want := range tc.pins {
+				if pins[obj].State != want {
+					t.Errorf("%s: pin %s, want %s", obj, pins[obj].State, want)
+				}
+			}
+			c, ok := toolsDriftedCondition(server(tc.mode), tools, pins, p)
+			if ok == tc.absent {
+				t.Fatalf("condition present = %v, want %v", ok, !tc.absent)
+			}
+			if tc.absent {
+				return
+			}
+			if c.Type != mcpv1alpha1.ConditionToolsDrifted || c.Status != tc.status || c.Reason != tc.reason {
+				t.Fatalf("got %s=%s/%s: %s", c.Type, c.Status, c.Reason, c.Message)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(c.Message, w) {
+					t.Errorf("message lacks %q: %s", w, c.Message)
+				}
+			}
+		})
+	}
+	if eventType(mcpv1alpha1.ReasonPinnedToolsDrifted) != "Warning" || eventType(mcpv1alpha1.ReasonToolsMatchPins) != "Normal" {
+		t.Fatal("a drift is a Warning event, a match a Normal one")
+	}
+}
+
+// TestPinCatalog: only Enforce puts pins into the catalog, so Warn and Off keep the bytes (and
+// the revision) a catalog had before pinning existed.
+func TestPinCatalog(t *testing.T) {
+	tools := []mcpv1alpha1.MCPTool{pinnedTool("w", "weather", digestA, false), pinnedTool("e", "echo", "", false)}
+	var revs []string
+	for _, mode := range []mcpv1alpha1.ToolPinning{"", mcpv1alpha1.ToolPinningOff, mcpv1alpha1.ToolPinningWarn, mcpv1alpha1.ToolPinningEnforce} {
+		s := newServer("ns", "weather", 1)
+		s.Spec.ToolPinning = mode
+		c := catalogFor(s, items{Tools: tools})
+		enc, err := catalog.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs = append(revs, catalog.Revision(enc))
+		enforce := mode == mcpv1alpha1.ToolPinningEnforce
+		if got := strings.Contains(string(enc), digestA); got != enforce {
+			t.Errorf("%q: catalog carries the pin = %v", mode, got)
+		}
+		if got := c.Server.ToolPinning == catalog.ToolPinningEnforce; got != enforce {
+			t.Errorf("%q: server.toolPinning = %q", mode, c.Server.ToolPinning)
+		}
+		if _, err := catalog.Decode(enc); err != nil {
+			t.Errorf("%q: the sidecar would reject it: %v", mode, err)
+		}
+		if strings.Contains(string(enc), "toolPinning") != enforce || strings.Contains(string(enc), "upstreamDigest") != enforce {
+			t.Errorf("%q: %s", mode, enc)
+		}
+	}
+	if revs[0] != revs[1] || revs[1] != revs[2] || revs[2] == revs[3] {
+		t.Errorf("revisions %v: Off and Warn must not change the catalog, Enforce must", revs)
+	}
+}
+
+func TestDriftChanged(t *testing.T) {
+	c := func(status metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+		return []metav1.Condition{{Type: mcpv1alpha1.ConditionToolsDrifted, Status: status, Reason: reason, Message: msg}}
+	}
+	drift := mcpv1alpha1.ReasonPinnedToolsDrifted
+	for _, tc := range []struct {
+		name          string
+		before, after []metav1.Condition
+		want          bool
+	}{
+		{"another tool drifts too", c("True", drift, "a"), c("True", drift, "a; b"), true},
+		{"unchanged", c("True", drift, "a"), c("True", drift, "a"), false},
+		{"first drift (the generic Event covers it)", c("False", mcpv1alpha1.ReasonToolsMatchPins, "x"), c("True", drift, "a"), false},
+		{"resolved", c("True", drift, "a"), c("False", mcpv1alpha1.ReasonToolsMatchPins, "x"), false},
+		{"no condition before", nil, c("True", drift, "a"), false},
+	} {
+		if _, got := driftChanged(tc.before, tc.after); got != tc.want {
+			t.Errorf("%s: got %v", tc.name, got)
+		}
+	}
+}
