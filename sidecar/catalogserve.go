@@ -170,6 +170,9 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 			return
 		}
 	}
+	if method == "tools/list" && c.Server.ToolPinning == catalog.ToolPinningEnforce {
+		s.opts.Overlay.checkDigests(c, up)
+	}
 	items, next, more := page(spec.merge(c, up), offset, s.opts.Overlay.opts.PageSize)
 	h := req.spec.hint(&c.Server.Caching)
 	if private {
@@ -241,9 +244,18 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 		return
 	}
 	c, _ := s.opts.Overlay.Catalog()
-	upstream, ok := routeTool(c, name)
+	upstream, decl, ok := routeTool(c, name)
 	if !ok {
 		e := newErr(http.StatusBadRequest, codeInvalidParams, "Unknown tool: "+name)
+		s.failReq(w, req, e)
+		return
+	}
+	if why := pinWithheld(c, decl, s.opts.Overlay.observedDigestOf(upstream)); why != "" {
+		// Withheld from tools/list too: refused like a tool clients cannot see,
+		// saying why (the operator accepts a new definition in the MCPTool).
+		s.m.pinRefused.Inc()
+		e := newErr(http.StatusBadRequest, codeInvalidParams, "Tool withheld: "+name+": "+why)
+		e.data = map[string]string{"name": name, "reason": why}
 		s.failReq(w, req, e)
 		return
 	}

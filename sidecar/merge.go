@@ -76,8 +76,65 @@ func upstreamNameOf(t *catalog.Tool) string {
 // tool, declared ones overridden and renamed, disabled ones and those renamed
 // away hidden; with policy Declared only the declared tools. A declared tool
 // the upstream does not have is not listed; its name is returned in missing
-// (only when the upstream list is known, up != nil).
+// (only when the upstream list is known, up != nil). Under pinning Enforce,
+// the tools pinWithheld refuses are left out too (mergeToolsWithheld names
+// them).
 func mergeTools(c *catalog.Catalog, up []json.RawMessage) (list []entry, missing []string) {
+	list, missing, _ = mergeToolsWithheld(c, up)
+	return list, missing
+}
+
+// Why pinWithheld withholds a tool.
+const (
+	withheldUnpinned = "it has no pin (toolPinning Enforce with toolPolicy All)"
+	withheldDrifted  = "its definition on the MCP server no longer matches its pin"
+	withheldUnknown  = "its definition on the MCP server has not been verified against its pin yet"
+)
+
+// pinWithheld decides whether pinning withholds one upstream tool, and why
+// (""; served). decl is its declared tool (nil: undeclared); observed is the
+// upstream digest of its definition ("" when unknown). Only Enforce withholds:
+// a pinned tool whose definition differs from its pin (or is not known), and
+// with policy All a tool without a pin.
+func pinWithheld(c *catalog.Catalog, decl *catalog.Tool, observed string) string {
+	if c.Server.ToolPinning != catalog.ToolPinningEnforce {
+		return ""
+	}
+	pin := ""
+	if decl != nil {
+		pin = decl.UpstreamDigest
+	}
+	switch {
+	case pin == "" && c.Server.ToolPolicy == catalog.ToolPolicyAll:
+		return withheldUnpinned
+	case pin == "":
+		return ""
+	case observed == "":
+		return withheldUnknown
+	case observed != pin:
+		return withheldDrifted
+	}
+	return ""
+}
+
+// observedDigest is the upstream digest of one upstream tool object ("" when
+// it cannot be digested: then no pin matches it).
+func observedDigest(raw json.RawMessage) string {
+	d, err := catalog.ToolDigest(raw)
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+// needsDigest says whether pinWithheld looks at a tool's digest.
+func needsDigest(c *catalog.Catalog, decl *catalog.Tool) bool {
+	return c.Server.ToolPinning == catalog.ToolPinningEnforce && decl != nil && decl.UpstreamDigest != ""
+}
+
+// mergeToolsWithheld is mergeTools, and the names clients would see of the
+// tools pinning withholds, sorted.
+func mergeToolsWithheld(c *catalog.Catalog, up []json.RawMessage) (list []entry, missing, withheld []string) {
 	byUpstream := map[string][]*catalog.Tool{}
 	declared := map[string]bool{}
 	for i := range c.Tools {
@@ -98,16 +155,30 @@ func mergeTools(c *catalog.Catalog, up []json.RawMessage) (list []entry, missing
 			// An undeclared tool whose name a declared tool takes is hidden:
 			// its name now means the declared one.
 			if c.Server.ToolPolicy == catalog.ToolPolicyAll && !declared[name] {
+				if pinWithheld(c, nil, "") != "" {
+					withheld = append(withheld, name)
+					continue
+				}
 				list = append(list, entry{name, raw})
 			}
 			continue
 		}
+		digest := ""
 		for _, t := range decl {
-			if !t.Disabled {
-				list = append(list, entry{t.Name, overrideTool(m, t)})
+			if t.Disabled {
+				continue
 			}
+			if needsDigest(c, t) && digest == "" {
+				digest = observedDigest(raw)
+			}
+			if pinWithheld(c, t, digest) != "" {
+				withheld = append(withheld, t.Name)
+				continue
+			}
+			list = append(list, entry{t.Name, overrideTool(m, t)})
 		}
 	}
+	slices.Sort(withheld)
 	if up != nil {
 		for i := range c.Tools {
 			t := &c.Tools[i]
@@ -116,7 +187,7 @@ func mergeTools(c *catalog.Catalog, up []json.RawMessage) (list []entry, missing
 			}
 		}
 	}
-	return sortEntries(list), missing
+	return sortEntries(list), missing, withheld
 }
 
 // overrideTool applies a declared tool to the upstream's definition.
@@ -156,19 +227,20 @@ func overrideTool(up map[string]json.RawMessage, t *catalog.Tool) json.RawMessag
 
 // routeTool decides where a tools/call for name goes: the upstream tool
 // name to call, or ok=false when the name is unknown to clients (disabled,
-// renamed away, or not declared under policy Declared).
-func routeTool(c *catalog.Catalog, name string) (upstream string, ok bool) {
+// renamed away, or not declared under policy Declared). decl is the declared
+// tool called (nil: an upstream tool served as it is).
+func routeTool(c *catalog.Catalog, name string) (upstream string, decl *catalog.Tool, ok bool) {
 	for i := range c.Tools {
 		if t := &c.Tools[i]; t.Name == name {
-			return upstreamNameOf(t), !t.Disabled
+			return upstreamNameOf(t), t, !t.Disabled
 		}
 	}
 	for i := range c.Tools {
 		if upstreamNameOf(&c.Tools[i]) == name {
-			return "", false // renamed away or hidden
+			return "", nil, false // renamed away or hidden
 		}
 	}
-	return name, c.Server.ToolPolicy == catalog.ToolPolicyAll
+	return name, nil, c.Server.ToolPolicy == catalog.ToolPolicyAll
 }
 
 // mergeResources returns the effective resource list (kind "uri") or

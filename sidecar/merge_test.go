@@ -167,7 +167,7 @@ func TestRouteTool(t *testing.T) {
 		{declared, "get_alerts", "get_alerts", false},
 	}
 	for _, tt := range tests {
-		up, ok := routeTool(tt.cat, tt.name)
+		up, _, ok := routeTool(tt.cat, tt.name)
 		if ok != tt.ok || (ok && up != tt.upstream) {
 			t.Errorf("%s routeTool(%q) = %q, %v; want %q, %v", tt.cat.Server.ToolPolicy, tt.name, up, ok, tt.upstream, tt.ok)
 		}

@@ -25,8 +25,12 @@ type Metrics struct {
 	catalogRejected     prometheus.Counter
 	catalogRejectedNow  prometheus.Gauge
 	catalogMissingTools prometheus.Gauge
-	reportFailures      prometheus.Counter
-	catalogRevision     *prometheus.GaugeVec
+	// catalogWithheldTools: tools pinning withholds (Enforce).
+	catalogWithheldTools prometheus.Gauge
+	// pinRefused: tools/call refused because pinning withholds the tool.
+	pinRefused      prometheus.Counter
+	reportFailures  prometheus.Counter
+	catalogRevision *prometheus.GaugeVec
 
 	draining          prometheus.Gauge
 	drainStreamsEnded prometheus.Counter
@@ -88,6 +92,14 @@ func NewMetrics() *Metrics {
 			Name: "switchboard_sidecar_catalog_missing_tools",
 			Help: "Declared, enabled tools the upstream does not have (not listed).",
 		}),
+		catalogWithheldTools: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_sidecar_catalog_withheld_tools",
+			Help: "Tools withheld from clients by tool pinning (toolPinning Enforce): drifted from their pin, or unpinned under toolPolicy All.",
+		}),
+		pinRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_pin_refused_calls_total",
+			Help: "tools/call requests refused because tool pinning withholds the tool (toolPinning Enforce).",
+		}),
 		reportFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_sidecar_catalog_report_failures_total",
 			Help: "Failed attempts to write the propagation report into the status ConfigMap.",
@@ -110,7 +122,7 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.5, 2, 10),
 		}),
 	}
-	m.Registry.MustRegister(m.catalogApplied, m.catalogRejected, m.catalogRejectedNow, m.catalogMissingTools, m.reportFailures,
+	m.Registry.MustRegister(m.catalogApplied, m.catalogRejected, m.catalogRejectedNow, m.catalogMissingTools, m.catalogWithheldTools, m.pinRefused, m.reportFailures,
 		m.catalogRevision, m.draining, m.drainStreamsEnded, m.drainSeconds)
 	m.Registry.MustRegister(m.listenStreams, m.notificationsSent, m.fanoutSeconds,
 		m.upstreamSeconds, m.errors, m.inflight, m.relayConnected,

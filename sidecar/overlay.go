@@ -75,6 +75,10 @@ type Overlay struct {
 	m    *Metrics
 
 	cur atomic.Pointer[appliedCatalog]
+	// digests are the upstream digests of the upstream's tools by their
+	// upstream name, from the overlay's last read of tools/list (nil before
+	// it): tools/call checks pins against them.
+	digests atomic.Pointer[map[string]string]
 
 	pendMu      sync.Mutex
 	report      catalog.Report // last report (guarded by pendMu)
@@ -219,6 +223,7 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 	o.m.servingRevision(revision)
 	// Not known for the new revision until the next computation.
 	o.report.ToolsChecked, o.report.MissingTools, o.report.MissingToolCount = false, nil, 0
+	o.report.ToolDigests, o.report.WithheldTools, o.report.WithheldToolCount = nil, nil, 0
 	rep := o.report
 	o.pendMu.Unlock()
 	o.m.catalogApplied.Inc()
@@ -363,6 +368,8 @@ type snapshot struct {
 	lists   map[string]string // list method -> hash of the effective list
 	content map[string]string // URI of a declared resource -> hash of its content
 	missing []string
+	// withheld are the tools pinning withholds (client names, sorted).
+	withheld []string
 }
 
 func hashEntries(es []entry) string {
@@ -384,10 +391,11 @@ func hashBytes(b []byte) string {
 func (o *Overlay) compute() *snapshot {
 	c, rev := o.Catalog()
 	upTools := o.upLists["tools/list"]
-	tools, missing := mergeTools(c, upTools)
+	tools, missing, withheld := mergeToolsWithheld(c, upTools)
 	if upTools == nil {
 		missing = nil // the server's list was never read: nothing is known to be missing
 	}
+	pins := o.observeDigests(c, upTools)
 	s := &snapshot{
 		lists:   map[string]string{"tools/list": hashEntries(tools)},
 		content: map[string]string{},
@@ -411,10 +419,17 @@ func (o *Overlay) compute() *snapshot {
 			s.content[r.URI] = hashBytes(append([]byte(mime+"\x00"), body...))
 		}
 	}
+	s.withheld = withheld
 	if !slices.Equal(missing, o.lastMissing()) {
 		o.m.catalogMissingTools.Set(float64(len(missing)))
 		if len(missing) > 0 {
 			o.log.Warn("Declared tools are missing upstream; they are not listed", "tools", missing)
+		}
+	}
+	if o.last == nil || !slices.Equal(withheld, o.last.withheld) {
+		o.m.catalogWithheldTools.Set(float64(len(withheld)))
+		if len(withheld) > 0 {
+			o.log.Warn("Tool pinning withholds tools from clients (toolPinning Enforce)", "tools", withheld)
 		}
 	}
 	up := o.opts.Upstream.report()
@@ -423,8 +438,84 @@ func (o *Overlay) compute() *snapshot {
 		// are told apart by the controller (the Verified condition).
 		up.ToolsDigest = catalog.ToolsDigest(upTools)
 	}
-	o.reportMissing(rev, upTools != nil, missing, up)
+	pins.withheld = withheld
+	o.reportMissing(rev, upTools != nil, missing, up, pins)
 	return s
+}
+
+// pinReport is the part of the report tool pinning reads.
+type pinReport struct {
+	digests  map[string]string // declared name -> upstream digest
+	withheld []string
+}
+
+// observeDigests records the digest of every upstream tool (for tools/call)
+// and returns those of the declared tools (for the report), the first
+// catalog.MaxReportedToolDigests by name.
+func (o *Overlay) observeDigests(c *catalog.Catalog, upTools []json.RawMessage) pinReport {
+	if upTools == nil {
+		o.digests.Store(nil)
+		return pinReport{}
+	}
+	byUpstream := make(map[string]string, len(upTools))
+	for _, raw := range upTools {
+		var named struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &named) == nil && named.Name != "" {
+			byUpstream[named.Name] = observedDigest(raw)
+		}
+	}
+	o.digests.Store(&byUpstream)
+	var r pinReport
+	for i := range c.Tools { // sorted by name
+		t := &c.Tools[i]
+		if d := byUpstream[upstreamNameOf(t)]; d != "" && len(r.digests) < catalog.MaxReportedToolDigests {
+			if r.digests == nil {
+				r.digests = map[string]string{}
+			}
+			r.digests[t.Name] = d
+		}
+	}
+	return r
+}
+
+// checkDigests compares the pinned tools of a tools/list a client's request
+// read from the upstream with the overlay's last read: when one differs (the
+// upstream changed a tool without notifying), the overlay re-reads the list,
+// so tools/call, the report and listeners catch up with what the list showed.
+func (o *Overlay) checkDigests(c *catalog.Catalog, up []json.RawMessage) {
+	known := o.digests.Load()
+	if known == nil {
+		return // the overlay's own read is pending or failing and retried
+	}
+	pinned := map[string]bool{}
+	for i := range c.Tools {
+		if c.Tools[i].UpstreamDigest != "" {
+			pinned[upstreamNameOf(&c.Tools[i])] = true
+		}
+	}
+	for _, raw := range up {
+		var named struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &named) != nil || !pinned[named.Name] {
+			continue
+		}
+		if observedDigest(raw) != (*known)[named.Name] {
+			o.Publish(KindTools, "")
+			return
+		}
+	}
+}
+
+// observedDigestOf is the digest of the upstream tool called name, as the
+// overlay last read it ("" when unknown).
+func (o *Overlay) observedDigestOf(name string) string {
+	if m := o.digests.Load(); m != nil {
+		return (*m)[name]
+	}
+	return ""
 }
 
 // reportMissing puts the declared tools of revision rev that the upstream
@@ -432,18 +523,21 @@ func (o *Overlay) compute() *snapshot {
 // has been read), and sends it when that changed. A list computed for a
 // revision that is no longer the reported one is dropped (the next
 // computation, which Apply asked for, covers the new one).
-func (o *Overlay) reportMissing(rev string, checked bool, missing []string, up *catalog.UpstreamReport) {
+func (o *Overlay) reportMissing(rev string, checked bool, missing []string, up *catalog.UpstreamReport, pins pinReport) {
 	names := missing[:min(len(missing), catalog.MaxReportedMissingTools)]
+	withheld := pins.withheld[:min(len(pins.withheld), catalog.MaxReportedMissingTools)]
 	o.pendMu.Lock()
 	r := &o.report
 	if up == nil {
 		up = r.Upstream // not known right now (unreachable): keep what was reported
 	}
-	if rev != r.Revision || (checked == r.ToolsChecked && slices.Equal(names, r.MissingTools) && len(missing) == r.MissingToolCount && up.Equal(r.Upstream)) {
+	if rev != r.Revision || (checked == r.ToolsChecked && slices.Equal(names, r.MissingTools) && len(missing) == r.MissingToolCount && up.Equal(r.Upstream) &&
+		maps.Equal(pins.digests, r.ToolDigests) && slices.Equal(withheld, r.WithheldTools) && len(pins.withheld) == r.WithheldToolCount) {
 		o.pendMu.Unlock()
 		return
 	}
 	r.ToolsChecked, r.MissingTools, r.MissingToolCount, r.Upstream = checked, slices.Clone(names), len(missing), up
+	r.ToolDigests, r.WithheldTools, r.WithheldToolCount = pins.digests, slices.Clone(withheld), len(pins.withheld)
 	rep := o.report
 	o.pendMu.Unlock()
 	o.sendReport(rep)

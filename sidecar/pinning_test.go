@@ -1,0 +1,129 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+)
+
+func mustDigest(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	d, err := catalog.ToolDigest(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func enforce(c *catalog.Catalog) *catalog.Catalog {
+	c.Server.ToolPinning = catalog.ToolPinningEnforce
+	return c
+}
+
+// TestMergeToolsPinned tables what pinning withholds from tools/list: only Enforce withholds,
+// a drifted pinned tool always, and with policy All a tool without a pin.
+func TestMergeToolsPinned(t *testing.T) {
+	forecast := mustDigest(t, upTools[0])
+	alerts := mustDigest(t, upTools[1])
+	stale := catalog.DigestPrefix + "0000000000000000000000000000000000000000000000000000000000000000"
+	tests := []struct {
+		name         string
+		cat          *catalog.Catalog
+		want         []string
+		wantWithheld []string
+	}{{
+		name: "Warn and Off (no toolPinning in the catalog): a stale pin is served",
+		cat:  testCatalog(catalog.ToolPolicyAll, catalog.Tool{Name: "get_forecast", UpstreamDigest: stale}),
+		want: []string{"convert_temperature", "get_alerts", "get_forecast"},
+	}, {
+		name: "Enforce, All: the matching pin is served, unpinned tools are withheld",
+		cat:  enforce(testCatalog(catalog.ToolPolicyAll, catalog.Tool{Name: "get_forecast", UpstreamDigest: forecast})),
+		want: []string{"get_forecast"}, wantWithheld: []string{"convert_temperature", "get_alerts"},
+	}, {
+		name: "Enforce, All: a drifted pin is withheld",
+		cat: enforce(testCatalog(catalog.ToolPolicyAll, catalog.Tool{Name: "get_forecast", UpstreamDigest: stale},
+			catalog.Tool{Name: "get_alerts", UpstreamDigest: alerts}, catalog.Tool{Name: "convert_temperature", UpstreamDigest: mustDigest(t, upTools[2])})),
+		want: []string{"convert_temperature", "get_alerts"}, wantWithheld: []string{"get_forecast"},
+	}, {
+		name: "Enforce, Declared: an unpinned declared tool is served, a drifted one withheld",
+		cat: enforce(testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "get_forecast", UpstreamDigest: stale},
+			catalog.Tool{Name: "get_alerts"})),
+		want: []string{"get_alerts"}, wantWithheld: []string{"get_forecast"},
+	}, {
+		name: "the pin is on the upstream's definition, not the override: a renamed, redescribed tool matches",
+		cat: enforce(testCatalog(catalog.ToolPolicyDeclared,
+			catalog.Tool{Name: "forecast", UpstreamName: "get_forecast", Description: "ours", UpstreamDigest: forecast})),
+		want: []string{"forecast"},
+	}, {
+		name: "a disabled tool is hidden, not withheld",
+		cat:  enforce(testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "get_forecast", UpstreamDigest: stale, Disabled: true})),
+		want: []string{},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, withheld := mergeToolsWithheld(tt.cat, upTools)
+			if !slices.Equal(keys(got), tt.want) {
+				t.Errorf("tools = %v, want %v", keys(got), tt.want)
+			}
+			if !slices.Equal(withheld, tt.wantWithheld) {
+				t.Errorf("withheld = %v, want %v", withheld, tt.wantWithheld)
+			}
+		})
+	}
+}
+
+// TestPinWithheld tables the decision tools/call makes with the overlay's observed digest.
+func TestPinWithheld(t *testing.T) {
+	const pin, other = "sha256:aa", "sha256:bb"
+	all := enforce(testCatalog(catalog.ToolPolicyAll))
+	declared := enforce(testCatalog(catalog.ToolPolicyDeclared))
+	warn := testCatalog(catalog.ToolPolicyAll)
+	pinned := &catalog.Tool{Name: "t", UpstreamDigest: pin}
+	for _, tc := range []struct {
+		name     string
+		cat      *catalog.Catalog
+		decl     *catalog.Tool
+		observed string
+		want     string
+	}{
+		{"Warn serves a drifted tool", warn, pinned, other, ""},
+		{"Warn serves an unpinned tool", warn, nil, "", ""},
+		{"matching pin", all, pinned, pin, ""},
+		{"drifted pin", all, pinned, other, withheldDrifted},
+		{"pin, definition not known (fail closed)", all, pinned, "", withheldUnknown},
+		{"undeclared under All", all, nil, pin, withheldUnpinned},
+		{"declared without pin under All", all, &catalog.Tool{Name: "t"}, pin, withheldUnpinned},
+		{"declared without pin under Declared", declared, &catalog.Tool{Name: "t"}, pin, ""},
+		{"drifted under Declared", declared, pinned, other, withheldDrifted},
+	} {
+		if got := pinWithheld(tc.cat, tc.decl, tc.observed); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestObserveDigests: the overlay records every upstream tool's digest for tools/call, and
+// reports those of the declared tools under the names clients see.
+func TestObserveDigests(t *testing.T) {
+	o := NewOverlay(OverlayOptions{})
+	if o.observedDigestOf("get_forecast") != "" {
+		t.Fatal("a digest before any read")
+	}
+	c := testCatalog(catalog.ToolPolicyAll, catalog.Tool{Name: "forecast", UpstreamName: "get_forecast"}, catalog.Tool{Name: "ghost"})
+	r := o.observeDigests(c, upTools)
+	if want := mustDigest(t, upTools[0]); r.digests["forecast"] != want || o.observedDigestOf("get_forecast") != want {
+		t.Fatalf("report %v, observed %q; want %s", r.digests, o.observedDigestOf("get_forecast"), want)
+	}
+	if _, ok := r.digests["ghost"]; ok || len(r.digests) != 1 {
+		t.Fatalf("only declared tools the upstream serves are reported: %v", r.digests)
+	}
+	if o.observedDigestOf("get_alerts") != mustDigest(t, upTools[1]) {
+		t.Fatal("an undeclared tool's digest is recorded for tools/call")
+	}
+	o.observeDigests(c, nil)
+	if o.observedDigestOf("get_forecast") != "" {
+		t.Fatal("an unread list still gives digests")
+	}
+}
