@@ -84,13 +84,13 @@ type MCPToolSpec struct {
 type PinState string
 
 const (
-	// PinPinned: every reporting ready replica serves the definition spec.upstreamDigest pins.
+	// PinPinned means every reporting ready replica serves the definition spec.upstreamDigest pins.
 	PinPinned PinState = "Pinned"
-	// PinDrifted: a ready replica serves a definition other than the pinned one.
+	// PinDrifted means a ready replica serves a definition other than the pinned one.
 	PinDrifted PinState = "Drifted"
-	// PinUnpinned: the tool has no spec.upstreamDigest.
+	// PinUnpinned means the tool has no spec.upstreamDigest.
 	PinUnpinned PinState = "Unpinned"
-	// PinUnknown: no ready replica has reported the tool's definition (yet), or the MCP server
+	// PinUnknown means no ready replica has reported the tool's definition (yet), or the MCP server
 	// does not list it.
 	PinUnknown PinState = "Unknown"
 )
