@@ -409,7 +409,8 @@ func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconci
 }
 
 // emitConditionEvents records one Event per condition whose status or reason changed, with the
-// event reason equal to the condition reason. Ready repeats the reason of the condition it
+// event reason equal to the condition reason (a condition's first state only when it is True or
+// a Warning). Ready repeats the reason of the condition it
 // summarises, so its event is left out when that condition's event says the same.
 func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, after []metav1.Condition) {
 	if rec == nil {
@@ -419,6 +420,13 @@ func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, a
 	for _, c := range after {
 		old := meta.FindStatusCondition(before, c.Type)
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
+			continue
+		}
+		if old == nil && c.Status != metav1.ConditionTrue && eventType(c.Reason) == corev1.EventTypeNormal {
+			// A condition's first state is an Event only when it is True or a Warning: waiting
+			// for the Deployment, for a ready replica or for the sidecars' first report is how
+			// every server starts and asks nothing of anyone (3 of the 5 Events each server
+			// recorded on creation, docs/performance.md).
 			continue
 		}
 		if seen[c.Reason] {

@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +62,7 @@ type options struct {
 	jsonOut     string
 	keep        bool
 	profile     string
+	phases      string
 }
 
 func main() {
@@ -85,6 +87,7 @@ func main() {
 	flag.StringVar(&o.managerArgs, "manager-args", "", "Extra manager flags, space-separated.")
 	flag.StringVar(&o.jsonOut, "json", "", "Append the results as one JSON line to this file.")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the logs and the audit log (their folder is printed).")
+	flag.StringVar(&o.phases, "phases", "cold,steady,edit,sidecars,ha,delete", "The phases to run, in their order (cold always runs).")
 	flag.StringVar(&o.profile, "profile", "", "Save the manager's CPU profile of each phase and its heap at each phase's end in this folder "+
 		"(the manager's --pprof-bind-address on 127.0.0.1).")
 	flag.Parse()
@@ -155,8 +158,9 @@ func run(o options) (err error) {
 		{"ha", b.highAvailability, !o.ha},
 		{"delete", b.deleteFleet, false},
 	}
+	wanted := strings.Split(o.phases, ",")
 	for _, p := range phases {
-		if p.skip {
+		if p.skip || (p.name != "cold" && !slices.Contains(wanted, p.name)) {
 			continue
 		}
 		say("Phase %s", p.name)

@@ -30,7 +30,7 @@ func CacheOptions() cache.Options {
 		// Nothing reads managedFields from the cache; they are a large share of every object.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:                   {Label: serverPods},
+			&corev1.Pod{}:                   {Label: serverPods, Transform: TrimPod},
 			&corev1.ConfigMap{}:             ours,
 			&corev1.Service{}:               ours,
 			&corev1.ServiceAccount{}:        ours,
@@ -41,6 +41,25 @@ func CacheOptions() cache.Options {
 			&networkingv1.NetworkPolicy{}:   ours,
 			&corev1.Secret{}:                ours,
 		}}
+}
+
+// TrimPod is the cache's transform for pods: it keeps what the controller reads of them — the
+// metadata (labels, annotations, owners, deletion), each container's name and ports
+// (inject.FindServerContainer) and the status conditions (PodReady) — and drops the rest, the
+// larger part of a pod (volumes, env, probes, resources, init containers, container statuses) and
+// its managedFields. Code that needs more of a pod reads it from the API server.
+func TrimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta}
+	out.ManagedFields = nil
+	for _, c := range p.Spec.Containers {
+		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
+	}
+	out.Status.Phase, out.Status.Conditions = p.Status.Phase, p.Status.Conditions
+	return out, nil
 }
 
 // PodReady reports whether a pod is Ready and not being deleted.

@@ -153,10 +153,19 @@ func TestChartDefaults(t *testing.T) {
 		into(t, u, &d)
 		assertRestricted(t, &d)
 		args := d.Spec.Template.Spec.Containers[0].Args
-		for _, want := range []string{"--leader-elect=true", "--sidecar-image=switchboard-sidecar:0.1.0", "--webhook-cert-mode=self-signed"} {
+		for _, want := range []string{"--leader-elect=true", "--sidecar-image=switchboard-sidecar:0.1.0", "--webhook-cert-mode=self-signed",
+			"--kube-api-qps=500", "--kube-api-burst=1000", "--max-concurrent-reconciles=32"} {
 			if !slices.Contains(args, want) {
 				t.Errorf("manager args %v lack %s", args, want)
 			}
+		}
+		memLimit := false
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			memLimit = memLimit || (e.Name == "GOMEMLIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil &&
+				e.ValueFrom.ResourceFieldRef.Resource == "limits.memory")
+		}
+		if !memLimit {
+			t.Errorf("the manager's GOMEMLIMIT is not its memory limit: %+v", d.Spec.Template.Spec.Containers[0].Env)
 		}
 	}
 
