@@ -45,6 +45,11 @@ func copyHeaders(dst, src http.Header) {
 // every response asks the client to close its connection, so that clients
 // reconnect (through the Service) to a replica that is staying.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
+	if req.legacy && req.method == "tools/call" {
+		// The headers a 2026 client sends for annotated arguments
+		// (paramheaders.go).
+		s.setParamHeaders(r, req)
+	}
 	if req.session != nil && !req.isNotification() {
 		// A 2025-era session's call: cancellable by notifications/cancelled,
 		// and relayed through input rounds (legacyinput.go).

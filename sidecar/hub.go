@@ -74,10 +74,17 @@ type Hub struct {
 	byURI    map[string]*streamSet
 	closing  bool
 
+	// toolsGen counts the tools changes published (paramheaders.go keeps
+	// the upstream's tool annotations until it moves).
+	toolsGen atomic.Uint64
+
 	// uriChanged is signalled (non-blocking, capacity 1) whenever the union
 	// of subscribed URIs changes.
 	uriChanged chan struct{}
 }
+
+// ToolsGeneration counts the tools changes published so far.
+func (h *Hub) ToolsGeneration() uint64 { return h.toolsGen.Load() }
 
 // NewHub returns an empty hub.
 func NewHub(o HubOptions) *Hub {
@@ -357,6 +364,9 @@ func (h *Hub) Publish(k Kind, uri string) int {
 	method, ok := kindMethod[k]
 	if !ok {
 		return 0
+	}
+	if k == KindTools {
+		h.toolsGen.Add(1)
 	}
 	start := time.Now()
 	h.mu.Lock()

@@ -115,6 +115,9 @@ type Server struct {
 	// calls are the 2025-era calls in flight and the requests to 2025-era
 	// clients awaiting answers (legacyinput.go).
 	calls *clientCalls
+	// params are the upstream tools' x-mcp-header annotations, for the
+	// Mcp-Param-* headers of translated calls (paramheaders.go).
+	params *paramTools
 }
 
 // NewServer returns a Server for o.
@@ -159,6 +162,8 @@ func NewServer(o Options) (*Server, error) {
 	s.sessions = newSessionCodec(key, o.SessionServer, o.SessionTTL)
 	s.states = newSessionStates()
 	s.calls = newClientCalls()
+	s.params = &paramTools{}
+	s.params.fetcher = s.readParamTools
 	if s.opts.InputTimeout <= 0 {
 		s.opts.InputTimeout = DefaultInputTimeout
 	}

@@ -1,0 +1,265 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file gives a translated 2025-era tools/call the Mcp-Param-{Name}
+// headers a 2026-07-28 client would have sent (SEP-2243): one for each
+// argument whose property in the tool's inputSchema carries
+// "x-mcp-header": "Name", when the argument is present and not null, with
+// its value as the spec formats it (a string as is, true/false, an integer
+// in decimal; base64-wrapped as =?base64?…?= when it is not plain visible
+// ASCII, has leading or trailing space or tab, or looks like that wrapper).
+// A 2026 upstream refuses a call that lacks them (400 -32020), and 2025-era
+// clients do not know them. The annotations come from the upstream's own
+// tools/list, read by the sidecar and kept until the tools change (the
+// hub's tools generation) or paramToolsTTL passes.
+
+const (
+	// paramToolsTTL bounds how long the upstream's tool annotations are
+	// trusted without a tools/list_changed (an upstream may not send one).
+	paramToolsTTL = 60 * time.Second
+	// paramToolsRetry is the wait before reading the tool list again
+	// after a failed read.
+	paramToolsRetry = time.Second
+	// maxParamDepth bounds the nesting of annotated properties followed.
+	maxParamDepth = 8
+)
+
+// paramBinding is one annotated property: its path in the arguments and
+// the header it travels in.
+type paramBinding struct {
+	path   []string
+	header string // canonical "Mcp-Param-{Name}"
+}
+
+// paramTools is the upstream's annotated tools as last read.
+type paramTools struct {
+	mu      sync.Mutex
+	fetch   sync.Mutex // one tools/list read at a time
+	byTool  map[string][]paramBinding
+	gen     uint64    // the hub's tools generation they were read at
+	read    time.Time // when they were read (zero: never)
+	failed  time.Time // the last failed read
+	known   bool
+	fetcher func(ctx context.Context) (map[string][]paramBinding, error)
+}
+
+// lookup returns the bindings of tool (nil when it has none), reading the
+// upstream's tool list when what is kept is stale.
+func (p *paramTools) lookup(ctx context.Context, tool string, gen uint64) []paramBinding {
+	p.mu.Lock()
+	if p.known && p.gen == gen && time.Since(p.read) < paramToolsTTL {
+		b := p.byTool[tool]
+		p.mu.Unlock()
+		return b
+	}
+	p.mu.Unlock()
+	p.fetch.Lock()
+	defer p.fetch.Unlock()
+	p.mu.Lock()
+	fresh := p.known && p.gen == gen && time.Since(p.read) < paramToolsTTL
+	recentFail := time.Since(p.failed) < paramToolsRetry
+	if fresh || recentFail {
+		b := p.byTool[tool]
+		p.mu.Unlock()
+		return b
+	}
+	p.mu.Unlock()
+	m, err := p.fetcher(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.failed = time.Now()
+		return p.byTool[tool] // what was known before, if anything
+	}
+	p.byTool, p.gen, p.read, p.known = m, gen, time.Now(), true
+	return m[tool]
+}
+
+// readParamTools reads the upstream's tool list (every page) and keeps the
+// annotated tools.
+func (s *Server) readParamTools(ctx context.Context) (map[string][]paramBinding, error) {
+	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	defer cancel()
+	items, _, pass, err := s.up.list("tools/list", "tools", func(cursor string) (*http.Request, error) {
+		extra := ""
+		if cursor != "" {
+			extra = `,"cursor":` + string(jsonString(cursor))
+		}
+		return modernRequest(ctx, s.up.url, "switchboard-param-headers", "tools/list", extra)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if pass != nil {
+		return nil, errUpstreamToolList
+	}
+	out := map[string][]paramBinding{}
+	for _, raw := range items {
+		var t struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if json.Unmarshal(raw, &t) != nil || t.Name == "" {
+			continue
+		}
+		if b := schemaBindings(t.InputSchema, nil, nil, 0); len(b) > 0 {
+			out[t.Name] = b
+		}
+	}
+	return out, nil
+}
+
+var errUpstreamToolList = errors.New("upstream tools/list answered with an error")
+
+// schemaBindings collects the x-mcp-header annotations of a schema's
+// properties (nested objects included, up to maxParamDepth), as the spec
+// allows them: on string, integer and boolean properties, a header-name
+// token, each name once (case-insensitive). Anything else is skipped.
+func schemaBindings(schema json.RawMessage, prefix []string, out []paramBinding, depth int) []paramBinding {
+	if depth >= maxParamDepth {
+		return out
+	}
+	var s struct {
+		Properties map[string]struct {
+			Type       json.RawMessage `json:"type"`
+			XMCPHeader json.RawMessage `json:"x-mcp-header"`
+			Properties json.RawMessage `json:"properties"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return out
+	}
+	for name, prop := range s.Properties {
+		path := append(append([]string(nil), prefix...), name)
+		if prop.XMCPHeader != nil {
+			var h, typ string
+			_ = json.Unmarshal(prop.Type, &typ)
+			if json.Unmarshal(prop.XMCPHeader, &h) == nil && isToken(h) && (typ == "string" || typ == "integer" || typ == "boolean") {
+				canon := http.CanonicalHeaderKey(headerParamPrefix + h)
+				dup := false
+				for _, b := range out {
+					dup = dup || strings.EqualFold(b.header, canon)
+				}
+				if !dup {
+					out = append(out, paramBinding{path: path, header: canon})
+				}
+			}
+		}
+		if len(prop.Properties) > 0 {
+			out = schemaBindings(json.RawMessage(`{"properties":`+string(prop.Properties)+`}`), path, out, depth+1)
+		}
+	}
+	return out
+}
+
+// isToken reports whether h is an HTTP field-name token (1*tchar).
+func isToken(h string) bool {
+	if h == "" {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// setParamHeaders replaces whatever Mcp-Param-* headers a translated
+// tools/call carries with those its arguments call for.
+func (s *Server) setParamHeaders(r *http.Request, req *request) {
+	h := r.Header
+	for k := range h {
+		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
+			delete(h, k)
+		}
+	}
+	// The body as it goes upstream: a catalog rename is already in it.
+	params, _, _ := field(req.body, "params")
+	name, ok := toolName(params)
+	if !ok {
+		return
+	}
+	bindings := s.params.lookup(r.Context(), name, s.hub.ToolsGeneration())
+	if len(bindings) == 0 {
+		return
+	}
+	args, ok, _ := field(params, "arguments")
+	if !ok {
+		return
+	}
+	for _, b := range bindings {
+		v := args
+		for _, p := range b.path {
+			if v, ok, _ = field(v, p); !ok {
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		if hv, ok := paramHeaderValue(v); ok {
+			h[b.header] = []string{hv}
+		}
+	}
+}
+
+// paramHeaderValue formats an argument for its header: strings, booleans
+// and integers (within ±2^53-1) only.
+func paramHeaderValue(raw []byte) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	var s string
+	switch c := raw[0]; {
+	case c == '"':
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+	case string(raw) == "true", string(raw) == "false":
+		return string(raw), true
+	case c == '-' || (c >= '0' && c <= '9'):
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || f > 1<<53-1 || f < -(1<<53-1) || f != float64(int64(f)) {
+			return "", false
+		}
+		return strconv.FormatInt(int64(f), 10), true
+	default:
+		return "", false // null, objects, arrays
+	}
+	if needsBase64(s) {
+		return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=", true
+	}
+	return s, true
+}
+
+// needsBase64 is SEP-2243's rule for wrapping a header value.
+func needsBase64(s string) bool {
+	if s == "" {
+		return false
+	}
+	if s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t' {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return true
+		}
+	}
+	return strings.HasPrefix(s, "=?base64?") && strings.HasSuffix(s, "?=")
+}
