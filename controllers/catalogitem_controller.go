@@ -54,7 +54,9 @@ func (r *CatalogItemReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		Message: "spec.serverRef names MCPServer " + serverRefOf(obj) + ", which does not exist in this namespace; " +
 			"create it or fix the reference"}
 	published, _ := publishedCondition(verdict{Reason: mcpv1alpha1.ReasonServerNotFound}, "", false, "", "")
-	return ctrl.Result{}, setItemStatus(ctx, r.Client, r.Recorder, obj, accepted, published, "", &toolPin{})
+	u := newItemStatus(obj, accepted, published, nil, "", "", false)
+	u.pin = &toolPin{}
+	return ctrl.Result{}, setItemStatus(ctx, r.Client, r.Recorder, u)
 }
 
 // SetupWithManager watches the kind and the MCPServers its objects reference.
@@ -156,22 +158,28 @@ func itemStatus(o client.Object) *mcpv1alpha1.CatalogItemStatus {
 	return nil
 }
 
-// setItemStatus writes Accepted, Published and catalogRevision, patching only when something
-// changed, and records an Event for each condition that changed to a reason a user must act on
-// (a Warning). Items record no Normal Events: a fleet of 1,000 servers with 12 items each would
-// write 24,000 of them on creation and 12,000 on every catalog-wide change, while the status
-// already says the same (docs/performance.md).
+// setItemStatus writes the decided conditions (newItemStatus) and catalogRevision, patching
+// only when something changed, and records an Event for each condition that changed to a
+// reason a user must act on (a Warning). Items record no Normal Events: a fleet of 1,000
+// servers with 12 items each would write 24,000 of them on creation and 12,000 on every
+// catalog-wide change, while the status already says the same (docs/performance.md).
 //
-// pin, for an MCPTool, is its observed digest and pin state (nil: left as they are).
-func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorder, obj client.Object, accepted, published metav1.Condition, revision string, pin *toolPin) error {
+// u.pin, for an MCPTool, is its observed digest and pin state (nil: left as they are).
+func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorder, u itemStatusUpdate) error {
+	obj, pin := u.object, u.pin
 	before := obj.DeepCopyObject().(client.Object)
 	st := itemStatus(obj)
 	gen := obj.GetGeneration()
-	accepted.ObservedGeneration, published.ObservedGeneration = gen, gen
-	meta.SetStatusCondition(&st.Conditions, accepted)
-	meta.SetStatusCondition(&st.Conditions, published)
+	set, remove := u.conditions()
+	for _, cond := range set {
+		cond.ObservedGeneration = gen
+		meta.SetStatusCondition(&st.Conditions, cond)
+	}
+	for _, typ := range remove {
+		meta.RemoveStatusCondition(&st.Conditions, typ)
+	}
 	st.ObservedGeneration = gen
-	st.CatalogRevision = revision
+	st.CatalogRevision = u.revision
 	beforeStatus := itemStatus(before)
 	emitConditionEvents(rec, obj, beforeStatus.Conditions, warnings(st.Conditions))
 	same := equality.Semantic.DeepEqual(beforeStatus, st)

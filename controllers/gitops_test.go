@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	lua "github.com/yuin/gopher-lua"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
@@ -42,6 +44,9 @@ type gitopsCase struct {
 	condReason string
 	// Argo CD health status, and a substring of its message.
 	argo, argoMessage string
+	// kstatus (cli-utils status.Compute) status, and a substring of its message.
+	kstatus        kstatus.Status
+	kstatusMessage string
 }
 
 // gitopsScenarios creates, in a new namespace, one object in every state the controller can
@@ -53,7 +58,12 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 	ready := newServer(ns, "ready", 1)
 	published := newTool(ns, "forecast", "ready", "get_forecast")
 	pending := newServer(ns, "pending", 1)
+	propagating := newTool(ns, "clock", "pending", "get_time")
 	rejected := newServer(ns, "rejected", 1)
+	inRejected := newPrompt(ns, "summary", "rejected", []string{"topic"}, "Summarise {{topic}}.")
+	// Ready, then edited so that the new pod cannot be scheduled: the old pod keeps serving
+	// (maxUnavailable 0) while the rollout cannot finish.
+	rolling := newServer(ns, "rolling", 1)
 	stuck := newServer(ns, "stuck", 1)
 	stuck.Spec.Pod = &mcpv1alpha1.PodOverrides{NodeSelector: map[string]string{"zone": "nowhere"}}
 	scaled := newServer(ns, "scaled", 0)
@@ -85,7 +95,7 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 	noSource := newResource(ns, "token", "ready", "secret://token", mcpv1alpha1.ResourceSource{
 		SecretKeyRef: &mcpv1alpha1.KeyReference{Name: "missing", Key: "value"}})
 
-	mustCreate(t, ready, published, pending, rejected, stuck, scaled, external, invalid, squat, squatted, big,
+	mustCreate(t, ready, published, pending, propagating, rejected, inRejected, rolling, stuck, scaled, external, invalid, squat, squatted, big,
 		orphan, winner, badPrompt, noSource)
 	mustCreate(t, chunks...)
 	// Creation timestamps have one-second resolution: when both share a second, the object name
@@ -94,7 +104,7 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 
 	step = func() {
 		// The sidecars of "ready" apply the current revision; the one of "rejected" refuses it.
-		for _, s := range []*mcpv1alpha1.MCPServer{ready, rejected} {
+		for _, s := range []*mcpv1alpha1.MCPServer{ready, rejected, rolling} {
 			key := client.ObjectKeyFromObject(s)
 			serverCondition(t, key, mcpv1alpha1.ConditionAvailable, metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable)
 			var pods []corev1.Pod
@@ -112,30 +122,97 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 			}
 			report(t, sidecarClient(t, ns, n.ServiceAccount), ns, n.StatusConfigMap, pods[0].Name, r)
 		}
+		key := client.ObjectKeyFromObject(rolling)
+		serverCondition(t, key, mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonReady)
+		eventually.Succeeds(t, "moving rolling to a node that does not exist", func() error {
+			if err := k8s.Get(context.Background(), key, rolling); err != nil {
+				return err
+			}
+			rolling.Spec.Pod = &mcpv1alpha1.PodOverrides{NodeSelector: map[string]string{"zone": "nowhere"}}
+			return k8s.Update(context.Background(), rolling)
+		})
 	}
 
 	const (
 		T = metav1.ConditionTrue
-		F = metav1.ConditionFalse
+	)
+	const (
+		current    = kstatus.CurrentStatus
+		inProgress = kstatus.InProgressStatus
+		failed     = kstatus.FailedStatus
 	)
 	cases = []gitopsCase{
-		{"MCPServer ready", ready, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonReady, "Healthy", "every ready replica serves"},
-		{"MCPServer propagation pending", pending, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonPropagationPending, "Progressing", "0 of 1 ready replicas"},
-		{"MCPServer catalog rejected", rejected, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonCatalogRejected, "Degraded", "bad schema"},
-		{"MCPServer rollout stuck", stuck, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonDeploymentProgressing, "Progressing", "replicas ready"},
-		{"MCPServer scaled to zero", scaled, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonScaledToZero, "Healthy", "spec.replicas is 0"},
-		{"MCPServer external without pods", external, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonExternalWorkload, "Progressing", "your own workload"},
-		{"MCPServer invalid spec", invalid, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "InvalidSpec"},
-		{"MCPServer child refused", squatted, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonReconcileFailed, "Degraded", "field is immutable"},
-		{"MCPServer catalog too large", big, mcpv1alpha1.ConditionReady, F, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge"},
-		{"MCPTool published", published, mcpv1alpha1.ConditionPublished, T, mcpv1alpha1.ReasonPublished, "Healthy", "Published"},
-		{"MCPTool server not found", orphan, mcpv1alpha1.ConditionAccepted, F, mcpv1alpha1.ReasonServerNotFound, "Degraded", "nowhere, which does not exist"},
-		{"MCPTool name conflict", loser, mcpv1alpha1.ConditionAccepted, F, mcpv1alpha1.ReasonNameConflict, "Degraded", `"winner"`},
-		{"MCPPrompt invalid spec", badPrompt, mcpv1alpha1.ConditionAccepted, F, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "to"},
-		{"MCPResource source not found", noSource, mcpv1alpha1.ConditionPublished, F, mcpv1alpha1.ReasonSourceNotFound, "Degraded", `"missing"`},
-		{"MCPResource catalog too large", chunks[16], mcpv1alpha1.ConditionPublished, F, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge"},
+		{"MCPServer ready", ready, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonReady, "Healthy", "every ready replica serves", current, "Ready"},
+		{"MCPServer propagation pending", pending, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonPropagationPending, "Progressing", "0 of 1 ready replicas", inProgress, "0 of 1 ready replicas"},
+		{"MCPServer catalog rejected", rejected, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogRejected, "Degraded", "bad schema", failed, "bad schema"},
+		{"MCPServer rolling out", rolling, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonRollingOut, "Progressing", "old replicas", inProgress, "1 old replicas are still being replaced"},
+		{"MCPServer rollout stuck", stuck, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonDeploymentProgressing, "Progressing", "replicas ready", inProgress, "0 of 1 replicas ready"},
+		{"MCPServer scaled to zero", scaled, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonScaledToZero, "Healthy", "spec.replicas is 0", current, "Ready"},
+		{"MCPServer external without pods", external, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonExternalWorkload, "Progressing", "your own workload", inProgress, "your own workload"},
+		{"MCPServer invalid spec", invalid, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "InvalidSpec", failed, "cannot name the server's Service"},
+		{"MCPServer child refused", squatted, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonReconcileFailed, "Degraded", "field is immutable", failed, "field is immutable"},
+		{"MCPServer catalog too large", big, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge", failed, "more than the"},
+		{"MCPTool published", published, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonReady, "Healthy", "published since catalog revision", current, "Ready"},
+		{"MCPTool propagation pending", propagating, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonPropagationPending, "Progressing", "waiting for every ready replica", inProgress, "waiting for every ready replica"},
+		{"MCPTool server not found", orphan, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonServerNotFound, "Degraded", "nowhere, which does not exist", failed, "nowhere, which does not exist"},
+		{"MCPTool name conflict", loser, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonNameConflict, "Degraded", `"winner"`, failed, `"winner"`},
+		{"MCPPrompt invalid spec", badPrompt, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "to", failed, "to"},
+		{"MCPPrompt catalog rejected", inRejected, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogRejected, "Degraded", "bad schema", failed, "bad schema"},
+		{"MCPResource source not found", noSource, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonSourceNotFound, "Degraded", `"missing"`, failed, `"missing"`},
+		{"MCPResource catalog too large", chunks[16], mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge", failed, "more than the"},
 	}
 	return cases, step
+}
+
+var gitops struct {
+	once  sync.Once
+	cases []gitopsCase
+}
+
+// sharedGitopsScenarios creates the scenarios once for the package: TestArgoCDHealth and
+// TestKstatus judge the same objects.
+func sharedGitopsScenarios(t *testing.T) []gitopsCase {
+	gitops.once.Do(func() {
+		cases, step := gitopsScenarios(t)
+		step()
+		gitops.cases = cases
+	})
+	if gitops.cases == nil {
+		t.Fatal("creating the GitOps scenarios failed in an earlier test")
+	}
+	return gitops.cases
+}
+
+// TestKstatus computes kstatus (sigs.k8s.io/cli-utils/pkg/kstatus/status.Compute, what Flux's
+// health checks and kustomize-controller's wait run) for every state of every kind the
+// controller produced against the real API server: a broken object is Failed with the message
+// of its Stalled condition (a pipeline waiting on it fails, saying what to fix), a change
+// being rolled out or propagated is InProgress, a done one is Current.
+func TestKstatus(t *testing.T) {
+	for _, c := range sharedGitopsScenarios(t) {
+		t.Run(c.name, func(t *testing.T) {
+			u := awaitCase(t, c)
+			res, err := kstatus.Compute(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != c.kstatus || !strings.Contains(res.Message, c.kstatusMessage) {
+				t.Fatalf("kstatus %s (%s), want %s with a message containing %q; status: %v",
+					res.Status, res.Message, c.kstatus, c.kstatusMessage, u.Object["status"])
+			}
+		})
+	}
+
+	// A status that describes an older generation is InProgress, whatever its conditions say:
+	// the controller has not looked at the change yet.
+	t.Run("older generation", func(t *testing.T) {
+		u := awaitCase(t, sharedGitopsScenarios(t)[0])
+		u.SetGeneration(u.GetGeneration() + 1)
+		res, err := kstatus.Compute(u)
+		if err != nil || res.Status != kstatus.InProgressStatus || !strings.Contains(res.Message, "observed generation") {
+			t.Fatalf("status of an older generation: %+v %v", res, err)
+		}
+	})
 }
 
 // awaitCase waits until the controller shows the case's condition and returns the object as
@@ -176,8 +253,7 @@ func TestArgoCDHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases, step := gitopsScenarios(t)
-	step()
+	cases := sharedGitopsScenarios(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			u := awaitCase(t, c)

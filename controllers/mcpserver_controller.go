@@ -341,7 +341,7 @@ func (r *MCPServerReconciler) checkSources(ctx context.Context, s *scope) (ctrl.
 func (r *MCPServerReconciler) writeItemStatusAndPruneReports(ctx context.Context, s *scope) error {
 	var errs []error
 	for _, u := range itemStatuses(s) {
-		errs = append(errs, setItemStatus(ctx, r.Client, r.Recorder, u.object, u.accepted, u.published, u.revision, u.pin))
+		errs = append(errs, setItemStatus(ctx, r.Client, r.Recorder, u))
 	}
 	if len(s.goneReports) > 0 {
 		status := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.names.Namespace, Name: s.names.StatusConfigMap}}

@@ -8,9 +8,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -44,12 +46,14 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 	}
 	st.URL = urlFor(server, s.names)
 	st.Selector = labels.SelectorFromSet(inject.SelectorFor(server)).String()
+	var ready, propagated *metav1.Condition
 	if s.observed {
 		available := availableCondition(s.workload)
-		propagated, upToDate := propagationCondition(s.propagation)
+		p, upToDate := propagationCondition(s.propagation)
+		r := readyCondition(available, p)
+		ready, propagated = &r, &p
 		set(available)
-		set(propagated)
-		set(readyCondition(available, propagated))
+		set(p)
 		set(toolsServedCondition(s.propagation))
 		set(verifiedCondition(s.propagation))
 		if c, ok := toolsDriftedCondition(server, s.resolution.accepted.Tools, toolPins(s.resolution.accepted.Tools, s.propagation), s.propagation); ok {
@@ -76,25 +80,153 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 		}
 	}
 	if reconcileErr != nil {
-		set(failureCondition(reconcileErr))
-	} else {
-		st.ObservedGeneration = gen
+		f := failureCondition(reconcileErr)
+		ready = &f
 	}
+	if ready == nil {
+		// Deleted before anything was observed: the status stays as it was.
+		return st
+	}
+	set(*ready)
+	stalled, reconciling := progressConditions(*ready, propagated, s.workload, reconcileErr)
+	setOrRemove(&st.Conditions, mcpv1alpha1.ConditionStalled, stalled, gen)
+	setOrRemove(&st.Conditions, mcpv1alpha1.ConditionReconciling, reconciling, gen)
+	// The status describes this generation on the failure path too: a GitOps tool that sees an
+	// older observedGeneration waits (kstatus InProgress) instead of reading Stalled.
+	st.ObservedGeneration = gen
 	return st
+}
+
+// setOrRemove sets an abnormal-true condition (Stalled, Reconciling) of the given generation,
+// or removes it when nil: it is absent while everything is normal.
+func setOrRemove(conds *[]metav1.Condition, typ string, c *metav1.Condition, gen int64) {
+	if c == nil {
+		meta.RemoveStatusCondition(conds, typ)
+		return
+	}
+	c.ObservedGeneration = gen
+	meta.SetStatusCondition(conds, *c)
+}
+
+// progressConditions decides the MCPServer's Stalled and Reconciling (nil: absent, which is
+// normal) from Ready, CatalogPropagated (nil when the phases failed before observing), the
+// workload and the failure of a phase. Stalled wins: the controller cannot progress without a
+// change by a person. Otherwise Reconciling is True while Ready is not, or while a rollout
+// still replaces old pods behind a Ready server.
+func progressConditions(ready metav1.Condition, propagated *metav1.Condition, w workload, reconcileErr error) (stalled, reconciling *metav1.Condition) {
+	on := func(typ, reason, message string) *metav1.Condition {
+		c := condition(typ, true, reason, message)
+		return &c
+	}
+	switch {
+	case reconcileErr != nil && needsAChange(reconcileErr):
+		return on(mcpv1alpha1.ConditionStalled, ready.Reason, ready.Message), nil
+	case propagated != nil && (propagated.Reason == mcpv1alpha1.ReasonCatalogTooLarge || propagated.Reason == mcpv1alpha1.ReasonCatalogRejected):
+		return on(mcpv1alpha1.ConditionStalled, propagated.Reason, propagated.Message), nil
+	}
+	if msg := deadlineExceeded(w); msg != "" && ready.Status != metav1.ConditionTrue {
+		return on(mcpv1alpha1.ConditionStalled, mcpv1alpha1.ReasonProgressDeadlineExceeded, msg), nil
+	}
+	if ready.Status != metav1.ConditionTrue {
+		return nil, on(mcpv1alpha1.ConditionReconciling, ready.Reason, ready.Message)
+	}
+	if msg := rollingOut(w); msg != "" {
+		return nil, on(mcpv1alpha1.ConditionReconciling, mcpv1alpha1.ReasonRollingOut, msg)
+	}
+	return nil, nil
+}
+
+// needsAChange reports whether a failed reconcile cannot succeed by retrying alone: invalid
+// input (a terminal error), or a child the API server refused as invalid, malformed, too
+// large or forbidden (RBAC, a ResourceQuota, an admission policy). Conflicts and an overloaded
+// or unreachable API server pass by themselves.
+func needsAChange(err error) bool {
+	if errors.Is(err, reconcile.TerminalError(nil)) {
+		return true
+	}
+	refused := func(err error) bool {
+		return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) ||
+			apierrors.IsRequestEntityTooLargeError(err)
+	}
+	var children childErrors
+	if errors.As(err, &children) && slices.ContainsFunc(children, func(c childError) bool { return refused(c.err) }) {
+		return true
+	}
+	return refused(err)
+}
+
+// deadlineExceeded is the Deployment's message when its rollout exceeded
+// spec.progressDeadlineSeconds (Progressing=False, ProgressDeadlineExceeded), else "".
+func deadlineExceeded(w workload) string {
+	if w.External || w.Deployment == nil || w.Deployment.Status.ObservedGeneration < w.Deployment.Generation {
+		return ""
+	}
+	p := deploymentCondition(w.Deployment, appsv1.DeploymentProgressing)
+	if p == nil || p.Status != corev1.ConditionFalse || p.Reason != "ProgressDeadlineExceeded" {
+		return ""
+	}
+	return fmt.Sprintf("the Deployment made no progress within its deadline (%s); check the pods' events and the MCP server container's logs, then fix the MCPServer", p.Message)
+}
+
+// rollingOut says what a Deployment whose rollout is not complete still does, or "" when it is
+// complete: every wanted replica runs the current pod template and is available, and no old
+// replica is left (the test kubectl rollout status and kstatus make).
+func rollingOut(w workload) string {
+	d := w.Deployment
+	if w.External || d == nil {
+		return ""
+	}
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	st := d.Status
+	switch {
+	case st.ObservedGeneration < d.Generation:
+		return "waiting for the Deployment controller to observe the new spec"
+	case st.UpdatedReplicas < want:
+		return fmt.Sprintf("%d of %d replicas run the current pod template", st.UpdatedReplicas, want)
+	case st.Replicas > st.UpdatedReplicas:
+		return fmt.Sprintf("%d old replicas are still being replaced", st.Replicas-st.UpdatedReplicas)
+	case st.AvailableReplicas < st.UpdatedReplicas:
+		return fmt.Sprintf("%d of %d updated replicas are available", st.AvailableReplicas, st.UpdatedReplicas)
+	}
+	return ""
 }
 
 // itemStatusUpdate is the decided status of one tool, resource or prompt.
 type itemStatusUpdate struct {
-	object              client.Object
-	accepted, published metav1.Condition
-	revision            string
+	object                     client.Object
+	accepted, published, ready metav1.Condition
+	// stalled and reconciling are nil when absent (normal).
+	stalled, reconciling *metav1.Condition
+	revision             string
 	// pin is set for accepted MCPTools once the replicas were observed.
 	pin *toolPin
 }
 
-// itemStatuses decides Accepted, Published and catalogRevision of every tool, resource and
-// prompt of the server. Objects being deleted (no verdict) are left out.
+// conditions returns the conditions to set, and the abnormal-true types to remove.
+func (u itemStatusUpdate) conditions() (set []metav1.Condition, remove []string) {
+	set = []metav1.Condition{u.accepted, u.published, u.ready}
+	for _, c := range []struct {
+		typ  string
+		cond *metav1.Condition
+	}{{mcpv1alpha1.ConditionStalled, u.stalled}, {mcpv1alpha1.ConditionReconciling, u.reconciling}} {
+		if c.cond != nil {
+			set = append(set, *c.cond)
+		} else {
+			remove = append(remove, c.typ)
+		}
+	}
+	return set, remove
+}
+
+// itemStatuses decides Accepted, Published, Ready, Stalled, Reconciling and catalogRevision of
+// every tool, resource and prompt of the server. Objects being deleted (no verdict) are left
+// out.
 func itemStatuses(s *scope) []itemStatusUpdate {
+	var propagated *metav1.Condition
+	if s.observed {
+		p, _ := propagationCondition(s.propagation)
+		propagated = &p
+	}
 	var out []itemStatusUpdate
 	var pins map[string]toolPin
 	if s.observed {
@@ -115,7 +247,7 @@ func itemStatuses(s *scope) []itemStatusUpdate {
 		}
 		published, revision := publishedCondition(v, missing, s.tooLarge, s.revision, s.tooLargeMessage)
 		published, revision = publishedSince(itemStatus(obj), obj.GetGeneration(), published, revision)
-		u := itemStatusUpdate{object: obj, accepted: accepted, published: published, revision: revision}
+		u := newItemStatus(obj, accepted, published, propagated, revision, s.revision, inFlight(itemStatus(obj)))
 		if _, isTool := obj.(*mcpv1alpha1.MCPTool); isTool && s.observed {
 			pin := pins[obj.GetName()] // none (cleared) when not accepted
 			if !v.Accepted {
@@ -126,6 +258,52 @@ func itemStatuses(s *scope) []itemStatusUpdate {
 		out = append(out, u)
 	}
 	return out
+}
+
+// newItemStatus completes an item's Accepted and Published with the summary GitOps tools read:
+// Ready = Accepted && Published && the server's ready replicas serve the revision; Stalled
+// (with the reason of the condition that is not True) when only a person's change helps: a
+// server that does not exist, a name conflict, an invalid spec, a missing resource source, a
+// catalog too large or rejected by the sidecars; Reconciling while ready replicas still serve
+// an older revision. propagated is the server's CatalogPropagated (nil when there is no
+// server) about the server's current revision. It concerns the item only while the item is in
+// flight: the current revision added or changed it (revision, the one it is published since,
+// is current), or it was already waiting (wasInFlight) for a revision that a later one
+// replaced before every replica served it. An item whose change every ready replica served is
+// served the same by replicas of later revisions, so another item's edit neither holds it back
+// nor writes its status. A server without ready replicas (scaled to zero, or not yet started)
+// holds nothing back: its replicas start with the current revision, and its own status tells.
+func newItemStatus(obj client.Object, accepted, published metav1.Condition, propagated *metav1.Condition, revision, current string, wasInFlight bool) itemStatusUpdate {
+	u := itemStatusUpdate{object: obj, accepted: accepted, published: published, revision: revision}
+	on := func(typ string, c metav1.Condition) *metav1.Condition {
+		out := condition(typ, true, c.Reason, c.Message)
+		return &out
+	}
+	notReady := func(c metav1.Condition) metav1.Condition {
+		return condition(mcpv1alpha1.ConditionReady, false, c.Reason, c.Message)
+	}
+	switch {
+	case accepted.Status != metav1.ConditionTrue:
+		u.ready = notReady(accepted)
+		u.stalled = on(mcpv1alpha1.ConditionStalled, accepted)
+	case published.Status != metav1.ConditionTrue:
+		u.ready = notReady(published)
+		u.stalled = on(mcpv1alpha1.ConditionStalled, published)
+	case propagated != nil && (revision == current || wasInFlight) && propagated.Reason == mcpv1alpha1.ReasonCatalogRejected:
+		u.ready = notReady(*propagated)
+		u.stalled = on(mcpv1alpha1.ConditionStalled, *propagated)
+	case propagated != nil && (revision == current || wasInFlight) && propagated.Reason == mcpv1alpha1.ReasonPropagationPending:
+		// The message names nothing that changes with later revisions or reports, so an item
+		// in flight is written when it starts and when it ends to wait, not in between.
+		waiting := condition(mcpv1alpha1.ConditionReconciling, true, propagated.Reason,
+			"published since catalog revision "+revision+"; waiting for every ready replica of the server to serve it (the server's CatalogPropagated counts them)")
+		u.ready = notReady(waiting)
+		u.reconciling = &waiting
+	default:
+		u.ready = condition(mcpv1alpha1.ConditionReady, true, mcpv1alpha1.ReasonReady,
+			"accepted, and published since catalog revision "+revision+", which the server's ready replicas serve")
+	}
+	return u
 }
 
 // publishedCondition decides Published for one accepted-or-not object, and the catalog revision
@@ -170,6 +348,19 @@ func publishedSince(before *mcpv1alpha1.CatalogItemStatus, generation int64, pub
 		published.Message = publishedMessage(before.CatalogRevision)
 	}
 	return published, before.CatalogRevision
+}
+
+// inFlight reports whether an item's status says it waits for the replicas to serve its
+// change: Reconciling, or Stalled because the sidecars rejected the revision.
+func inFlight(st *mcpv1alpha1.CatalogItemStatus) bool {
+	if st == nil {
+		return false
+	}
+	if meta.IsStatusConditionTrue(st.Conditions, mcpv1alpha1.ConditionReconciling) {
+		return true
+	}
+	c := meta.FindStatusCondition(st.Conditions, mcpv1alpha1.ConditionStalled)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == mcpv1alpha1.ReasonCatalogRejected
 }
 
 // workload is what the controller observed of the pods' owner.
@@ -322,8 +513,13 @@ func toolsServedCondition(p propagation) metav1.Condition {
 }
 
 // readyCondition summarises Available and CatalogPropagated: the first one that is not True
-// gives its reason and message.
+// gives its reason and message. A server scaled to zero is Ready (reason ScaledToZero): it runs
+// what it was asked to, nothing, as a Deployment scaled to zero is current for kstatus.
 func readyCondition(available, propagated metav1.Condition) metav1.Condition {
+	if available.Reason == mcpv1alpha1.ReasonScaledToZero {
+		return condition(mcpv1alpha1.ConditionReady, true, mcpv1alpha1.ReasonScaledToZero,
+			"spec.replicas is 0: nothing serves clients, as asked; replicas that start serve the current catalog")
+	}
 	for _, c := range []metav1.Condition{available, propagated} {
 		if c.Status != metav1.ConditionTrue {
 			return metav1.Condition{Type: mcpv1alpha1.ConditionReady, Status: c.Status, Reason: c.Reason, Message: c.Message}
@@ -349,6 +545,7 @@ var warningReasons = []string{
 	mcpv1alpha1.ReasonCatalogRejected, mcpv1alpha1.ReasonCatalogTooLarge, mcpv1alpha1.ReasonNameConflict,
 	mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.ReasonSourceNotFound, mcpv1alpha1.ReasonStaleSidecars,
 	mcpv1alpha1.ReasonToolsMissingUpstream, mcpv1alpha1.ReasonUpstreamMismatch, mcpv1alpha1.ReasonPinnedToolsDrifted,
+	mcpv1alpha1.ReasonProgressDeadlineExceeded,
 }
 
 func eventType(reason string) string {

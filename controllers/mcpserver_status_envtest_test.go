@@ -172,8 +172,22 @@ func TestWorkloadReasons(t *testing.T) {
 		return k8s.Get(ctx, key, &policyv1.PodDisruptionBudget{})
 	})
 	edit(t, scaled, func() { scaled.Spec.Replicas = ptr.To[int32](0) })
-	serverCondition(t, key, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonScaledToZero)
+	// Scaled to zero is Ready (as asked), though not Available, and neither Stalled nor
+	// Reconciling once the pods are gone.
+	serverCondition(t, key, mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonScaledToZero)
+	serverCondition(t, key, mcpv1alpha1.ConditionAvailable, metav1.ConditionFalse, mcpv1alpha1.ReasonScaledToZero)
 	serverCondition(t, key, mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionFalse, mcpv1alpha1.ReasonNoReadyReplicas)
+	eventually.Succeeds(t, "scaled: no Stalled or Reconciling", func() error {
+		if err := k8s.Get(ctx, key, scaled); err != nil {
+			return err
+		}
+		for _, typ := range []string{mcpv1alpha1.ConditionStalled, mcpv1alpha1.ConditionReconciling} {
+			if c := findConditionIn(scaled.Status.Conditions, typ); c.Type != "" {
+				return fmt.Errorf("%+v", c)
+			}
+		}
+		return nil
+	})
 	eventRecorded(t, scaled, mcpv1alpha1.ReasonScaledToZero)
 	eventually.Succeeds(t, "the PDB removed at 0 replicas", func() error {
 		if err := k8s.Get(ctx, key, &policyv1.PodDisruptionBudget{}); !apierrors.IsNotFound(err) {
@@ -254,6 +268,9 @@ func TestEditWritesOnlyTheEditedItem(t *testing.T) {
 	for _, obj := range append(others, tools[1]) {
 		itemCondition(t, obj, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
 	}
+	// Once the replica is ready, the items of the revision wait for it (Reconciling): the world
+	// has settled only then.
+	serverCondition(t, client.ObjectKeyFromObject(server), mcpv1alpha1.ConditionAvailable, metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable)
 	var rev1 string
 	eventually.Succeeds(t, "the server to name the catalog of all five objects", func() error {
 		c, rev := getCatalog(t, ns, "fleet")

@@ -152,10 +152,13 @@ func TestReadyCondition(t *testing.T) {
 		"ready":                  {avail, prop, mcpv1alpha1.ReasonReady},
 		"unavailable wins":       {unavail, pending, mcpv1alpha1.ReasonDeploymentUnavailable},
 		"propagation summarised": {avail, pending, mcpv1alpha1.ReasonPropagationPending},
+		"scaled to zero is ready": {condition(mcpv1alpha1.ConditionAvailable, false, mcpv1alpha1.ReasonScaledToZero, ""),
+			condition(mcpv1alpha1.ConditionCatalogPropagated, false, mcpv1alpha1.ReasonNoReadyReplicas, ""), mcpv1alpha1.ReasonScaledToZero},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := readyCondition(tc.a, tc.p)
-			if c.Type != mcpv1alpha1.ConditionReady || c.Reason != tc.wantReason || (c.Status == metav1.ConditionTrue) != (tc.wantReason == mcpv1alpha1.ReasonReady) {
+			wantTrue := tc.wantReason == mcpv1alpha1.ReasonReady || tc.wantReason == mcpv1alpha1.ReasonScaledToZero
+			if c.Type != mcpv1alpha1.ConditionReady || c.Reason != tc.wantReason || (c.Status == metav1.ConditionTrue) != wantTrue {
 				t.Fatalf("got %+v", c)
 			}
 		})
@@ -209,7 +212,7 @@ func TestServerStatus(t *testing.T) {
 			}}
 		if observed {
 			s.observed = true
-			s.workload = workload{Replicas: 2, Deployment: deployment(1, 1, 2, dcond(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable"))}
+			s.workload = workload{Replicas: 2, Deployment: rollout(2, 2, 2, 2)}
 			s.propagation = propagation{Revision: "r1", ReadyPods: []string{"p1", "p2"},
 				Reports: map[string]string{"p1": `{"revision":"r1"}`, "p2": `{"revision":"r1"}`}}
 		}
@@ -232,15 +235,37 @@ func TestServerStatus(t *testing.T) {
 		}
 	}
 
+	// A failed reconcile describes this generation too (kstatus reads Stalled or Reconciling
+	// only once status.observedGeneration has reached metadata.generation).
 	st = serverStatus(scopeFor(false), errors.New("the API server is away"))
-	if st.ObservedGeneration != 2 {
-		t.Fatalf("a failed reconcile moved observedGeneration to %d", st.ObservedGeneration)
+	if st.ObservedGeneration != 3 {
+		t.Fatalf("a failed reconcile left observedGeneration at %d", st.ObservedGeneration)
 	}
 	if err := conditionIs(st.Conditions, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonReconcileFailed); err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Conditions) != 1 {
+	if err := conditionIs(st.Conditions, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonReconcileFailed); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Conditions) != 2 {
 		t.Fatalf("nothing was observed, yet conditions %+v", st.Conditions)
+	}
+	for _, c := range st.Conditions {
+		if c.ObservedGeneration != 3 {
+			t.Fatalf("condition %s observed generation %d", c.Type, c.ObservedGeneration)
+		}
+	}
+
+	// Recovery removes the abnormal-true conditions; a terminal error sets Stalled instead.
+	s := scopeFor(true)
+	s.before.Status = st
+	st = serverStatus(s, nil)
+	if c := findConditionIn(st.Conditions, mcpv1alpha1.ConditionReconciling); c.Type != "" {
+		t.Fatalf("Reconciling left after recovery: %+v", c)
+	}
+	st = serverStatus(scopeFor(false), reconcile.TerminalError(errors.New("bad name")))
+	if err := conditionIs(st.Conditions, mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonInvalidSpec); err != nil {
+		t.Fatal(err)
 	}
 	if server.Status.ObservedGeneration != 2 || len(server.Status.Conditions) != 0 {
 		t.Fatal("serverStatus changed the server it was given")

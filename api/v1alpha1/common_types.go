@@ -44,7 +44,12 @@ type CacheHint struct {
 
 // CatalogItemStatus is the observed state shared by MCPTool, MCPResource and MCPPrompt.
 type CatalogItemStatus struct {
-	// conditions: Accepted and Published.
+	// conditions: Accepted, Published, and Ready (Accepted, Published, and the server's ready
+	// replicas serve it); Stalled while only a change by a person helps (the server does not
+	// exist, a name conflict, an invalid spec, a missing resource source, a catalog too large, or
+	// rejected in the revision that changed this object), Reconciling while ready replicas still
+	// serve a revision older than the one that changed it. Stalled and Reconciling are present
+	// only while True.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -3,11 +3,34 @@ package v1alpha1
 // Condition types and reasons. Every reason says what happened and, where something is wrong,
 // points at what to fix; Events the controller emits use the same reason strings.
 
+// Condition types of every kind, read by GitOps tools: Flux and kstatus
+// (sigs.k8s.io/cli-utils/pkg/kstatus) read Stalled, then Reconciling, then Ready; Argo CD reads
+// them through docs/gitops/argocd-health.lua. Stalled and Reconciling have abnormal-true
+// polarity: they are present only while True and removed when the object is back to normal.
+const (
+	// ConditionReady summarises the object. An MCPServer is Ready when the workload is
+	// Available and every ready replica serves the current catalog revision, or when it is
+	// scaled to zero (reason ScaledToZero: nothing is asked to run). An MCPTool, MCPResource or
+	// MCPPrompt is Ready when it is Accepted and Published and the server's ready replicas serve
+	// it (a revision that added or changed it, or a later one).
+	ConditionReady = "Ready"
+
+	// ConditionStalled is True when the controller cannot make progress without a change by a
+	// person: an invalid spec, a child object the API server refuses, a catalog too large or
+	// rejected, a rollout past its progress deadline, or (item kinds) a missing server, a name
+	// conflict or a missing resource source. The message says what to fix. kstatus computes
+	// Failed with that message, so a pipeline waiting on the object fails at once.
+	ConditionStalled = "Stalled"
+
+	// ConditionReconciling is True while a change is being rolled out or propagated and the
+	// controller expects to finish without help; its reason names the phase (for example
+	// DeploymentProgressing, RollingOut, PropagationPending, NoReadyReplicas). kstatus computes
+	// InProgress.
+	ConditionReconciling = "Reconciling"
+)
+
 // MCPServer condition types.
 const (
-	// ConditionReady summarises the server: it is True when the workload is Available and every
-	// ready replica serves the current catalog revision.
-	ConditionReady = "Ready"
 
 	// ConditionAvailable mirrors the Deployment's availability (at least the desired replicas
 	// minus maxUnavailable are ready).
@@ -61,7 +84,16 @@ const (
 	// ReasonInvalidSpec: the spec cannot be turned into a workload; the message says which field to fix.
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonReconcileFailed: applying a child object failed; the message carries the API error.
+	// Stalled when the API server refused the child (invalid, forbidden, over quota, denied by
+	// an admission policy); Reconciling while the controller retries an error that passes by
+	// itself (a conflict, an overloaded API server).
 	ReasonReconcileFailed = "ReconcileFailed"
+	// ReasonRollingOut (Reconciling): the server is Ready, but the Deployment is still
+	// replacing old pods with pods of the current spec.
+	ReasonRollingOut = "RollingOut"
+	// ReasonProgressDeadlineExceeded (Stalled): the Deployment made no progress within its
+	// progress deadline; check the pods' events and the MCP server container's logs.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 
 	// ReasonDeploymentAvailable: the Deployment reports Available=True.
 	ReasonDeploymentAvailable = "DeploymentAvailable"
@@ -70,7 +102,8 @@ const (
 	ReasonDeploymentUnavailable = "DeploymentUnavailable"
 	// ReasonDeploymentProgressing: a rollout is in progress.
 	ReasonDeploymentProgressing = "DeploymentProgressing"
-	// ReasonScaledToZero: spec.replicas is 0, so nothing serves clients.
+	// ReasonScaledToZero: spec.replicas is 0, so nothing serves clients. Available is False,
+	// Ready is True: the server is as asked (as a Deployment scaled to zero is, for kstatus).
 	ReasonScaledToZero = "ScaledToZero"
 	// ReasonExternalWorkload: spec.mode is External; pods come from the user's own workload.
 	ReasonExternalWorkload = "ExternalWorkload"

@@ -482,7 +482,10 @@ type UpstreamStatus struct {
 // MCPServerStatus is the observed state of an MCPServer.
 type MCPServerStatus struct {
 	// conditions: Ready, Available, CatalogPropagated, ToolsServed, Verified, ToolsDrifted
-	// (unless toolPinning is Off) and, in External mode, SidecarsUpToDate.
+	// (unless toolPinning is Off) and, in External mode, SidecarsUpToDate; Stalled while only a
+	// change by a person helps (an invalid spec, a child the API server refuses, a catalog too
+	// large or rejected, a rollout past its progress deadline) and Reconciling while a change is
+	// rolled out or propagated, present only while True (docs/gitops).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -135,10 +135,11 @@ type ToolAnnotations struct {
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.serverRef.name`
 // +kubebuilder:printcolumn:name="Tool",type=string,JSONPath=`.spec.name`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`
-// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
-// +kubebuilder:printcolumn:name="Published",type=string,JSONPath=`.status.conditions[?(@.type=="Published")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Pin",type=string,JSONPath=`.status.pin`,description="Pinned, Drifted, Unpinned or Unknown: the MCP server's definition against spec.upstreamDigest"
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`,priority=1
+// +kubebuilder:printcolumn:name="Published",type=string,JSONPath=`.status.conditions[?(@.type=="Published")].status`,priority=1
 // +kubebuilder:printcolumn:name="Observed",type=string,JSONPath=`.status.observedUpstreamDigest`,priority=1,description="The upstream digest the replicas observe"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MCPTool struct {

@@ -5,12 +5,14 @@
 --   1. no status yet, or only conditions of an older generation       -> Progressing
 --   2. Stalled=True: the controller cannot go on without a change     -> Degraded
 --   3. Reconciling=True: a change is being rolled out or propagated   -> Progressing
---   4. Ready=True, or ScaledToZero (spec.replicas: 0, as for a
---      Deployment scaled to zero)                                     -> Healthy
+--   4. Ready=True (an MCPServer scaled to zero is Ready, reason ScaledToZero,
+--      as a Deployment scaled to zero is; older controllers wrote it False) -> Healthy
 --   5. Ready not True: reasons a person has to act on                 -> Degraded
 --                      anything else (rollout, propagation)           -> Progressing
---   6. objects written by a controller without Ready on item kinds:
+--   6. item kinds without Ready (written by an older controller):
 --      Accepted=False -> Degraded; Published=True -> Healthy; otherwise as in 5.
+-- The controller sets Stalled and Reconciling (present only while True), so with a current
+-- controller rules 1-4 decide; 5 and 6 read status written by older controllers.
 -- Messages carry the condition's reason and message, which say what to fix.
 
 local degradedReasons = {
