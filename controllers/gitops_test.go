@@ -47,6 +47,9 @@ type gitopsCase struct {
 	// kstatus (cli-utils status.Compute) status, and a substring of its message.
 	kstatus        kstatus.Status
 	kstatusMessage string
+	// condMessage, when set, is a substring the condition's message must have too (a state
+	// that passes through others with the same reason).
+	condMessage string
 }
 
 // gitopsScenarios creates, in a new namespace, one object in every state the controller can
@@ -142,24 +145,26 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 		failed     = kstatus.FailedStatus
 	)
 	cases = []gitopsCase{
-		{"MCPServer ready", ready, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonReady, "Healthy", "every ready replica serves", current, "Ready"},
-		{"MCPServer propagation pending", pending, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonPropagationPending, "Progressing", "0 of 1 ready replicas", inProgress, "0 of 1 ready replicas"},
-		{"MCPServer catalog rejected", rejected, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogRejected, "Degraded", "bad schema", failed, "bad schema"},
-		{"MCPServer rolling out", rolling, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonRollingOut, "Progressing", "old replicas", inProgress, "1 old replicas are still being replaced"},
-		{"MCPServer rollout stuck", stuck, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonDeploymentProgressing, "Progressing", "replicas ready", inProgress, "0 of 1 replicas ready"},
-		{"MCPServer scaled to zero", scaled, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonScaledToZero, "Healthy", "spec.replicas is 0", current, "Ready"},
-		{"MCPServer external without pods", external, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonExternalWorkload, "Progressing", "your own workload", inProgress, "your own workload"},
-		{"MCPServer invalid spec", invalid, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "InvalidSpec", failed, "cannot name the server's Service"},
-		{"MCPServer child refused", squatted, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonReconcileFailed, "Degraded", "field is immutable", failed, "field is immutable"},
-		{"MCPServer catalog too large", big, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge", failed, "more than the"},
-		{"MCPTool published", published, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonReady, "Healthy", "published since catalog revision", current, "Ready"},
-		{"MCPTool propagation pending", propagating, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonPropagationPending, "Progressing", "waiting for every ready replica", inProgress, "waiting for every ready replica"},
-		{"MCPTool server not found", orphan, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonServerNotFound, "Degraded", "nowhere, which does not exist", failed, "nowhere, which does not exist"},
-		{"MCPTool name conflict", loser, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonNameConflict, "Degraded", `"winner"`, failed, `"winner"`},
-		{"MCPPrompt invalid spec", badPrompt, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "to", failed, "to"},
-		{"MCPPrompt catalog rejected", inRejected, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogRejected, "Degraded", "bad schema", failed, "bad schema"},
-		{"MCPResource source not found", noSource, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonSourceNotFound, "Degraded", `"missing"`, failed, `"missing"`},
-		{"MCPResource catalog too large", chunks[16], mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge", failed, "more than the"},
+		{"MCPServer ready", ready, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonReady, "Healthy", "every ready replica serves", current, "Ready", ""},
+		{"MCPServer propagation pending", pending, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonPropagationPending, "Progressing", "0 of 1 ready replicas", inProgress, "0 of 1 ready replicas", ""},
+		{"MCPServer catalog rejected", rejected, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogRejected, "Degraded", "bad schema", failed, "bad schema", ""},
+		{name: "MCPServer rolling out", obj: rolling, condType: mcpv1alpha1.ConditionReconciling, condStatus: T, condReason: mcpv1alpha1.ReasonRollingOut,
+			condMessage: "old replicas", argo: "Progressing", argoMessage: "1 old replicas are still being replaced",
+			kstatus: inProgress, kstatusMessage: "1 old replicas are still being replaced"},
+		{"MCPServer rollout stuck", stuck, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonDeploymentProgressing, "Progressing", "replicas ready", inProgress, "0 of 1 replicas ready", ""},
+		{"MCPServer scaled to zero", scaled, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonScaledToZero, "Healthy", "spec.replicas is 0", current, "Ready", ""},
+		{"MCPServer external without pods", external, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonExternalWorkload, "Progressing", "your own workload", inProgress, "your own workload", ""},
+		{"MCPServer invalid spec", invalid, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "InvalidSpec", failed, "cannot name the server's Service", ""},
+		{"MCPServer child refused", squatted, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonReconcileFailed, "Degraded", "field is immutable", failed, "field is immutable", ""},
+		{"MCPServer catalog too large", big, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge", failed, "more than the", ""},
+		{"MCPTool published", published, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonReady, "Healthy", "published since catalog revision", current, "Ready", ""},
+		{"MCPTool propagation pending", propagating, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonPropagationPending, "Progressing", "waiting for every ready replica", inProgress, "waiting for every ready replica", ""},
+		{"MCPTool server not found", orphan, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonServerNotFound, "Degraded", "nowhere, which does not exist", failed, "nowhere, which does not exist", ""},
+		{"MCPTool name conflict", loser, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonNameConflict, "Degraded", `"winner"`, failed, `"winner"`, ""},
+		{"MCPPrompt invalid spec", badPrompt, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "to", failed, "to", ""},
+		{"MCPPrompt catalog rejected", inRejected, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogRejected, "Degraded", "bad schema", failed, "bad schema", ""},
+		{"MCPResource source not found", noSource, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonSourceNotFound, "Degraded", `"missing"`, failed, `"missing"`, ""},
+		{"MCPResource catalog too large", chunks[16], mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge", failed, "more than the", ""},
 	}
 	return cases, step
 }
@@ -236,8 +241,12 @@ func awaitCase(t *testing.T, c gitopsCase) *unstructured.Unstructured {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
 			return err
 		}
-		if got := findConditionIn(st.Conditions, c.condType).ObservedGeneration; got != u.GetGeneration() {
-			return fmt.Errorf("%s: observedGeneration %d of generation %d", c.condType, got, u.GetGeneration())
+		cond := findConditionIn(st.Conditions, c.condType)
+		if cond.ObservedGeneration != u.GetGeneration() {
+			return fmt.Errorf("%s: observedGeneration %d of generation %d", c.condType, cond.ObservedGeneration, u.GetGeneration())
+		}
+		if !strings.Contains(cond.Message, c.condMessage) {
+			return fmt.Errorf("%s: message %q does not say %q yet", c.condType, cond.Message, c.condMessage)
 		}
 		return conditionIs(st.Conditions, c.condType, c.condStatus, c.condReason)
 	})
