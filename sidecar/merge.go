@@ -2,12 +2,14 @@ package sidecar
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 )
@@ -118,14 +120,37 @@ func pinWithheld(c *catalog.Catalog, decl *catalog.Tool, observed string) string
 }
 
 // observedDigest is the upstream digest of one upstream tool object ("" when
-// it cannot be digested: then no pin matches it).
+// it cannot be digested: then no pin matches it). Digests are memoised by the
+// SHA-256 of the raw bytes: canonicalising (RFC 8785) costs some 40 times
+// more than that hash, and every tools/list under Enforce digests every
+// pinned tool again (docs/performance.md, "Tool pinning").
 func observedDigest(raw json.RawMessage) string {
-	d, err := catalog.ToolDigest(raw)
-	if err != nil {
+	key := sha256.Sum256(raw)
+	digestMemo.Lock()
+	d, ok := digestMemo.m[key]
+	digestMemo.Unlock()
+	if ok {
+		return d
+	}
+	if d, _ = catalog.ToolDigest(raw); d == "" {
 		return ""
 	}
+	digestMemo.Lock()
+	if len(digestMemo.m) >= maxMemoDigests {
+		clear(digestMemo.m) // bounded: at most maxMemoDigests entries (about 0.5 MiB)
+	}
+	digestMemo.m[key] = d
+	digestMemo.Unlock()
 	return d
 }
+
+// maxMemoDigests bounds the digest memo.
+const maxMemoDigests = 4096
+
+var digestMemo = struct {
+	sync.Mutex
+	m map[[sha256.Size]byte]string
+}{m: map[[sha256.Size]byte]string{}}
 
 // needsDigest says whether pinWithheld looks at a tool's digest.
 func needsDigest(c *catalog.Catalog, decl *catalog.Tool) bool {

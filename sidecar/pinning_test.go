@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -125,5 +126,64 @@ func TestObserveDigests(t *testing.T) {
 	o.observeDigests(c, nil)
 	if o.observedDigestOf("get_forecast") != "" {
 		t.Fatal("an unread list still gives digests")
+	}
+}
+
+// TestDigestMemo: memoised digests are the digests, and the memo stays bounded.
+func TestDigestMemo(t *testing.T) {
+	for i := range maxMemoDigests + 10 {
+		raw := json.RawMessage(fmt.Sprintf(`{"name":"t%d","description":"d"}`, i))
+		if got, again := observedDigest(raw), observedDigest(raw); got != mustDigest(t, raw) || again != got {
+			t.Fatalf("tool %d: %s then %s, want %s", i, got, again, mustDigest(t, raw))
+		}
+	}
+	digestMemo.Lock()
+	n := len(digestMemo.m)
+	digestMemo.Unlock()
+	if n > maxMemoDigests {
+		t.Fatalf("memo holds %d digests, bound %d", n, maxMemoDigests)
+	}
+	if observedDigest(json.RawMessage(`{"name":"x","name":"y"}`)) != "" {
+		t.Fatal("a tool with a duplicate member has a digest")
+	}
+}
+
+// BenchmarkMergeToolsPinned: the cost tool pinning adds to one tools/list merge of 100 tools of
+// a realistic size (a description and an input schema): without pinning, and under Enforce with
+// every tool pinned (each tool's definition digested: RFC 8785 canonical JSON and SHA-256).
+// Figures: docs/performance.md ("Tool pinning").
+func BenchmarkMergeToolsPinned(b *testing.B) {
+	up := make([]json.RawMessage, 100)
+	var decl []catalog.Tool
+	for i := range up {
+		up[i] = json.RawMessage(fmt.Sprintf(`{"name":"tool_%03d","description":"Returns the forecast for a city, in metric units, for up to %d days.","inputSchema":{"type":"object","properties":{"city":{"type":"string","description":"City name"},"days":{"type":"integer","minimum":1,"maximum":16}},"required":["city"]},"annotations":{"readOnlyHint":true}}`, i, i))
+		d, err := catalog.ToolDigest(up[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		decl = append(decl, catalog.Tool{Name: fmt.Sprintf("tool_%03d", i), UpstreamDigest: d})
+	}
+	for _, tc := range []struct {
+		name string
+		cat  *catalog.Catalog
+		cold bool
+	}{
+		{"off", testCatalog(catalog.ToolPolicyAll, decl...), false},
+		{"enforce", enforce(testCatalog(catalog.ToolPolicyAll, decl...)), false},
+		{"enforce-memo-cleared", enforce(testCatalog(catalog.ToolPolicyAll, decl...)), true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if tc.cold {
+					digestMemo.Lock()
+					clear(digestMemo.m)
+					digestMemo.Unlock()
+				}
+				if l, _, w := mergeToolsWithheld(tc.cat, up); len(l) != 100 || len(w) != 0 {
+					b.Fatalf("%d listed, %d withheld", len(l), len(w))
+				}
+			}
+		})
 	}
 }
