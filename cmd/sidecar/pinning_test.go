@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,24 +16,41 @@ import (
 )
 
 // upstreamTools lists the tools a client sees through url, as raw objects by name.
-func upstreamTools(t *testing.T, url string) map[string]json.RawMessage {
+func upstreamTools(t testing.TB, url string) map[string]json.RawMessage {
 	t.Helper()
-	st, _, msg := do(t, rpcReq(t, url, "list", "tools/list", "", ""))
-	if st != 200 || msg["error"] != nil {
-		t.Fatalf("tools/list: HTTP %d %v", st, msg)
+	body := `{"jsonrpc":"2.0","id":"list","method":"tools/list","params":{` + meta + `}}`
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/list")
+	resp, err := benchClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var msg struct {
+		Result *struct {
+			Tools []json.RawMessage `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&msg); err != nil || resp.StatusCode != http.StatusOK || msg.Result == nil {
+		t.Fatalf("tools/list: HTTP %d %v", resp.StatusCode, err)
 	}
 	out := map[string]json.RawMessage{}
-	for _, tl := range msg["result"].(map[string]any)["tools"].([]any) {
-		b, err := json.Marshal(tl)
-		if err != nil {
+	for _, raw := range msg.Result.Tools {
+		var named struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(raw, &named); err != nil {
 			t.Fatal(err)
 		}
-		out[tl.(map[string]any)["name"].(string)] = b
+		out[named.Name] = raw
 	}
 	return out
 }
 
-func pinCatalog(t *testing.T, policy string, tools ...catalog.Tool) []byte {
+func pinCatalog(t testing.TB, policy string, tools ...catalog.Tool) []byte {
 	t.Helper()
 	h := catalog.CacheHint{TTLMs: 0, CacheScope: catalog.ScopePrivate}
 	b, err := catalog.Encode(&catalog.Catalog{
@@ -95,6 +114,9 @@ func TestPinningEveryUpstreamKind(t *testing.T) {
 
 			l := listen(t, e.mcp, "pins", `{"toolsListChanged":true}`)
 			l.nextMethod(t, "notifications/subscriptions/acknowledged")
+			// The overlay may still announce the previous catalog change (it publishes a
+			// coalescing window after applying it): let that pass first.
+			l.drain()
 			// One pin matches, one is stale: the stale one is withheld, live.
 			writeFile(t, path, pinCatalog(t, catalog.ToolPolicyDeclared,
 				catalog.Tool{Name: "test_simple_text", UpstreamDigest: text}, catalog.Tool{Name: "test_image_content", UpstreamDigest: stale}))
@@ -124,4 +146,88 @@ func TestPinningEveryUpstreamKind(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkPinnedToolsList: tools/list through a real sidecar in front of go-sdk's
+// everything-server (2026-07-28, stateless, its whole tool list declared), without pinning and
+// under Enforce with every tool pinned; sequential requests, real processes on 127.0.0.1.
+// Figures: docs/performance.md ("Tool pinning"). Run:
+//
+//	go test ./cmd/sidecar -run '^$' -bench BenchmarkPinnedToolsList -benchtime 2000x
+func BenchmarkPinnedToolsList(b *testing.B) {
+	up := benchPort(b)
+	benchStart(b, upstreamBin, "-http="+up, "-stateless")
+	waitTCP(b, up)
+	dir := b.TempDir()
+	sidecar := func(cat []byte) string {
+		path := filepath.Join(dir, fmt.Sprintf("catalog-%d.json", len(cat)))
+		if err := os.WriteFile(path, cat, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		mcpAddr, adminAddr := benchPort(b), benchPort(b)
+		benchStart(b, sidecarBin, "--upstream", "http://"+up+"/mcp", "--listen", mcpAddr, "--admin-listen", adminAddr,
+			"--log-level", "warn", "--catalog-file", path)
+		waitReady(b, "http://"+adminAddr)
+		return "http://" + mcpAddr + "/mcp"
+	}
+	h := catalog.CacheHint{CacheScope: catalog.ScopePrivate}
+	base := catalog.Catalog{SchemaVersion: catalog.SchemaVersion, Server: catalog.Server{Namespace: "local", Name: "everything",
+		ToolPolicy: catalog.ToolPolicyAll, Caching: catalog.CacheDefaults{Discover: h, Tools: h, Prompts: h, Resources: h, ResourceTemplates: h, ResourceRead: h}}}
+	encode := func(c *catalog.Catalog) []byte {
+		data, err := catalog.Encode(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return data
+	}
+	// The upstream's definitions, read through a sidecar that changes nothing.
+	open := base
+	defs := upstreamTools(b, sidecar(encode(&open)))
+	var unpinned, pinned []catalog.Tool
+	for name, raw := range defs {
+		d, err := catalog.ToolDigest(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		unpinned = append(unpinned, catalog.Tool{Name: name})
+		pinned = append(pinned, catalog.Tool{Name: name, UpstreamDigest: d})
+	}
+	off := base
+	off.Tools = unpinned
+	enforced := base
+	enforced.Server.ToolPinning, enforced.Tools = catalog.ToolPinningEnforce, pinned
+	for _, tc := range []struct {
+		name string
+		cat  *catalog.Catalog
+	}{{"off", &off}, {"enforce", &enforced}} {
+		url := sidecar(encode(tc.cat))
+		if got := upstreamTools(b, url); len(got) != len(defs) {
+			b.Fatalf("%s: %d tools listed, want %d", tc.name, len(got), len(defs))
+		}
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`
+		b.Run(fmt.Sprintf("%s/%d-tools", tc.name, len(defs)), func(b *testing.B) {
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+				req.Header.Set("Mcp-Method", "tools/list")
+				if err := expectResult(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func waitReady(b testing.TB, admin string) {
+	b.Helper()
+	eventually.True(b, "the sidecar to be ready", func() bool {
+		r, err := http.Get(admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == http.StatusOK
+	})
 }
