@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -56,7 +57,14 @@ func (r *CatalogItemReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	published, _ := publishedCondition(verdict{Reason: mcpv1alpha1.ReasonServerNotFound}, "", false, "", "")
 	u := newItemStatus(obj, accepted, published, nil, "", "", false)
 	u.pin = &toolPin{}
-	return ctrl.Result{}, setItemStatus(ctx, r.Client, r.Recorder, u)
+	var result ctrl.Result
+	if left := graceLeft(obj, time.Now()); left > 0 {
+		// The server may be on its way (applied together with this object): Reconciling, and
+		// Stalled when the grace ends.
+		u = stillAppearing(u)
+		result.RequeueAfter = left
+	}
+	return result, setItemStatus(ctx, r.Client, r.Recorder, u)
 }
 
 // SetupWithManager watches the kind and the MCPServers its objects reference.

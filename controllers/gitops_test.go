@@ -386,3 +386,56 @@ func toLua(l *lua.LState, v any) lua.LValue {
 	}
 	panic(fmt.Sprintf("toLua: %T", v))
 }
+
+// kstatusOf computes kstatus for an object as the API server serves it now.
+func kstatusOf(t *testing.T, obj client.Object) *kstatus.Result {
+	t.Helper()
+	gvk, err := apiutil.GVKForObject(obj, env.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), u); err != nil {
+		t.Fatal(err)
+	}
+	res, err := kstatus.Compute(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestAppliedTogether: a pipeline applies an MCPTool before its MCPServer, and an MCPResource
+// before the ConfigMap behind it (in an order of its own choosing). While the controller has
+// seen only the first of each pair, kstatus says InProgress, not Failed (Flux fails a
+// Kustomization at once on Failed), and once the second exists both become Current. After the
+// grace, the same missing server is Stalled (the "server not found" case of the scenarios).
+func TestAppliedTogether(t *testing.T) {
+	ns := newNamespace(t)
+	tool := newTool(ns, "forecast", "late", "get_forecast")
+	res := newResource(ns, "stations", "late", "docs://stations", mcpv1alpha1.ResourceSource{
+		ConfigMapKeyRef: &mcpv1alpha1.KeyReference{Name: "stations", Key: "list"}})
+
+	mustCreate(t, tool)
+	itemCondition(t, tool, mcpv1alpha1.ConditionAccepted, metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotFound)
+	if r := kstatusOf(t, tool); r.Status != kstatus.InProgressStatus || !strings.Contains(r.Message, "does not exist") {
+		t.Fatalf("a tool whose server is not there yet: %s (%s)", r.Status, r.Message)
+	}
+
+	mustCreate(t, newServer(ns, "late", 0), res)
+	itemCondition(t, res, mcpv1alpha1.ConditionPublished, metav1.ConditionFalse, mcpv1alpha1.ReasonSourceNotFound)
+	if r := kstatusOf(t, res); r.Status != kstatus.InProgressStatus || !strings.Contains(r.Message, `"stations" does not exist`) {
+		t.Fatalf("a resource whose ConfigMap is not there yet: %s (%s)", r.Status, r.Message)
+	}
+	mustCreate(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stations", Namespace: ns}, Data: map[string]string{"list": "a,b"}})
+
+	for _, obj := range []client.Object{tool, res} {
+		eventually.Succeeds(t, obj.GetName()+" Current", func() error {
+			if r := kstatusOf(t, obj); r.Status != kstatus.CurrentStatus {
+				return fmt.Errorf("%s (%s)", r.Status, r.Message)
+			}
+			return nil
+		})
+	}
+}

@@ -63,8 +63,10 @@ type MCPServerReconciler struct {
 type scope struct {
 	server *mcpv1alpha1.MCPServer
 	before *mcpv1alpha1.MCPServer
-	names  inject.ObjectNames
-	cfg    inject.Config
+	// now is when the reconcile started (for appearGrace).
+	now   time.Time
+	names inject.ObjectNames
+	cfg   inject.Config
 
 	items      items
 	resolution resolution
@@ -111,7 +113,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Get(ctx, req.NamespacedName, server); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{server: server, before: server.DeepCopy(), names: inject.NamesFor(server)}
+	s := &scope{server: server, before: server.DeepCopy(), names: inject.NamesFor(server), now: time.Now()}
 	s.cfg = inject.ConfigFor(server, r.SidecarImage)
 	defer func() {
 		retErr = errors.Join(retErr, r.patchStatus(ctx, s, retErr))
@@ -327,7 +329,14 @@ func (r *MCPServerReconciler) checkSources(ctx context.Context, s *scope) (ctrl.
 			return ctrl.Result{}, err
 		} else if msg != "" {
 			s.missingSources[res.Name] = msg
-			result.RequeueAfter = sourceRecheckInterval
+			// Look again when the grace of a new resource ends, to turn it Stalled on time.
+			again := sourceRecheckInterval
+			if left := graceLeft(&res, s.now); left > 0 && left < again {
+				again = left
+			}
+			if result.RequeueAfter == 0 || again < result.RequeueAfter {
+				result.RequeueAfter = again
+			}
 		}
 	}
 	return result, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -33,6 +34,9 @@ var (
 // TestMain starts one control plane (with kube-controller-manager, kube-scheduler and kwok, so
 // Deployments get Ready pods and garbage collection runs) and one manager for the package.
 func TestMain(m *testing.M) {
+	// Long enough to see an object in its grace on a loaded machine, short enough not to slow
+	// the tests that wait for Stalled.
+	appearGrace = 8 * time.Second
 	os.Exit(testenv.Main(m, testenv.Options{Controllers: true},
 		func(e *testenv.Env) { env, k8s = e, e.Client },
 		func(ctx context.Context, mgr ctrl.Manager) (err error) {

@@ -18,7 +18,9 @@ const (
 	// ConditionStalled is True when the controller cannot make progress without a change by a
 	// person: an invalid spec, a child object the API server refuses, a catalog too large or
 	// rejected, a rollout past its progress deadline, or (item kinds) a missing server, a name
-	// conflict or a missing resource source. The message says what to fix. kstatus computes
+	// conflict or a missing resource source (a missing server or source only 30 s after the
+	// object's creation: before, it may be on its way, and the object is Reconciling). The
+	// message says what to fix. kstatus computes
 	// Failed with that message, so a pipeline waiting on the object fails at once.
 	ConditionStalled = "Stalled"
 
