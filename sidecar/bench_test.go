@@ -38,6 +38,59 @@ func BenchmarkForwardMinimal(b *testing.B) {
 	benchCalls(b, front)
 }
 
+// BenchmarkForwardLegacy is BenchmarkForward for a 2025-11-25 call in a
+// session the sidecar serves (translated, then turned back into the 2025
+// shape); BenchmarkForwardLegacyMinimal forwards the same call through the
+// bare handler.
+func BenchmarkForwardLegacy(b *testing.B) {
+	up := benchUpstream()
+	defer up.Close()
+	s, err := NewServer(Options{Upstream: up.URL + "/mcp"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sid, err := s.sessions.mint("2025-11-25", []byte(`{"roots":{"listChanged":true}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	front := httptest.NewServer(s)
+	defer front.Close()
+	benchLegacyCalls(b, front, sid)
+}
+
+func BenchmarkForwardLegacyMinimal(b *testing.B) {
+	up := benchUpstream()
+	defer up.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	front := httptest.NewServer(benchkit.MinimalProxy(client, up.URL+"/mcp"))
+	defer front.Close()
+	benchLegacyCalls(b, front, "s1.minimal-proxy-session-id-of-a-realistic-length-0123456789abcdef0123456789abcdef0123456789abcdef")
+}
+
+func benchLegacyCalls(b *testing.B, front *httptest.Server, sid string) {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("y", 120) + `"}}}`)
+	client := front.Client()
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	for b.Loop() {
+		req, _ := http.NewRequest(http.MethodPost, front.URL+"/mcp", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		req.Header.Set("Mcp-Session-Id", sid)
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatal(resp.Status)
+		}
+	}
+}
+
 func benchUpstream() *httptest.Server {
 	pad := strings.Repeat("x", 380)
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

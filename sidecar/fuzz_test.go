@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -169,6 +170,19 @@ func FuzzLegacy(f *testing.F) {
 		}
 		if out := legacyResult(json.RawMessage(`1`), body); json.Valid(body) && !json.Valid(out) {
 			t.Fatalf("legacyResult turned valid JSON into invalid JSON:\nin:  %q\nout: %q", body, out)
+		} else if json.Valid(body) && !bytes.Contains(out, []byte(`"code":-32603`)) {
+			// Only resultType, ttlMs and cacheScope leave the result.
+			var in, got map[string]any
+			if json.Unmarshal(body, &in) == nil && json.Unmarshal(out, &got) == nil {
+				if res, ok := in["result"].(map[string]any); ok {
+					delete(res, "resultType")
+					delete(res, "ttlMs")
+					delete(res, "cacheScope")
+				}
+				if !reflect.DeepEqual(in, got) {
+					t.Fatalf("legacyResult changed more than the modern members:\nin:  %q\nout: %q", body, out)
+				}
+			}
 		}
 		req, perr := parseRequest(body)
 		if perr != nil {

@@ -116,13 +116,24 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 	if req.params != nil && !isObject(req.params) {
 		return newErr(http.StatusOK, codeInvalidParams, "Invalid params: params must be an object")
 	}
-	meta := req.meta
-	if meta == nil {
-		meta = []byte(`{}`)
-	}
-	nmeta, err := setMembers(meta, claim, nil)
-	if err != nil {
-		return newErr(http.StatusOK, codeInvalidParams, "Invalid params: _meta must be an object")
+	var nmeta []byte
+	if req.meta == nil {
+		// The usual case: the claim is the whole _meta.
+		nmeta = make([]byte, 0, len(clientCaps)+len(logLevel)+128)
+		for i, c := range claim {
+			if i == 0 {
+				nmeta = append(nmeta, '{')
+			} else {
+				nmeta = append(nmeta, ',')
+			}
+			nmeta = append(append(append(append(nmeta, '"'), c.key...), '"', ':'), c.val...)
+		}
+		nmeta = append(nmeta, '}')
+	} else {
+		var err error
+		if nmeta, err = setMembers(req.meta, claim, nil); err != nil {
+			return newErr(http.StatusOK, codeInvalidParams, "Invalid params: _meta must be an object")
+		}
 	}
 	// One splice into the body: everything the client sent stays where it
 	// was, byte for byte.
@@ -167,9 +178,13 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 	h := r.Header
 	delete(h, "Mcp-Session-Id")
 	delete(h, "Last-Event-Id")
-	h[headerProtocolVersion] = []string{ProtocolVersion}
-	h[headerMethod] = []string{req.method}
-	h["Accept"] = []string{"application/json, text/event-stream"}
+	h[headerProtocolVersion] = modernVersionValue
+	if spec := req.spec; spec != nil && spec.methodValue != nil {
+		h[headerMethod] = spec.methodValue
+	} else {
+		h[headerMethod] = []string{req.method}
+	}
+	h["Accept"] = acceptBothValue
 	delete(h, headerName)
 	if nm := req.nameMember(); nm != "" {
 		if v, ok := paramString(req, nm); ok {
@@ -178,6 +193,13 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 	}
 	return nil
 }
+
+// Header values the translation sets on every request. Shared, read-only:
+// len == cap, so an append elsewhere copies.
+var (
+	modernVersionValue = []string{ProtocolVersion}
+	acceptBothValue    = []string{"application/json, text/event-stream"}
+)
 
 // upstreamCaps are the client capabilities a translated request declares:
 // the session's as the client gave them. Sampling, elicitation and roots
@@ -221,20 +243,46 @@ func legacyResult(id json.RawMessage, msg []byte) []byte {
 		return msg
 	}
 	res := msg[rs:re]
-	if rt, ok, _ := field(res, "resultType"); ok {
-		if v, _ := stringValue(rt); v == resultInputRequired {
-			return errInputRequired(id)
+	// One pass: is there anything to drop, and is it input_required?
+	drop := 0
+	inputRequired := false
+	_ = eachMember(res, func(m member) bool {
+		switch {
+		case keyIs(m.key, "resultType"):
+			drop++
+			v, _ := stringValue(res[m.start:m.end])
+			inputRequired = v == resultInputRequired
+		case keyIs(m.key, "ttlMs"), keyIs(m.key, "cacheScope"):
+			drop++
 		}
-	} else if !bytes.Contains(res, []byte(`"ttlMs"`)) && !bytes.Contains(res, []byte(`"cacheScope"`)) {
+		return true
+	})
+	if inputRequired {
+		return errInputRequired(id)
+	}
+	if drop == 0 {
 		return msg
 	}
-	nres, err := setMembers(res, nil, []string{"resultType", "ttlMs", "cacheScope"})
+	// The result rebuilt without them, straight into the answer.
+	out := make([]byte, 0, len(msg))
+	out = append(out, msg[:rs]...)
+	out = append(out, '{')
+	first := true
+	err := eachMember(res, func(m member) bool {
+		if keyIs(m.key, "resultType") || keyIs(m.key, "ttlMs") || keyIs(m.key, "cacheScope") {
+			return true
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(append(append(out, m.key...), ':'), res[m.start:m.end]...)
+		return true
+	})
 	if err != nil {
 		return msg
 	}
-	out := make([]byte, 0, len(msg))
-	out = append(out, msg[:rs]...)
-	out = append(out, nres...)
+	out = append(out, '}')
 	return append(out, msg[re:]...)
 }
 

@@ -64,6 +64,9 @@ type methodSpec struct {
 	// inputRequired: a 2026 server may answer input_required (SEP-2322:
 	// tools/call, prompts/get and resources/read only).
 	inputRequired bool
+	// methodValue is the Mcp-Method header value of the method (shared,
+	// read-only; set in init).
+	methodValue []string
 }
 
 // listSpec describes one merged list.
@@ -127,6 +130,12 @@ func init() {
 		// A 2025-era client cancels a call with it; a 2026 upstream's call
 		// is cancelled by closing its stream (legacyinput.go).
 		"notifications/cancelled": {owner: ownSidecar, legacyServe: (*Server).serveCancelled},
+	}
+}
+
+func init() {
+	for name, spec := range methods {
+		spec.methodValue = []string{name}
 	}
 }
 
