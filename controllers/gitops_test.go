@@ -208,6 +208,34 @@ func TestKstatus(t *testing.T) {
 		})
 	}
 
+	// Before the controller writes status, every kind is InProgress: the API server defaults
+	// status.observedGeneration to -1 (without it, kstatus takes an object without status as
+	// Current). Create answers the object as stored, before the controller saw it.
+	t.Run("fresh", func(t *testing.T) {
+		ns := newNamespace(t)
+		for _, obj := range []client.Object{newServer(ns, "fresh", 1), newTool(ns, "fresh", "fresh", "t"),
+			newPrompt(ns, "fresh", "fresh", nil, "Hello."), newResource(ns, "fresh", "fresh", "docs://fresh",
+				mcpv1alpha1.ResourceSource{Inline: &mcpv1alpha1.InlineSource{Text: "hi"}})} {
+			gvk, err := apiutil.GVKForObject(obj, env.Scheme)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{Object: raw}
+			u.SetGroupVersionKind(gvk)
+			if err := k8s.Create(context.Background(), u); err != nil {
+				t.Fatal(err)
+			}
+			res, err := kstatus.Compute(u)
+			if err != nil || res.Status != kstatus.InProgressStatus || !strings.Contains(res.Message, "latest observed generation is -1") {
+				t.Errorf("%s without status: %+v %v; status %v", gvk.Kind, res, err, u.Object["status"])
+			}
+		}
+	})
+
 	// A status that describes an older generation is InProgress, whatever its conditions say:
 	// the controller has not looked at the change yet.
 	t.Run("older generation", func(t *testing.T) {

@@ -56,8 +56,10 @@ type CatalogItemStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// observedGeneration is the generation this status describes.
+	// observedGeneration is the generation this status describes; -1 until the controller
+	// first writes status.
 	// +optional
+	// +kubebuilder:default=-1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// catalogRevision is the first revision of the server's catalog that included this object as

@@ -106,7 +106,11 @@ type MCPPrompt struct {
 	Spec MCPPromptSpec `json:"spec"`
 
 	// status is the prompt's observed state.
+	// The API server fills in status.observedGeneration -1 until the controller writes status,
+	// so GitOps tools wait for the controller instead of taking an object without status as
+	// done (kstatus computes such an object as Current).
 	// +optional
+	// +kubebuilder:default={}
 	Status CatalogItemStatus `json:"status,omitempty"`
 }
 

@@ -133,7 +133,11 @@ type MCPResource struct {
 	Spec MCPResourceSpec `json:"spec"`
 
 	// status is the resource's observed state.
+	// The API server fills in status.observedGeneration -1 until the controller writes status,
+	// so GitOps tools wait for the controller instead of taking an object without status as
+	// done (kstatus computes such an object as Current).
 	// +optional
+	// +kubebuilder:default={}
 	Status CatalogItemStatus `json:"status,omitempty"`
 }
 

@@ -492,8 +492,10 @@ type MCPServerStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// observedGeneration is the generation this status describes.
+	// observedGeneration is the generation this status describes; -1 until the controller
+	// first writes status.
 	// +optional
+	// +kubebuilder:default=-1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// catalogRevision is the content hash of the current compiled catalog.
@@ -578,7 +580,11 @@ type MCPServer struct {
 	Spec MCPServerSpec `json:"spec"`
 
 	// status is the server's observed state.
+	// The API server fills in status.observedGeneration -1 until the controller writes status,
+	// so GitOps tools wait for the controller instead of taking an object without status as
+	// done (kstatus computes such an object as Current).
 	// +optional
+	// +kubebuilder:default={}
 	Status MCPServerStatus `json:"status,omitempty"`
 }
 

@@ -151,7 +151,11 @@ type MCPTool struct {
 	Spec MCPToolSpec `json:"spec"`
 
 	// status is the tool's observed state.
+	// The API server fills in status.observedGeneration -1 until the controller writes status,
+	// so GitOps tools wait for the controller instead of taking an object without status as
+	// done (kstatus computes such an object as Current).
 	// +optional
+	// +kubebuilder:default={}
 	Status MCPToolStatus `json:"status,omitempty"`
 }
 
