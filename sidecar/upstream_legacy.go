@@ -290,7 +290,14 @@ func (t *generationTransport) readMessage(resp *http.Response) ([]byte, error) {
 
 // legacyRoundTrip serves one 2026 request from a legacy upstream.
 func (t *generationTransport) legacyRoundTrip(req *http.Request) (*http.Response, error) {
-	body, err := io.ReadAll(req.Body)
+	var body []byte
+	var err error
+	if n := req.ContentLength; n > 0 && n <= int64(t.maxBytes) {
+		body = make([]byte, n)
+		_, err = io.ReadFull(req.Body, body)
+	} else {
+		body, err = io.ReadAll(req.Body)
+	}
 	req.Body.Close()
 	if err != nil {
 		return nil, err
@@ -436,35 +443,68 @@ func (t *generationTransport) reinit(ctx context.Context, s *upSession, staleID 
 
 // toLegacy rewrites a 2026 request body for a 2025 server: a request id of
 // the transport's own (several clients may use the same id on one upstream
-// session), and no reserved io.modelcontextprotocol/* _meta keys.
+// session), and no reserved io.modelcontextprotocol/* _meta keys (an empty
+// _meta stays, as {}). Both are spliced in one copy; the rest of the body is
+// kept byte for byte.
 func toLegacy(body []byte, newID string) ([]byte, error) {
-	var sets []kv
+	var sp [2]splice
+	n := 0
 	if newID != "" {
-		sets = append(sets, kv{key: "id", val: []byte(`"` + newID + `"`)})
-	}
-	var drop []string
-	if params, ok, _ := field(body, "params"); ok && isObject(params) {
-		if meta, ok, _ := field(params, "_meta"); ok && isObject(meta) {
-			nmeta, empty, err := dropReserved(meta)
-			if err != nil {
-				return nil, err
-			}
-			var np []byte
-			if empty {
-				np, err = setMembers(params, nil, []string{"_meta"})
-			} else {
-				np, err = setMembers(params, []kv{{key: "_meta", val: nmeta}}, nil)
-			}
-			if err != nil {
-				return nil, err
-			}
-			sets = append(sets, kv{key: "params", val: np})
+		if s, e, ok := span(body, "id"); ok {
+			sp[n] = splice{s, e, []byte(`"` + newID + `"`)}
+			n++
 		}
 	}
-	if len(sets) == 0 && len(drop) == 0 {
+	if ps, pe, ok := span(body, "params"); ok && isObject(body[ps:pe]) {
+		if ms, me, ok := span(body[ps:pe], "_meta"); ok && isObject(body[ps+ms:ps+me]) &&
+			bytes.Contains(body[ps+ms:ps+me], []byte(reservedMetaPrefix)) {
+			nmeta, _, err := dropReserved(body[ps+ms : ps+me])
+			if err != nil {
+				return nil, err
+			}
+			sp[n] = splice{ps + ms, ps + me, nmeta}
+			n++
+		}
+	}
+	if n == 0 {
 		return body, nil
 	}
-	return setMembers(body, sets, drop)
+	return spliced(body, sp[:n]), nil
+}
+
+// splice replaces body[start:end] with val.
+type splice struct {
+	start, end int
+	val        []byte
+}
+
+// spliced returns a copy of b with the splices (disjoint) applied.
+func spliced(b []byte, sp []splice) []byte {
+	if len(sp) == 2 && sp[1].start < sp[0].start {
+		sp[0], sp[1] = sp[1], sp[0]
+	}
+	size := len(b)
+	for _, x := range sp {
+		size += len(x.val) - (x.end - x.start)
+	}
+	out := make([]byte, 0, size)
+	at := 0
+	for _, x := range sp {
+		out = append(out, b[at:x.start]...)
+		out = append(out, x.val...)
+		at = x.end
+	}
+	return append(out, b[at:]...)
+}
+
+// withID returns a copy of msg whose top-level id is id (msg itself when it
+// has none: a response always has one).
+func withID(msg, id []byte) []byte {
+	s, e, ok := span(msg, "id")
+	if !ok {
+		return bytes.Clone(msg)
+	}
+	return spliced(msg, []splice{{s, e, id}})
 }
 
 // legacyForwardHeaders are the client headers a legacy upstream gets.
@@ -505,8 +545,8 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 	if hasID {
 		newID = "sb-" + strconv.FormatInt(t.seq.Add(1), 10)
 		if in.allowed = mayNeedInput(method); in.allowed {
-			in.caps = clientCaps(body)
-			in.auth = authDigest(req.Header)
+			in.body = body
+			in.authHeader = headerValue(req.Header, "Authorization")
 			if bytes.Contains(body, []byte(`"requestState"`)) || bytes.Contains(body, []byte(`"inputResponses"`)) {
 				nb, token, answers, err := retryInput(body)
 				if err != nil {
@@ -514,7 +554,7 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 				}
 				body, in.answers = nb, answers
 				in.given = maps.Clone(answers)
-				if h := t.takeHeld(token, in.auth); h != nil {
+				if h := t.takeHeld(token, authDigest(in.authHeader)); h != nil {
 					if in.answers == nil {
 						in.answers = map[string]json.RawMessage{}
 					}
@@ -590,7 +630,7 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 		return resp, nil
 	}
 	if isEventStream(resp.Header) && resp.StatusCode == http.StatusOK {
-		c := &upCall{s: s, rd: newSSEReader(resp.Body, t.maxBytes), body: resp.Body, cancel: cancel, stop: stop, in: in}
+		c := &upCall{s: s, rd: newPooledSSEReader(resp.Body, t.maxBytes), body: resp.Body, cancel: cancel, stop: stop, in: in}
 		return t.serveCallStream(req, c, origID)
 	}
 	defer func() {
@@ -613,9 +653,7 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 		return jsonResponse(req, legacyTextStatus(resp.StatusCode, msg), legacyTextError(origID, resp.StatusCode, msg)), nil
 	}
 	if isObject(msg) {
-		if nm, err := setMembers(msg, []kv{{key: "id", val: origID}}, nil); err == nil {
-			msg = nm
-		}
+		msg = withID(msg, origID)
 	}
 	msg, resp.StatusCode = legacyAnswer(msg, resp.StatusCode)
 	resp.Body = io.NopCloser(bytes.NewReader(msg))
@@ -674,10 +712,7 @@ func (t *generationTransport) nextForward(c *upCall, origID []byte) (msg []byte,
 				return bytes.Clone(data), fwdNotification, nil
 			}
 		default:
-			if nd, err := setMembers(data, []kv{{key: "id", val: origID}}, nil); err == nil {
-				return nd, fwdResponse, nil
-			}
-			return bytes.Clone(data), fwdResponse, nil
+			return withID(data, origID), fwdResponse, nil
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -15,6 +16,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -78,15 +80,17 @@ func mayNeedInput(method string) bool {
 type callInput struct {
 	// allowed: the call may answer input_required.
 	allowed bool
-	// caps is the client's io.modelcontextprotocol/clientCapabilities.
-	caps []byte
+	// body is the client's request (its _meta has the clientCapabilities,
+	// read only when the upstream asks).
+	body []byte
 	// answers are the client's inputResponses and the earlier rounds'
 	// answers (from requestState), by input key, each used once.
 	answers map[string]json.RawMessage
 	// given are all of them, for the next requestState.
 	given map[string]json.RawMessage
-	// auth is the digest of the call's Authorization header.
-	auth [32]byte
+	// authHeader is the call's Authorization header (a held call keeps its
+	// digest).
+	authHeader string
 }
 
 // upCall is one upstream call answered on an SSE stream, possibly held
@@ -98,6 +102,8 @@ type upCall struct {
 	cancel context.CancelFunc // ends the upstream request
 	stop   func() bool        // detaches cancel from the current client request
 	in     callInput
+	// released is set by release (one goroutine owns an upCall at a time).
+	released bool
 }
 
 // heldCall is an upCall waiting for the client's answer to one question.
@@ -106,6 +112,7 @@ type heldCall struct {
 	upID   json.RawMessage // the upstream's request id
 	key    string          // the input key the client answers
 	method string
+	auth   [32]byte // digest of the Authorization of the call that started it
 	timer  *time.Timer
 }
 
@@ -119,8 +126,8 @@ func inputKey(method string, params []byte) string {
 	return "sb-" + hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-func authDigest(h http.Header) [32]byte {
-	return sha256.Sum256([]byte(headerValue(h, "Authorization")))
+func authDigest(authorization string) [32]byte {
+	return sha256.Sum256([]byte(authorization))
 }
 
 // encodeState renders a requestState: the token, and the answers so far
@@ -199,7 +206,7 @@ func (t *generationTransport) takeHeld(token string, auth [32]byte) *heldCall {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.held[token]
-	if h == nil || subtle.ConstantTimeCompare(h.c.in.auth[:], auth[:]) != 1 || !h.timer.Stop() {
+	if h == nil || subtle.ConstantTimeCompare(h.auth[:], auth[:]) != 1 || !h.timer.Stop() {
 		return nil
 	}
 	delete(t.held, token)
@@ -283,12 +290,18 @@ func (t *generationTransport) refuseAndDrain(c *upCall, upID []byte, msg string)
 	}()
 }
 
-// release ends an upstream call and frees its session.
+// release ends an upstream call and frees its session (and its reader:
+// nothing reads c after this).
 func (t *generationTransport) release(c *upCall) {
+	if c.released {
+		return
+	}
+	c.released = true
 	c.stop()
 	c.body.Close()
 	c.cancel()
 	t.done(c.s)
+	c.rd.recycle()
 }
 
 // replyUpstream posts a JSON-RPC response (to the upstream's own request)
@@ -329,7 +342,7 @@ func (t *generationTransport) askClient(c *upCall, msg []byte, origID []byte) ([
 		params = []byte(`{}`)
 	}
 	capName := inputCapability[method]
-	if v, ok, _ := field(c.in.caps, capName); !ok || !isObject(v) {
+	if v, ok, _ := field(clientCaps(c.in.body), capName); !ok || !isObject(v) {
 		t.refuseAndDrain(c, upID, "the 2026-07-28 client of this call did not declare the "+capName+" capability")
 		e := newErr(http.StatusBadRequest, codeMissingCapability, "Missing required client capability: the MCP server asked for "+method+" during this call; declare "+capName+" in io.modelcontextprotocol/clientCapabilities")
 		e.data = map[string]any{"requiredCapabilities": map[string]any{capName: map[string]any{}}}
@@ -352,7 +365,7 @@ func (t *generationTransport) askClient(c *upCall, msg []byte, origID []byte) ([
 	_, _ = rand.Read(tok[:])
 	token := base64.RawURLEncoding.EncodeToString(tok[:])
 	key := inputKey(method, params)
-	t.hold(token, &heldCall{c: c, upID: upID, key: key, method: method})
+	t.hold(token, &heldCall{c: c, upID: upID, key: key, method: method, auth: authDigest(c.in.authHeader)})
 	b := make([]byte, 0, 128+len(params))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, origID...)
@@ -397,4 +410,28 @@ func (t *generationTransport) serveCallStream(req *http.Request, c *upCall, orig
 		ContentLength: -1,
 		Request:       req,
 	}, nil
+}
+
+// sseReaders recycles the readers of calls' SSE answers (a 4 KiB buffer
+// each), which a legacy upstream sends for every call.
+var sseReaders = sync.Pool{New: func() any { return &sseReader{r: bufio.NewReaderSize(nil, 4096)} }}
+
+// sseReaderKeep is the largest event buffer kept in a recycled reader.
+const sseReaderKeep = 64 << 10
+
+func newPooledSSEReader(r io.Reader, max int) *sseReader {
+	s := sseReaders.Get().(*sseReader)
+	s.r.Reset(r)
+	s.max = max
+	return s
+}
+
+// recycle returns a reader of newPooledSSEReader; s is not used after.
+func (s *sseReader) recycle() {
+	s.r.Reset(nil)
+	if cap(s.data) > sseReaderKeep || cap(s.line) > sseReaderKeep {
+		return
+	}
+	s.data, s.line = s.data[:0], s.line[:0]
+	sseReaders.Put(s)
 }
