@@ -67,23 +67,35 @@ func (r *CatalogItemReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return result, setItemStatus(ctx, r.Client, r.Recorder, u)
 }
 
+// serverGoneDelay is how long after its server went away an object is marked ServerNotFound. A
+// server is often deleted together with its objects (a GitOps prune, kubectl delete -f): by then
+// they are gone too, and no status patch or Warning Event is written for them (at 1,000 servers
+// that was 20,000 writes while the API server was busy deleting, docs/performance.md).
+const serverGoneDelay = 5 * time.Second
+
 // SetupWithManager watches the kind and the MCPServers its objects reference.
 func (r *CatalogItemReconciler) SetupWithManager(mgr ctrl.Manager, name string) error {
-	fromServer := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+	kind := kindOf(r.NewObject())
+	enqueueItems := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		its, err := listItems(ctx, mgr.GetClient(), o.GetNamespace(), o.GetName())
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing the objects of an MCPServer")
-			return nil
+			return
 		}
-		var reqs []reconcile.Request
-		kind := kindOf(r.NewObject())
 		for _, it := range its.objects() {
 			if kindOf(it) == kind {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(it)})
+				q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(it)}, serverGoneDelay)
 			}
 		}
-		return reqs
-	})
+	}
+	fromServer := handler.Funcs{
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueueItems(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueueItems(ctx, e.Object, q)
+		},
+	}
 	// Status writes (the server's reconciler publishes every item) do not change the
 	// generation, and do not need this reconciler: it would only find the server exists.
 	return ctrl.NewControllerManagedBy(mgr).

@@ -19,6 +19,8 @@ type haResult struct {
 	// Webhook probes of the surviving replica during the failover, and failures of the stopped
 	// replica's webhook while it was down (expected: a killed process serves nothing).
 	SurvivorOK, SurvivorFailed, StoppedFailed int
+	// SurvivorErrors are the survivor's failed probes' errors (at most 5).
+	SurvivorErrors []string `json:"survivorErrors,omitempty"`
 }
 
 // prober sends an AdmissionReview to every replica's webhook every 100 ms and counts answers.
@@ -26,6 +28,7 @@ type prober struct {
 	mu     sync.Mutex
 	ok     map[*managerproc.Manager]int
 	failed map[*managerproc.Manager]int
+	errs   map[*managerproc.Manager][]string
 	seq    int
 }
 
@@ -39,9 +42,15 @@ func (p *prober) probe(ctx context.Context, ms []*managerproc.Manager) {
 			p.mu.Unlock()
 			err := managerproc.ProbeWebhook(ctx, m.WebhookAddr, uid)
 			p.mu.Lock()
-			if err != nil {
+			switch {
+			case err != nil && ctx.Err() != nil:
+				// The prober stopped mid-request: no answer was due.
+			case err != nil:
 				p.failed[m]++
-			} else {
+				if len(p.errs[m]) < 5 {
+					p.errs[m] = append(p.errs[m], err.Error())
+				}
+			default:
 				p.ok[m]++
 			}
 			p.mu.Unlock()
@@ -72,7 +81,7 @@ func (b *bench) highAvailability(ctx context.Context) error {
 				survivor = m
 			}
 		}
-		p := &prober{ok: map[*managerproc.Manager]int{}, failed: map[*managerproc.Manager]int{}}
+		p := &prober{ok: map[*managerproc.Manager]int{}, failed: map[*managerproc.Manager]int{}, errs: map[*managerproc.Manager][]string{}}
 		pctx, stopProbes := context.WithCancel(ctx)
 		probesDone := make(chan struct{})
 		go func() {
@@ -115,9 +124,10 @@ func (b *bench) highAvailability(ctx context.Context) error {
 			return fmt.Errorf("%w\n%s", err, survivor.Tail(15))
 		}
 		r.SurvivorOK, r.SurvivorFailed, r.StoppedFailed = p.ok[survivor], p.failed[survivor], p.failed[leader]
+		r.SurvivorErrors = p.errs[survivor]
 		b.res.HA = append(b.res.HA, r)
-		say("%s the leader: survivor led after %.1f s, published the edit after %.1f s; survivor's webhook %d ok / %d failed",
-			r.Signal, r.LeaderSeconds, r.EditSeconds, r.SurvivorOK, r.SurvivorFailed)
+		say("%s the leader: survivor led after %.1f s, published the edit after %.1f s; survivor's webhook %d ok / %d failed %v",
+			r.Signal, r.LeaderSeconds, r.EditSeconds, r.SurvivorOK, r.SurvivorFailed, r.SurvivorErrors)
 		// The kubelet restarts the stopped replica; it joins as a standby.
 		if _, err := b.startManager(ctx, fmt.Sprintf("manager-%d", len(b.managers))); err != nil {
 			return err

@@ -63,6 +63,7 @@ type options struct {
 	keep        bool
 	profile     string
 	phases      string
+	managerEnv  string
 }
 
 func main() {
@@ -85,6 +86,7 @@ func main() {
 	flag.BoolVar(&o.ha, "ha", true, "Run the high-availability phase (a second manager replica).")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "Upper bound of each wait (a phase: four of them).")
 	flag.StringVar(&o.managerArgs, "manager-args", "", "Extra manager flags, space-separated.")
+	flag.StringVar(&o.managerEnv, "manager-env", "", "Extra environment of the manager processes, space-separated NAME=value (e.g. GOMEMLIMIT=180MiB).")
 	flag.StringVar(&o.jsonOut, "json", "", "Append the results as one JSON line to this file.")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the logs and the audit log (their folder is printed).")
 	flag.StringVar(&o.phases, "phases", "cold,steady,edit,sidecars,ha,delete", "The phases to run, in their order (cold always runs).")
@@ -252,6 +254,7 @@ func (b *bench) startManager(ctx context.Context, name string) (*managerproc.Man
 	m, err := managerproc.Start(ctx, managerproc.Options{
 		Bin: b.o.manager, Kubeconfig: b.env.KubeconfigPath, Dir: b.dir, Name: name,
 		LeaderElect: true, Webhook: true, Args: append(strings.Fields(b.o.managerArgs), args...),
+		Env: strings.Fields(b.o.managerEnv),
 	})
 	if err != nil {
 		return nil, err

@@ -69,6 +69,8 @@ type Options struct {
 	Webhook bool
 	// Args are extra flags.
 	Args []string
+	// Env are extra environment variables (NAME=value), e.g. GOMEMLIMIT.
+	Env []string
 }
 
 // Start starts a manager process and returns once its health endpoint answers.
@@ -102,7 +104,7 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 		return nil, err
 	}
 	m.cmd = exec.Command(o.Bin, args...)
-	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+o.Kubeconfig)
+	m.cmd.Env = append(append(os.Environ(), o.Env...), "KUBECONFIG="+o.Kubeconfig)
 	m.cmd.Stdout, m.cmd.Stderr = f, f
 	// The manager dies with its parent, even when the parent is killed.
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
