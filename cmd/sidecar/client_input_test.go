@@ -46,6 +46,9 @@ func inputClient(t *testing.T, url, version string, elicit func(context.Context,
 			if strings.Contains(req.Params.Message, "color") {
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "teal"}}, nil
 			}
+			if strings.Contains(req.Params.Message, "context for the prompt") {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"context": "the catalog"}}, nil
+			}
 			if strings.Contains(req.Params.Message, "confirm") {
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
 			}
@@ -129,6 +132,39 @@ func TestLegacyClientsAnswerUpstreamInput(t *testing.T) {
 				}
 				if asked.Load() == before && !strings.Contains(c.tool, "roots") { // roots are answered by the go-sdk client itself
 					t.Errorf("%s: the client's handlers were never asked", c.tool)
+				}
+			}
+			if v >= "2025-06-18" {
+				// prompts/get asks too (SEP-2322 allows it on prompts/get
+				// and resources/read as well as tools/call).
+				ctx, cancel := context.WithTimeout(context.Background(), hang)
+				defer cancel()
+				before := asked.Load()
+				p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_input_required_result_prompt"})
+				if err != nil {
+					t.Fatalf("prompts/get: %v", err)
+				}
+				if len(p.Messages) != 1 || p.Messages[0].Content.(*mcp.TextContent).Text != "Context: the catalog" || asked.Load() == before {
+					t.Errorf("prompts/get = %+v", p.Messages)
+				}
+			}
+			if v == "2025-11-25" {
+				// Eight calls at once in one session, each asking twice
+				// (multi-round): every answer reaches its own call.
+				errs := make(chan error, 8)
+				for range 8 {
+					go func() {
+						got, err := callText(t, cs, "test_input_required_result_multi_round")
+						if err == nil && got != "Multi-round complete: Ada likes teal" {
+							err = errors.New("got " + got)
+						}
+						errs <- err
+					}()
+				}
+				for range 8 {
+					if err := <-errs; err != nil {
+						t.Errorf("concurrent multi-round call: %v", err)
+					}
 				}
 			}
 			// A plain call still answers as before, on the same session.
