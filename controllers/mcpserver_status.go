@@ -58,7 +58,7 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 		set(toolsServedCondition(s.propagation))
 		set(verifiedCondition(s.propagation))
 		if c, ok := toolsDriftedCondition(server, s.resolution.accepted.Tools, toolPins(s.resolution.accepted.Tools, s.propagation), s.propagation); ok {
-			set(c)
+			set(keepKnown(meta.FindStatusCondition(st.Conditions, mcpv1alpha1.ConditionToolsDrifted), c))
 		} else {
 			meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionToolsDrifted)
 		}
@@ -253,11 +253,12 @@ func itemStatuses(s *scope) []itemStatusUpdate {
 			u = stillAppearing(u)
 		}
 		if _, isTool := obj.(*mcpv1alpha1.MCPTool); isTool && s.observed {
-			pin := pins[obj.GetName()] // none (cleared) when not accepted
-			if !v.Accepted {
-				pin = toolPin{}
-			}
-			u.pin = &pin
+			switch pin, known := pins[obj.GetName()]; {
+			case !v.Accepted:
+				u.pin = &toolPin{} // cleared: not part of the server
+			case known:
+				u.pin = &pin
+			} // else: not reported yet, the last observed state stays
 		}
 		out = append(out, u)
 	}

@@ -81,9 +81,15 @@ func pinOf(pin string, observed []string) toolPin {
 	return toolPin{Observed: pin, State: mcpv1alpha1.PinPinned}
 }
 
-// toolPins decides the pin state of every accepted MCPTool, by object name.
+// toolPins decides the pin state of every accepted MCPTool, by object name. It is nil while no
+// ready replica has reported the current revision's tools (just after a catalog change): the
+// MCPTools then keep the state last observed, instead of flipping to Unknown and back on every
+// catalog change (two status writes per pinned tool each time).
 func toolPins(tools []mcpv1alpha1.MCPTool, p propagation) map[string]toolPin {
 	pods, reports := checkedReports(p)
+	if len(pods) == 0 {
+		return nil
+	}
 	out := make(map[string]toolPin, len(tools))
 	for i := range tools {
 		t := &tools[i]
@@ -166,6 +172,16 @@ func toolsDriftedCondition(s *mcpv1alpha1.MCPServer, tools []mcpv1alpha1.MCPTool
 	}
 	return condition(typ, false, mcpv1alpha1.ReasonToolsMatchPins, clip(fmt.Sprintf(
 		"%d pinned tools match their pins on all %d reporting ready replicas%s", pinned, len(pods), withheld), 32768)), true
+}
+
+// keepKnown keeps the last known ToolsDrifted while the replicas have not reported the current
+// catalog revision yet (after every catalog change, for a moment): Unknown only when nothing was
+// ever known, so a catalog edit does not record two Events (Unknown, then back) on every server.
+func keepKnown(prev *metav1.Condition, c metav1.Condition) metav1.Condition {
+	if c.Status == metav1.ConditionUnknown && prev != nil && prev.Status != metav1.ConditionUnknown {
+		return *prev
+	}
+	return c
 }
 
 // driftChanged reports whether ToolsDrifted stays True but names other tools or digests: the

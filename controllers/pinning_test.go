@@ -73,7 +73,7 @@ func TestToolsDriftedCondition(t *testing.T) {
 			pins:    map[string]mcpv1alpha1.PinState{"weather-tool": mcpv1alpha1.PinDrifted}},
 		{name: "not yet reported", mode: "", reports: map[string]string{"a": catalog.Report{Revision: "r"}.String()},
 			status: metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonToolsNotYetReported,
-			pins: map[string]mcpv1alpha1.PinState{"weather-tool": mcpv1alpha1.PinUnknown, "echo-tool": mcpv1alpha1.PinUnpinned}},
+			pins: map[string]mcpv1alpha1.PinState{"weather-tool": "", "echo-tool": ""}}, // not decided: kept as they were
 		{name: "an older revision's report does not count", mode: mcpv1alpha1.ToolPinningWarn,
 			reports: map[string]string{"a": report("old", map[string]string{"weather": digestB})},
 			status:  metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonToolsNotYetReported},
@@ -93,7 +93,8 @@ func TestToolsDriftedCondition(t *testing.T) {
 		{name: "a pinned tool nobody reports is named, not counted as matching", mode: mcpv1alpha1.ToolPinningWarn,
 			reports: map[string]string{"a": report("r", map[string]string{})},
 			status:  metav1.ConditionFalse, reason: mcpv1alpha1.ReasonToolsMatchPins,
-			want: []string{"0 pinned tools match", "nothing was compared: weather"}},
+			want: []string{"0 pinned tools match", "nothing was compared: weather"},
+			pins: map[string]mcpv1alpha1.PinState{"weather-tool": mcpv1alpha1.PinUnknown, "echo-tool": mcpv1alpha1.PinUnpinned}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -181,5 +182,28 @@ func TestDriftChanged(t *testing.T) {
 		if _, got := driftChanged(tc.before, tc.after); got != tc.want {
 			t.Errorf("%s: got %v", tc.name, got)
 		}
+	}
+}
+
+// TestPinsKeptUntilReported: just after a catalog change (no replica has reported the new
+// revision) the tools' pin state and ToolsDrifted keep their last known value.
+func TestPinsKeptUntilReported(t *testing.T) {
+	tools := []mcpv1alpha1.MCPTool{pinnedTool("w", "weather", digestA, false)}
+	p := propagation{Revision: "new", ReadyPods: []string{"a"},
+		Reports: map[string]string{"a": catalog.Report{Revision: "old", ToolsChecked: true, ToolDigests: map[string]string{"weather": digestB}}.String()}}
+	if pins := toolPins(tools, p); pins != nil {
+		t.Fatalf("pins decided from no report of the current revision: %v", pins)
+	}
+	c, _ := toolsDriftedCondition(newServer("ns", "weather", 1), tools, nil, p)
+	drifted := metav1.Condition{Type: mcpv1alpha1.ConditionToolsDrifted, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonPinnedToolsDrifted}
+	if got := keepKnown(&drifted, c); got.Status != metav1.ConditionTrue || got.Reason != mcpv1alpha1.ReasonPinnedToolsDrifted {
+		t.Errorf("kept %+v", got)
+	}
+	if got := keepKnown(nil, c); got.Status != metav1.ConditionUnknown {
+		t.Errorf("nothing known before: %+v", got)
+	}
+	matched := metav1.Condition{Type: mcpv1alpha1.ConditionToolsDrifted, Status: metav1.ConditionFalse, Reason: mcpv1alpha1.ReasonToolsMatchPins}
+	if got := keepKnown(&drifted, matched); got.Status != metav1.ConditionFalse {
+		t.Errorf("a known value replaced by the old one: %+v", got)
 	}
 }
