@@ -221,3 +221,34 @@ func TestStillAppearing(t *testing.T) {
 		t.Fatalf("a ready item changed: %+v", got)
 	}
 }
+
+// TestWithheldByPin: a tool the sidecars withhold under Enforce is Stalled with the digest to
+// accept; one that is not accepted or published keeps saying why.
+func TestWithheldByPin(t *testing.T) {
+	accepted := condition(mcpv1alpha1.ConditionAccepted, true, mcpv1alpha1.ReasonAccepted, "")
+	published := condition(mcpv1alpha1.ConditionPublished, true, mcpv1alpha1.ReasonPublished, "")
+	drifted := toolPin{Observed: "sha256:bb", State: mcpv1alpha1.PinDrifted}
+	for _, tc := range []struct {
+		name       string
+		u          itemStatusUpdate
+		pin        toolPin
+		wantReason string
+		wantMsg    string
+	}{
+		{"drifted", newItemStatus(nil, accepted, published, nil, "r1", "r1", false), drifted, mcpv1alpha1.ReasonToolWithheld, "set spec.upstreamDigest to sha256:bb to accept"},
+		{"drifted while in flight", newItemStatus(nil, accepted, published, ptr.To(condition(mcpv1alpha1.ConditionCatalogPropagated, false, mcpv1alpha1.ReasonPropagationPending, "")), "r1", "r1", false),
+			drifted, mcpv1alpha1.ReasonToolWithheld, "differs from spec.upstreamDigest"},
+		{"unpinned under toolPolicy All", newItemStatus(nil, accepted, published, nil, "r1", "r1", false), toolPin{Observed: "sha256:cc", State: mcpv1alpha1.PinUnpinned},
+			mcpv1alpha1.ReasonToolWithheld, "set spec.upstreamDigest to sha256:cc to pin"},
+		{"name conflict says more", newItemStatus(nil, condition(mcpv1alpha1.ConditionAccepted, false, mcpv1alpha1.ReasonNameConflict, "winner"),
+			condition(mcpv1alpha1.ConditionPublished, false, mcpv1alpha1.ReasonNotAccepted, ""), nil, "", "r1", false), drifted, mcpv1alpha1.ReasonNameConflict, "winner"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := withheldByPin(tc.u, tc.pin)
+			if u.stalled == nil || u.reconciling != nil || u.stalled.Reason != tc.wantReason || !strings.Contains(u.stalled.Message, tc.wantMsg) ||
+				u.ready.Status != metav1.ConditionFalse || u.ready.Reason != tc.wantReason {
+				t.Fatalf("stalled %+v, reconciling %+v, ready %+v", u.stalled, u.reconciling, u.ready)
+			}
+		})
+	}
+}

@@ -67,6 +67,11 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 	// Ready, then edited so that the new pod cannot be scheduled: the old pod keeps serving
 	// (maxUnavailable 0) while the rollout cannot finish.
 	rolling := newServer(ns, "rolling", 1)
+	// Pinned under Enforce; the MCP server serves another definition than the pin.
+	pinning := newServer(ns, "pinning", 1)
+	pinning.Spec.ToolPinning = mcpv1alpha1.ToolPinningEnforce
+	pinned := newTool(ns, "lookup", "pinning", "lookup")
+	pinned.Spec.UpstreamDigest = "sha256:" + strings.Repeat("a", 64)
 	stuck := newServer(ns, "stuck", 1)
 	stuck.Spec.Pod = &mcpv1alpha1.PodOverrides{NodeSelector: map[string]string{"zone": "nowhere"}}
 	scaled := newServer(ns, "scaled", 0)
@@ -98,7 +103,7 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 	noSource := newResource(ns, "token", "ready", "secret://token", mcpv1alpha1.ResourceSource{
 		SecretKeyRef: &mcpv1alpha1.KeyReference{Name: "missing", Key: "value"}})
 
-	mustCreate(t, ready, published, pending, propagating, rejected, inRejected, rolling, stuck, scaled, external, invalid, squat, squatted, big,
+	mustCreate(t, ready, published, pending, propagating, rejected, inRejected, rolling, pinning, pinned, stuck, scaled, external, invalid, squat, squatted, big,
 		orphan, winner, badPrompt, noSource)
 	mustCreate(t, chunks...)
 	// Creation timestamps have one-second resolution: when both share a second, the object name
@@ -107,7 +112,7 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 
 	step = func() {
 		// The sidecars of "ready" apply the current revision; the one of "rejected" refuses it.
-		for _, s := range []*mcpv1alpha1.MCPServer{ready, rejected, rolling} {
+		for _, s := range []*mcpv1alpha1.MCPServer{ready, rejected, rolling, pinning} {
 			key := client.ObjectKeyFromObject(s)
 			serverCondition(t, key, mcpv1alpha1.ConditionAvailable, metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable)
 			var pods []corev1.Pod
@@ -120,8 +125,12 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 			n := inject.NamesFor(s)
 			_, rev := getCatalog(t, ns, s.Name)
 			r := catalog.Report{Revision: rev}
-			if s == rejected {
+			switch s {
+			case rejected:
 				r = catalog.Report{Revision: "older", RejectedRevision: rev, Reason: "tools[0]: bad schema"}
+			case pinning:
+				r = catalog.Report{Revision: rev, ToolsChecked: true, ToolDigests: map[string]string{"lookup": "sha256:" + strings.Repeat("b", 64)},
+					WithheldTools: []string{"lookup"}, WithheldToolCount: 1}
 			}
 			report(t, sidecarClient(t, ns, n.ServiceAccount), ns, n.StatusConfigMap, pods[0].Name, r)
 		}
@@ -163,6 +172,7 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 		{"MCPTool name conflict", loser, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonNameConflict, "Degraded", `"winner"`, failed, `"winner"`, ""},
 		{"MCPPrompt invalid spec", badPrompt, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "to", failed, "to", ""},
 		{"MCPPrompt catalog rejected", inRejected, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogRejected, "Degraded", "bad schema", failed, "bad schema", ""},
+		{"MCPTool withheld by its pin", pinned, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonToolWithheld, "Degraded", "set spec.upstreamDigest to sha256:bbbb", failed, "differs from spec.upstreamDigest", ""},
 		{"MCPResource source not found", noSource, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonSourceNotFound, "Degraded", `"missing"`, failed, `"missing"`, ""},
 		{"MCPResource catalog too large", chunks[16], mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge", failed, "more than the", ""},
 	}

@@ -230,8 +230,10 @@ func itemStatuses(s *scope) []itemStatusUpdate {
 	}
 	var out []itemStatusUpdate
 	var pins map[string]toolPin
+	var withheld map[string]bool
 	if s.observed {
 		pins = toolPins(s.resolution.accepted.Tools, s.propagation)
+		withheld = withheldTools(s.propagation)
 	}
 	for _, obj := range s.items.objects() {
 		v, ok := s.resolution.verdicts[kindOf(obj)][obj.GetName()]
@@ -252,13 +254,25 @@ func itemStatuses(s *scope) []itemStatusUpdate {
 		if missing != "" && graceLeft(obj, s.now) > 0 {
 			u = stillAppearing(u)
 		}
-		if _, isTool := obj.(*mcpv1alpha1.MCPTool); isTool && s.observed {
-			switch pin, known := pins[obj.GetName()]; {
+		if t, isTool := obj.(*mcpv1alpha1.MCPTool); isTool && s.observed {
+			pin, known := pins[obj.GetName()]
+			isWithheld := withheld[t.Spec.Name]
+			switch {
 			case !v.Accepted:
-				u.pin = &toolPin{} // cleared: not part of the server
-			case known:
+				pin, known = toolPin{}, true // cleared: not part of the server
+			case !known:
+				// Not reported yet (just after a catalog change): the last observed state stays,
+				// withholding included, so Ready does not flip on every catalog edit.
+				pin = toolPin{Observed: t.Status.ObservedUpstreamDigest, State: t.Status.Pin}
+				isWithheld = wasWithheld(t)
+			}
+			if known {
 				u.pin = &pin
-			} // else: not reported yet, the last observed state stays
+			}
+			if toolPinningOf(s.server) == mcpv1alpha1.ToolPinningEnforce && t.Spec.State != mcpv1alpha1.ToolDisabled &&
+				(pin.State == mcpv1alpha1.PinDrifted || isWithheld) {
+				u = withheldByPin(u, pin)
+			}
 		}
 		out = append(out, u)
 	}
@@ -381,6 +395,35 @@ func stillAppearing(u itemStatusUpdate) itemStatusUpdate {
 	u.stalled, u.reconciling = nil, &c
 	u.ready.Message = c.Message
 	return u
+}
+
+// withheldByPin makes an accepted, published MCPTool that the sidecars withhold under
+// toolPinning Enforce Stalled: its MCP server serves a definition other than the pinned one
+// (or, under toolPolicy All, it has no pin), and only a person can accept the definition.
+func withheldByPin(u itemStatusUpdate, pin toolPin) itemStatusUpdate {
+	if u.stalled != nil {
+		return u // not accepted or not published: that says more
+	}
+	msg := "the sidecars withhold this tool from clients (spec.toolPinning: Enforce): "
+	switch {
+	case pin.State == mcpv1alpha1.PinDrifted:
+		msg += fmt.Sprintf("the MCP server's definition (%s) differs from spec.upstreamDigest; review the change, then set spec.upstreamDigest to %s to accept it",
+			pin.Observed, pin.Observed)
+	case pin.Observed != "":
+		msg += fmt.Sprintf("it has no spec.upstreamDigest; review it, then set spec.upstreamDigest to %s to pin it", pin.Observed)
+	default:
+		msg += "it has no spec.upstreamDigest matching the MCP server's definition; see status.observedUpstreamDigest"
+	}
+	c := condition(mcpv1alpha1.ConditionStalled, true, mcpv1alpha1.ReasonToolWithheld, msg)
+	u.stalled, u.reconciling = &c, nil
+	u.ready = condition(mcpv1alpha1.ConditionReady, false, c.Reason, c.Message)
+	return u
+}
+
+// wasWithheld reports whether a tool's status says the sidecars withheld it.
+func wasWithheld(t *mcpv1alpha1.MCPTool) bool {
+	c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionStalled)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == mcpv1alpha1.ReasonToolWithheld
 }
 
 // inFlight reports whether an item's status says it waits for the replicas to serve its

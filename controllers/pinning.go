@@ -204,3 +204,16 @@ func driftChanged(before, after []metav1.Condition) (metav1.Condition, bool) {
 	}
 	return *a, true
 }
+
+// withheldTools are the tools (by the name clients see) that a ready replica serving the current
+// revision reports it withholds (toolPinning Enforce).
+func withheldTools(p propagation) map[string]bool {
+	pods, reports := checkedReports(p)
+	out := map[string]bool{}
+	for _, pod := range pods {
+		for _, name := range reports[pod].WithheldTools {
+			out[name] = true
+		}
+	}
+	return out
+}

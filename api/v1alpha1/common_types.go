@@ -46,7 +46,7 @@ type CacheHint struct {
 type CatalogItemStatus struct {
 	// conditions: Accepted, Published, and Ready (Accepted, Published, and the server's ready
 	// replicas serve it); Stalled while only a change by a person helps (the server does not
-	// exist, a name conflict, an invalid spec, a missing resource source, a catalog too large, or
+	// exist, a name conflict, an invalid spec, a tool withheld by its pin, a missing resource source, a catalog too large, or
 	// rejected in the revision that changed this object), Reconciling while ready replicas still
 	// serve a revision older than the one that changed it. Stalled and Reconciling are present
 	// only while True.

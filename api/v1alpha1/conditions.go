@@ -18,7 +18,7 @@ const (
 	// ConditionStalled is True when the controller cannot make progress without a change by a
 	// person: an invalid spec, a child object the API server refuses, a catalog too large or
 	// rejected, a rollout past its progress deadline, or (item kinds) a missing server, a name
-	// conflict or a missing resource source (a missing server or source only 30 s after the
+	// conflict, a tool withheld by its pin (toolPinning Enforce) or a missing resource source (a missing server or source only 30 s after the
 	// object's creation: before, it may be on its way, and the object is Reconciling). The
 	// message says what to fix. kstatus computes
 	// Failed with that message, so a pipeline waiting on the object fails at once.
@@ -164,6 +164,12 @@ const (
 	// ReasonNameConflict: another object of the same kind exposes the same name on the server
 	// and wins (oldest creation, then object name); the message names the winner.
 	ReasonNameConflict = "NameConflict"
+
+	// ReasonToolWithheld (MCPTool, Stalled): under spec.toolPinning Enforce the sidecars
+	// withhold the tool, because its MCP server serves a definition other than the pinned one
+	// (or, under toolPolicy All, it has no pin); review the definition, then set
+	// spec.upstreamDigest to the digest the message names.
+	ReasonToolWithheld = "ToolWithheld"
 
 	// ReasonPublished: the object is part of the server's current catalog revision.
 	ReasonPublished = "Published"
