@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -138,13 +139,17 @@ func TestLegacyUpstreamNotificationOnAnyPooledSession(t *testing.T) {
 func TestLegacyUpstreamSessionExpired(t *testing.T) {
 	e, u := perSessionEnv(t)
 	callTool(t, e.mcp, "echo")
-	if n := u.count(); n != 1 {
-		t.Fatalf("upstream sessions = %d, want 1", n)
+	// Usually one session; a second when the sidecar's own tools/list (for
+	// the Mcp-Param-* bindings) held the first while the call came in.
+	ended := u.withSession()
+	if len(ended) == 0 {
+		t.Fatal("no upstream session after a call")
 	}
-	first := u.nth(0)
-	for ss := range first.Sessions() {
-		if err := ss.Close(); err != nil {
-			t.Fatal(err)
+	for _, srv := range ended {
+		for ss := range srv.Sessions() {
+			if err := ss.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	for i := range 3 {
@@ -153,8 +158,14 @@ func TestLegacyUpstreamSessionExpired(t *testing.T) {
 			t.Fatalf("call %d after the session ended: HTTP %d %v", i, st, msg)
 		}
 	}
-	if live := u.withSession(); len(live) != 1 || live[0] == first {
-		t.Errorf("upstream sessions %d (the ended one again: %v), want one new", len(live), len(live) > 0 && live[0] == first)
+	live := u.withSession()
+	if len(live) == 0 {
+		t.Fatal("no upstream session after the calls")
+	}
+	for _, srv := range live {
+		if slices.Contains(ended, srv) {
+			t.Errorf("an ended upstream session is live again (%d live, %d ended)", len(live), len(ended))
+		}
 	}
 	eventually.True(t, "the sidecar to log the re-initialize", func() bool {
 		return strings.Contains(e.sc.output(), "Upstream dropped its session; initializing again")
