@@ -4,6 +4,7 @@ package main
 import (
 	"flag"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +22,9 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/version"
 	"github.com/switchboard-mcp/switchboard/internal/webhook"
 )
+
+// defaultGCPercent is the manager's GOGC unless the environment sets one.
+const defaultGCPercent = 50
 
 func main() {
 	var (
@@ -69,6 +73,12 @@ func main() {
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	// The manager waits on the API server, not on its own CPU (1,000 servers: 56 CPU-seconds in a
+	// 314 s cold start). A tighter GC trades a little of that CPU for memory: the live heap is
+	// about 90 MB at that size, and Go's default GOGC=100 let RSS peak at 239 MB. $GOGC overrides.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
 
