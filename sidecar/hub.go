@@ -69,10 +69,15 @@ type Hub struct {
 	// mutex is taken, nor during network writes.
 	mu       sync.Mutex
 	admitted int // reserved + registered streams
-	all      *streamSet
-	byKind   map[Kind]*streamSet
-	byURI    map[string]*streamSet
-	closing  bool
+	// attaching counts requests between the start of attachStream and the
+	// stream's registration (or its final event): EndAll waits for them, so
+	// that a stream acknowledged just before the drain still gets its
+	// complete result before the process exits.
+	attaching int
+	all       *streamSet
+	byKind    map[Kind]*streamSet
+	byURI     map[string]*streamSet
+	closing   bool
 
 	// toolsGen counts the tools changes published (paramheaders.go keeps
 	// the upstream's tool annotations until it moves).
@@ -213,6 +218,37 @@ func (h *Hub) reserve() bool {
 	}
 	h.admitted++
 	return true
+}
+
+// beginAttach and endAttach bracket the opening of a stream (attachStream).
+func (h *Hub) beginAttach() {
+	h.mu.Lock()
+	h.attaching++
+	h.mu.Unlock()
+}
+
+func (h *Hub) endAttach() {
+	h.mu.Lock()
+	h.attaching--
+	h.mu.Unlock()
+}
+
+// attachWait bounds how long EndAll waits for streams being opened.
+const attachWait = 5 * time.Second
+
+// waitAttached waits until no stream is being opened (each then got its
+// final event, or was never acknowledged), at most attachWait.
+func (h *Hub) waitAttached() {
+	deadline := time.Now().Add(attachWait)
+	for {
+		h.mu.Lock()
+		n := h.attaching
+		h.mu.Unlock()
+		if n == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (h *Hub) release() {
@@ -581,6 +617,9 @@ func (h *Hub) EndAll(jitter time.Duration) int {
 	h.closing = true
 	targets := h.all.snapshot()
 	h.mu.Unlock()
+	// Streams being opened now are refused registration (closing) and end
+	// themselves with their final event; the drain must not return first.
+	defer h.waitAttached()
 	n := len(targets)
 	if n == 0 {
 		return 0

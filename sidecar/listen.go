@@ -73,6 +73,13 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 // drain ends it. A stream that opens while draining, or endNow, gets first
 // and its final event at once. full answers when the stream cap is reached.
 func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream, first []byte, endNow bool, full func()) (registered bool) {
+	s.hub.beginAttach()
+	attaching := true
+	defer func() {
+		if attaching {
+			s.hub.endAttach()
+		}
+	}()
 	draining := s.draining.Load()
 	if !draining && !s.hub.reserve() {
 		if s.hub.Closing() {
@@ -148,6 +155,8 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 		s.hub.release()
 		return false
 	}
+	attaching = false
+	s.hub.endAttach() // registered: EndAll ends it from here on
 	select {
 	case <-rw.done:
 	case <-r.Context().Done():
