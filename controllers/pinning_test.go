@@ -207,3 +207,61 @@ func TestPinsKeptUntilReported(t *testing.T) {
 		t.Errorf("a known value replaced by the old one: %+v", got)
 	}
 }
+
+// TestWithheldKeptUntilReported: under Enforce, an MCPTool the sidecars withhold stays Stalled
+// (ToolWithheld) while the replicas have not reported the current catalog revision (just after
+// any catalog edit), instead of flipping to Ready and back; once a report of the current
+// revision exists, it decides.
+func TestWithheldKeptUntilReported(t *testing.T) {
+	server := newServer("ns", "weather", 1)
+	server.Spec.ToolPinning = mcpv1alpha1.ToolPinningEnforce
+	withheld := pinnedTool("weather-tool", "weather", digestA, false)
+	withheld.Namespace, withheld.Spec.ServerRef = "ns", mcpv1alpha1.ServerReference{Name: "weather"}
+	withheld.Generation = 1
+	withheld.Status.Pin, withheld.Status.ObservedUpstreamDigest = mcpv1alpha1.PinDrifted, digestB
+	withheld.Status.Conditions = []metav1.Condition{
+		condition(mcpv1alpha1.ConditionStalled, true, mcpv1alpha1.ReasonToolWithheld, "withheld")}
+	served := pinnedTool("echo-tool", "echo", digestA, false)
+	served.Namespace, served.Spec.ServerRef = "ns", mcpv1alpha1.ServerReference{Name: "weather"}
+	served.Generation = 1
+
+	// Withheld as unpinned (toolPolicy All): only its Stalled condition says so.
+	unpinned := pinnedTool("extra-tool", "extra", "", false)
+	unpinned.Namespace, unpinned.Spec.ServerRef = "ns", mcpv1alpha1.ServerReference{Name: "weather"}
+	unpinned.Generation = 1
+	unpinned.Status.Pin, unpinned.Status.ObservedUpstreamDigest = mcpv1alpha1.PinUnpinned, digestB
+	unpinned.Status.Conditions = withheld.Status.Conditions
+
+	statuses := func(reportRevision string, digests map[string]string) map[string]itemStatusUpdate {
+		in := items{Tools: []mcpv1alpha1.MCPTool{withheld, served, unpinned}}
+		s := &scope{server: server, items: in, resolution: resolve(in), revision: "r2", observed: true,
+			propagation: propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{
+				"a": catalog.Report{Revision: reportRevision, ToolsChecked: true, ToolDigests: digests}.String()}}}
+		out := map[string]itemStatusUpdate{}
+		for _, u := range itemStatuses(s) {
+			out[u.object.GetName()] = u
+		}
+		return out
+	}
+
+	// The replica still reports r1: nothing is known of r2's tools.
+	got := statuses("r1", map[string]string{"weather": digestB, "echo": digestA})
+	if u := got["weather-tool"]; u.stalled == nil || u.stalled.Reason != mcpv1alpha1.ReasonToolWithheld || u.pin != nil {
+		t.Errorf("withheld tool before the report: stalled %+v, pin %+v; want ToolWithheld kept, pin untouched", u.stalled, u.pin)
+	}
+	if u := got["echo-tool"]; u.stalled != nil || u.pin != nil {
+		t.Errorf("served tool before the report: stalled %+v, pin %+v", u.stalled, u.pin)
+	}
+	if u := got["extra-tool"]; u.stalled == nil || u.stalled.Reason != mcpv1alpha1.ReasonToolWithheld || u.pin != nil {
+		t.Errorf("unpinned withheld tool before the report: stalled %+v, pin %+v; want ToolWithheld kept", u.stalled, u.pin)
+	}
+
+	// The report of r2: the pin now matches for weather, and echo drifted.
+	got = statuses("r2", map[string]string{"weather": digestA, "echo": digestB})
+	if u := got["weather-tool"]; u.stalled != nil || u.pin == nil || u.pin.State != mcpv1alpha1.PinPinned {
+		t.Errorf("weather after the report: stalled %+v, pin %+v; want served and Pinned", u.stalled, u.pin)
+	}
+	if u := got["echo-tool"]; u.stalled == nil || u.stalled.Reason != mcpv1alpha1.ReasonToolWithheld || u.pin == nil || u.pin.State != mcpv1alpha1.PinDrifted {
+		t.Errorf("echo after the report: stalled %+v, pin %+v; want ToolWithheld and Drifted", u.stalled, u.pin)
+	}
+}
