@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -185,17 +186,40 @@ type stream struct {
 	// onClose runs once when the stream ends (nil: nothing to do).
 	onClose func(*stream)
 
-	// mu guards w and closed, and serialises frames on the wire.
+	// mu guards w, pending and closed, and serialises frames on the wire.
 	mu     sync.Mutex
 	w      frameWriter
 	closed bool
+	// pending holds what was published to the stream after it was
+	// registered and before its transport was attached (start): the stream
+	// is registered before its first event goes out, so that a change made
+	// after the client read that event is never missed.
+	pending [][]byte
 }
 
-// setWriter attaches the stream's transport (before add).
-func (s *stream) setWriter(w frameWriter) {
+// maxPending bounds the events a stream keeps until start.
+const maxPending = 64
+
+// start attaches the stream's transport once its first event went out and
+// writes what was published meanwhile. It reports false when the stream was
+// closed meanwhile (the drain): the caller then ends the transport with the
+// final event itself.
+func (s *stream) start(w frameWriter) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	var scratch []byte
+	for _, ev := range s.pending {
+		var err error
+		if scratch, err = w.write(ev, scratch); err != nil {
+			break // the watcher or the next send notices the broken transport
+		}
+	}
+	s.pending = nil
 	s.w = w
-	s.mu.Unlock()
+	return true
 }
 
 // frameWriter puts whole SSE events on one stream's transport.
@@ -381,6 +405,13 @@ func (h *Hub) send(s *stream, ev []byte, scratch []byte) ([]byte, bool) {
 	if s.closed {
 		s.mu.Unlock()
 		return scratch, false
+	}
+	if s.w == nil { // registered, not started yet: kept for start
+		if len(s.pending) < maxPending {
+			s.pending = append(s.pending, bytes.Clone(ev))
+		}
+		s.mu.Unlock()
+		return scratch, true
 	}
 	scratch, err := s.w.write(ev, scratch)
 	s.mu.Unlock()

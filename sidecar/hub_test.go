@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 	"time"
@@ -66,5 +67,54 @@ func TestEndAllWaitsForStreamsBeingOpened(t *testing.T) {
 		}
 	case <-time.After(attachWait):
 		t.Fatal("EndAll did not return once the stream was opened")
+	}
+}
+
+// recordingWriter keeps what a stream writes (the transport of a unit test).
+type recordingWriter struct {
+	events [][]byte
+	ended  bool
+}
+
+func (w *recordingWriter) write(ev []byte, scratch []byte) ([]byte, error) {
+	w.events = append(w.events, bytes.Clone(ev))
+	return scratch, nil
+}
+
+func (w *recordingWriter) end([]byte) { w.ended = true }
+
+// A stream is registered before its acknowledgement goes out: a change published between the
+// registration and the attachment of its transport is written right after the
+// acknowledgement, not lost (the client may have read the acknowledgement and made the change).
+func TestChangeBeforeStartIsDelivered(t *testing.T) {
+	h := NewHub(HubOptions{})
+	st := &stream{id: []byte(`"s"`), kinds: KindTools}
+	if !h.reserve() || !h.add(st) {
+		t.Fatal("stream not admitted")
+	}
+	if n := h.Publish(KindTools, ""); n != 1 {
+		t.Fatalf("published to %d streams, want 1", n)
+	}
+	w := &recordingWriter{}
+	if !st.start(w) {
+		t.Fatal("start refused an open stream")
+	}
+	if len(w.events) != 1 || !bytes.Contains(w.events[0], []byte("notifications/tools/list_changed")) {
+		t.Fatalf("written at start: %q", w.events)
+	}
+	h.Publish(KindTools, "")
+	if len(w.events) != 2 {
+		t.Fatalf("after start: %d events, want 2", len(w.events))
+	}
+
+	// Closed (the drain) before its transport was attached: start says so, and the caller
+	// writes the final event itself.
+	late := &stream{id: []byte(`"l"`), kinds: KindTools}
+	if !h.reserve() || !h.add(late) {
+		t.Fatal("second stream not admitted")
+	}
+	h.close(late, []byte("final"))
+	if late.start(&recordingWriter{}) {
+		t.Fatal("start accepted a closed stream")
 	}
 }

@@ -106,25 +106,26 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 		_ = brw
 		cw := &connWriter{c: conn, timeout: s.hub.opts.WriteTimeout}
 		head := append([]byte(listenResponseHead), appendChunk(nil, first)...)
+		// Registered before the first event goes out (what is published
+		// until start waits in the stream): a change made after the client
+		// read its acknowledgement reaches it.
+		added := !endNow && s.hub.add(st)
+		if !endNow && !added {
+			s.hub.release() // refused: the drain began since reserve
+			endNow = true
+		} else if endNow && !draining {
+			s.hub.release()
+		}
 		_ = conn.SetWriteDeadline(time.Now().Add(cw.timeout))
 		if _, err := conn.Write(head); err != nil {
 			_ = conn.Close()
-			if !draining {
-				s.hub.release()
+			if added {
+				s.hub.close(st, nil)
 			}
 			return false
 		}
-		st.setWriter(cw)
-		if endNow {
-			cw.end(final)
-			if !draining {
-				s.hub.release()
-			}
-			return false
-		}
-		if !s.hub.add(st) {
-			cw.end(final)
-			s.hub.release()
+		if endNow || !st.start(cw) {
+			cw.end(final) // not registered, or closed by the drain meanwhile
 			return false
 		}
 		go s.hub.watch(st, conn)
@@ -136,23 +137,21 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 	setListenHeaders(h)
 	w.WriteHeader(http.StatusOK)
 	rw := &rwWriter{w: w, rc: http.NewResponseController(w), timeout: s.hub.opts.WriteTimeout, done: make(chan struct{})}
-	st.setWriter(rw)
-	if _, err := rw.write(first, nil); err != nil {
-		if !draining {
-			s.hub.release()
-		}
-		return false
-	}
-	if endNow {
-		rw.end(final)
-		if !draining {
-			s.hub.release()
-		}
-		return false
-	}
-	if !s.hub.add(st) {
-		rw.end(final)
+	added := !endNow && s.hub.add(st)
+	if !endNow && !added {
 		s.hub.release()
+		endNow = true
+	} else if endNow && !draining {
+		s.hub.release()
+	}
+	if _, err := rw.write(first, nil); err != nil {
+		if added {
+			s.hub.close(st, nil)
+		}
+		return false
+	}
+	if endNow || !st.start(rw) {
+		rw.end(final)
 		return false
 	}
 	attaching = false

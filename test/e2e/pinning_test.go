@@ -24,6 +24,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -278,9 +279,12 @@ func TestToolPinningEndToEnd(t *testing.T) {
 	// Pin it: served on both replicas.
 	setPin := func(digest string) {
 		t.Helper()
-		got := getTool(t, toolKey)
-		got.Spec.UpstreamDigest = digest
-		if err := c.Update(ctx, got); err != nil {
+		// The controller writes the tool's status meanwhile: retried on a conflict.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got := getTool(t, toolKey)
+			got.Spec.UpstreamDigest = digest
+			return c.Update(ctx, got)
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -409,11 +413,13 @@ func TestToolPinningEndToEnd(t *testing.T) {
 
 	// Warn: served again (the new definition), still flagged.
 	var s mcpv1alpha1.MCPServer
-	if err := c.Get(ctx, serverKey, &s); err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.ToolPinning = mcpv1alpha1.ToolPinningWarn
-	if err := c.Update(ctx, &s); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, serverKey, &s); err != nil {
+			return err
+		}
+		s.Spec.ToolPinning = mcpv1alpha1.ToolPinningWarn
+		return c.Update(ctx, &s) // the controller writes the status meanwhile
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitNotified(t, listen, "toolPinning Warn")
@@ -441,11 +447,13 @@ func TestToolPinningEndToEnd(t *testing.T) {
 	})
 
 	// Back to Enforce with the new definition accepted: served, Pinned, no drift.
-	if err := c.Get(ctx, serverKey, &s); err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.ToolPinning = mcpv1alpha1.ToolPinningEnforce
-	if err := c.Update(ctx, &s); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, serverKey, &s); err != nil {
+			return err
+		}
+		s.Spec.ToolPinning = mcpv1alpha1.ToolPinningEnforce
+		return c.Update(ctx, &s) // the controller writes the status meanwhile
+	}); err != nil {
 		t.Fatal(err)
 	}
 	setPin(drifted)
