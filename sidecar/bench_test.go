@@ -69,26 +69,7 @@ func BenchmarkForwardLegacyMinimal(b *testing.B) {
 
 func benchLegacyCalls(b *testing.B, front *httptest.Server, sid string) {
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("y", 120) + `"}}}`)
-	client := front.Client()
-	b.ReportAllocs()
-	cpu0 := processCPU()
-	defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
-	for b.Loop() {
-		req, _ := http.NewRequest(http.MethodPost, front.URL+"/mcp", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		req.Header.Set("Mcp-Session-Id", sid)
-		resp, err := client.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b.Fatal(resp.Status)
-		}
-	}
+	benchPosts(b, front, body, [][2]string{{"MCP-Protocol-Version", "2025-11-25"}, {"Mcp-Session-Id", sid}})
 }
 
 func benchUpstream() *httptest.Server {
@@ -104,6 +85,12 @@ func benchUpstream() *httptest.Server {
 
 func benchCalls(b *testing.B, front *httptest.Server) {
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + fuzzMeta + `,"name":"echo","arguments":{"text":"` + strings.Repeat("y", 120) + `"}}}`)
+	benchPosts(b, front, body, [][2]string{{"MCP-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "tools/call"}, {"Mcp-Name", "echo"}})
+}
+
+// benchPosts POSTs body to front with the MCP headers given, b.N times, reporting allocations
+// and the whole process's CPU per call.
+func benchPosts(b *testing.B, front *httptest.Server, body []byte, headers [][2]string) {
 	client := front.Client()
 	b.ReportAllocs()
 	cpu0 := processCPU()
@@ -112,9 +99,9 @@ func benchCalls(b *testing.B, front *httptest.Server) {
 		req, _ := http.NewRequest(http.MethodPost, front.URL+"/mcp", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", "echo")
+		for _, h := range headers {
+			req.Header.Set(h[0], h[1])
+		}
 		resp, err := client.Do(req)
 		if err != nil {
 			b.Fatal(err)

@@ -109,13 +109,7 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 		// Registered before the first event goes out (what is published
 		// until start waits in the stream): a change made after the client
 		// read its acknowledgement reaches it.
-		added := !endNow && s.hub.add(st)
-		if !endNow && !added {
-			s.hub.release() // refused: the drain began since reserve
-			endNow = true
-		} else if endNow && !draining {
-			s.hub.release()
-		}
+		added, end := s.register(st, endNow, draining)
 		_ = conn.SetWriteDeadline(time.Now().Add(cw.timeout))
 		if _, err := conn.Write(head); err != nil {
 			_ = conn.Close()
@@ -124,7 +118,7 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 			}
 			return false
 		}
-		if endNow || !st.start(cw) {
+		if end || !st.start(cw) {
 			cw.end(final) // not registered, or closed by the drain meanwhile
 			return false
 		}
@@ -137,20 +131,14 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 	setListenHeaders(h)
 	w.WriteHeader(http.StatusOK)
 	rw := &rwWriter{w: w, rc: http.NewResponseController(w), timeout: s.hub.opts.WriteTimeout, done: make(chan struct{})}
-	added := !endNow && s.hub.add(st)
-	if !endNow && !added {
-		s.hub.release()
-		endNow = true
-	} else if endNow && !draining {
-		s.hub.release()
-	}
+	added, end := s.register(st, endNow, draining)
 	if _, err := rw.write(first, nil); err != nil {
 		if added {
 			s.hub.close(st, nil)
 		}
 		return false
 	}
-	if endNow || !st.start(rw) {
+	if end || !st.start(rw) {
 		rw.end(final)
 		return false
 	}
@@ -162,6 +150,18 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 		s.hub.close(st, nil)
 	}
 	return true
+}
+
+// register adds a stream that is not to end at once to the hub, before its first event goes
+// out. It reports whether it was added and whether the stream is to end at once (it is, when the
+// hub refused it: the drain began since reserve). A stream admitted by reserve (not draining)
+// and not added gives its place back.
+func (s *Server) register(st *stream, endNow, draining bool) (added, end bool) {
+	added = !endNow && s.hub.add(st)
+	if !added && !draining {
+		s.hub.release()
+	}
+	return added, endNow || !added
 }
 
 // listenResponseHead is the response head of a hijacked listen stream.

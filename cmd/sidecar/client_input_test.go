@@ -57,17 +57,7 @@ func inputClient(t *testing.T, url, version string, elicit func(context.Context,
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "legacy-input-test", Version: "1"}, opts)
 	c.AddRoots(&mcp.Root{URI: "file:///srv/switchboard-root", Name: "root"}) //nolint:staticcheck // roots, as 2025-era clients have them
-	ctx, cancel := context.WithTimeout(context.Background(), hang)
-	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatalf("connect %s: %v", version, err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	if got := cs.InitializeResult().ProtocolVersion; got != version {
-		t.Fatalf("negotiated %s, want %s", got, version)
-	}
-	return cs
+	return connectClient(t, c, url, version)
 }
 
 func callText(t *testing.T, cs *mcp.ClientSession, tool string) (string, error) {
@@ -354,38 +344,33 @@ func TestLegacyCancelledClosesTheUpstreamCall(t *testing.T) {
 // (upstream_legacy_input.go) and the client's requests again on its client
 // side (legacyinput.go), and the call completes with the client's answers.
 func TestLegacyClientInputThroughLegacyUpstream(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		stdio bool
-	}{{"http", false}, {"stdio-bridge", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := legacyEnv(t, tc.stdio)
-			var asked atomic.Int32
-			cs := inputClient(t, e.mcp, "2025-11-25", func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-				if r.Params.Message != "Your name?" {
-					return nil, errors.New("unexpected question " + r.Params.Message)
-				}
-				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "alice"}}, nil
-			}, &asked)
-			ctx, cancel := context.WithTimeout(context.Background(), hang)
-			defer cancel()
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "Your name?"}})
-			if err != nil || res.IsError {
-				t.Fatalf("test_elicitation: %v %+v", err, res)
+	eachLegacyUpstream(t, func(t *testing.T, stdio bool) {
+		e := legacyEnv(t, stdio)
+		var asked atomic.Int32
+		cs := inputClient(t, e.mcp, "2025-11-25", func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if r.Params.Message != "Your name?" {
+				return nil, errors.New("unexpected question " + r.Params.Message)
 			}
-			if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "action=accept") || !strings.Contains(text, "alice") {
-				t.Errorf("test_elicitation answered %q", text)
-			}
-			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_sampling", Arguments: map[string]any{"prompt": "hi"}})
-			if err != nil || res.IsError {
-				t.Fatalf("test_sampling: %v %+v", err, res)
-			}
-			if text := res.Content[0].(*mcp.TextContent).Text; text != "LLM response: Paris" {
-				t.Errorf("test_sampling answered %q", text)
-			}
-			if n := asked.Load(); n != 2 {
-				t.Errorf("the client's handlers were asked %d times, want 2", n)
-			}
-		})
-	}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "alice"}}, nil
+		}, &asked)
+		ctx, cancel := context.WithTimeout(context.Background(), hang)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "Your name?"}})
+		if err != nil || res.IsError {
+			t.Fatalf("test_elicitation: %v %+v", err, res)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "action=accept") || !strings.Contains(text, "alice") {
+			t.Errorf("test_elicitation answered %q", text)
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_sampling", Arguments: map[string]any{"prompt": "hi"}})
+		if err != nil || res.IsError {
+			t.Fatalf("test_sampling: %v %+v", err, res)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; text != "LLM response: Paris" {
+			t.Errorf("test_sampling answered %q", text)
+		}
+		if n := asked.Load(); n != 2 {
+			t.Errorf("the client's handlers were asked %d times, want 2", n)
+		}
+	})
 }

@@ -77,7 +77,12 @@ func legacyReq(t *testing.T, url string, id any, method, params string, hdr ...s
 
 func connectLegacy(t *testing.T, url, version string) *mcp.ClientSession {
 	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "legacy-test", Version: "1"}, nil)
+	return connectClient(t, mcp.NewClient(&mcp.Implementation{Name: "legacy-test", Version: "1"}, nil), url, version)
+}
+
+// connectClient connects c to url at protocol revision version (a 2025-era one, negotiated as is).
+func connectClient(t *testing.T, c *mcp.Client, url, version string) *mcp.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
 	defer cancel()
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})

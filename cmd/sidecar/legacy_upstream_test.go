@@ -34,6 +34,17 @@ func legacyBin(t *testing.T) string {
 
 // legacyEnv starts a 2025-era upstream (HTTP, or stdio through the bridge)
 // and a sidecar in front of it, waiting for /readyz.
+// eachLegacyUpstream runs f as a subtest against a 2025-era upstream over HTTP ("http") and
+// behind the stdio bridge ("stdio-bridge").
+func eachLegacyUpstream(t *testing.T, f func(t *testing.T, stdio bool)) {
+	for _, tc := range []struct {
+		name  string
+		stdio bool
+	}{{"http", false}, {"stdio-bridge", true}} {
+		t.Run(tc.name, func(t *testing.T) { f(t, tc.stdio) })
+	}
+}
+
 func legacyEnv(t *testing.T, stdio bool, sidecarArgs ...string) *env {
 	t.Helper()
 	e := &env{upAddr: freePort(t)}
@@ -54,92 +65,87 @@ func legacyEnv(t *testing.T, stdio bool, sidecarArgs ...string) *env {
 }
 
 func TestLegacyUpstreams(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		stdio bool
-	}{{"http", false}, {"stdio-bridge", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := legacyEnv(t, tc.stdio)
+	eachLegacyUpstream(t, func(t *testing.T, stdio bool) {
+		e := legacyEnv(t, stdio)
 
-			// server/discover is answered from the upstream's initialize.
-			st, _, msg := do(t, rpcReq(t, e.mcp, "d", "server/discover", "", ""))
-			res, _ := msg["result"].(map[string]any)
-			if st != 200 || res == nil {
-				t.Fatalf("server/discover: HTTP %d %v", st, msg)
-			}
-			if v := fmt.Sprint(res["supportedVersions"]); !strings.Contains(v, "2026-07-28") {
-				t.Errorf("supportedVersions %s", v)
-			}
-			m, _ := res["_meta"].(map[string]any)
-			si, _ := m["io.modelcontextprotocol/serverInfo"].(map[string]any)
-			if si["name"] != "mcp-conformance-test-server" {
-				t.Errorf("serverInfo %v", m)
-			}
-			if m["dev.switchboard/upstreamProtocolVersion"] != "2025-11-25" {
-				t.Errorf("upstream protocol version %v", m["dev.switchboard/upstreamProtocolVersion"])
-			}
+		// server/discover is answered from the upstream's initialize.
+		st, _, msg := do(t, rpcReq(t, e.mcp, "d", "server/discover", "", ""))
+		res, _ := msg["result"].(map[string]any)
+		if st != 200 || res == nil {
+			t.Fatalf("server/discover: HTTP %d %v", st, msg)
+		}
+		if v := fmt.Sprint(res["supportedVersions"]); !strings.Contains(v, "2026-07-28") {
+			t.Errorf("supportedVersions %s", v)
+		}
+		m, _ := res["_meta"].(map[string]any)
+		si, _ := m["io.modelcontextprotocol/serverInfo"].(map[string]any)
+		if si["name"] != "mcp-conformance-test-server" {
+			t.Errorf("serverInfo %v", m)
+		}
+		if m["dev.switchboard/upstreamProtocolVersion"] != "2025-11-25" {
+			t.Errorf("upstream protocol version %v", m["dev.switchboard/upstreamProtocolVersion"])
+		}
 
-			// Lists carry resultType and the cache hints.
-			st, _, msg = do(t, rpcReq(t, e.mcp, "l", "tools/list", "", ""))
-			res, _ = msg["result"].(map[string]any)
-			if st != 200 || res["resultType"] != "complete" || res["ttlMs"] == nil || res["cacheScope"] == nil {
-				t.Fatalf("tools/list: HTTP %d %v", st, msg)
-			}
+		// Lists carry resultType and the cache hints.
+		st, _, msg = do(t, rpcReq(t, e.mcp, "l", "tools/list", "", ""))
+		res, _ = msg["result"].(map[string]any)
+		if st != 200 || res["resultType"] != "complete" || res["ttlMs"] == nil || res["cacheScope"] == nil {
+			t.Fatalf("tools/list: HTTP %d %v", st, msg)
+		}
 
-			// Eight concurrent calls with the same id: each gets its answer.
-			var wg sync.WaitGroup
-			for i := range 8 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					st, _, msg := do(t, progressReq(t, e.mcp, "same", fmt.Sprintf("p%d", i)))
-					res, _ := msg["result"].(map[string]any)
-					if st != 200 || msg["id"] != "same" || res["resultType"] != "complete" {
-						t.Errorf("call %d: HTTP %d %v", i, st, msg)
-					}
-				}()
-			}
-			wg.Wait()
-
-			// Progress reaches the call's own stream.
-			s := openStream(t, progressReq(t, e.mcp, "prog", "mine"))
-			p, _ := s.nextMethod(t, "notifications/progress")
-			if pp, _ := p["params"].(map[string]any); pp["progressToken"] != "mine" {
-				t.Errorf("progress %v", p)
-			}
-			// Its answer ends the call (a stdio server's question below
-			// reaches a client only while one call is in flight).
-			for {
-				if m := s.next(t); m["id"] != nil {
-					break
+		// Eight concurrent calls with the same id: each gets its answer.
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st, _, msg := do(t, progressReq(t, e.mcp, "same", fmt.Sprintf("p%d", i)))
+				res, _ := msg["result"].(map[string]any)
+				if st != 200 || msg["id"] != "same" || res["resultType"] != "complete" {
+					t.Errorf("call %d: HTTP %d %v", i, st, msg)
 				}
-			}
+			}()
+		}
+		wg.Wait()
 
-			// A server-to-client request during a call from a client that
-			// did not declare the capability: -32021 (legacy_input_test.go
-			// has the input_required mapping).
-			st, _, msg = do(t, rpcReq(t, e.mcp, "samp", "tools/call", "test_sampling", `,"name":"test_sampling","arguments":{"prompt":"hi"}`))
-			if er, _ := msg["error"].(map[string]any); st != http.StatusBadRequest || fmt.Sprint(er["code"]) != "-32021" {
-				t.Errorf("test_sampling: HTTP %d %v", st, msg)
+		// Progress reaches the call's own stream.
+		s := openStream(t, progressReq(t, e.mcp, "prog", "mine"))
+		p, _ := s.nextMethod(t, "notifications/progress")
+		if pp, _ := p["params"].(map[string]any); pp["progressToken"] != "mine" {
+			t.Errorf("progress %v", p)
+		}
+		// Its answer ends the call (a stdio server's question below
+		// reaches a client only while one call is in flight).
+		for {
+			if m := s.next(t); m["id"] != nil {
+				break
 			}
+		}
 
-			// resources/updated through an upstream subscription.
-			l := listen(t, e.mcp, "sub", `{"resourceSubscriptions":["test://watched-resource"]}`)
-			if ack := l.next(t); ack["method"] != "notifications/subscriptions/acknowledged" {
-				t.Fatalf("first frame %v", ack)
-			}
-			u, _ := l.nextMethod(t, "notifications/resources/updated")
-			if up, _ := u["params"].(map[string]any); up["uri"] != "test://watched-resource" || subID(u) != "sub" {
-				t.Errorf("resources/updated %v", u)
-			}
+		// A server-to-client request during a call from a client that
+		// did not declare the capability: -32021 (legacy_input_test.go
+		// has the input_required mapping).
+		st, _, msg = do(t, rpcReq(t, e.mcp, "samp", "tools/call", "test_sampling", `,"name":"test_sampling","arguments":{"prompt":"hi"}`))
+		if er, _ := msg["error"].(map[string]any); st != http.StatusBadRequest || fmt.Sprint(er["code"]) != "-32021" {
+			t.Errorf("test_sampling: HTTP %d %v", st, msg)
+		}
 
-			// The removed and unknown methods get 404 -32601 like from a 2026 server.
-			st, _, msg = do(t, rpcReq(t, e.mcp, 5, "unknown/method", "", ""))
-			if e, _ := msg["error"].(map[string]any); st != 404 || fmt.Sprint(e["code"]) != "-32601" || fmt.Sprint(msg["id"]) != "5" {
-				t.Errorf("unknown/method: HTTP %d %v", st, msg)
-			}
-		})
-	}
+		// resources/updated through an upstream subscription.
+		l := listen(t, e.mcp, "sub", `{"resourceSubscriptions":["test://watched-resource"]}`)
+		if ack := l.next(t); ack["method"] != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("first frame %v", ack)
+		}
+		u, _ := l.nextMethod(t, "notifications/resources/updated")
+		if up, _ := u["params"].(map[string]any); up["uri"] != "test://watched-resource" || subID(u) != "sub" {
+			t.Errorf("resources/updated %v", u)
+		}
+
+		// The removed and unknown methods get 404 -32601 like from a 2026 server.
+		st, _, msg = do(t, rpcReq(t, e.mcp, 5, "unknown/method", "", ""))
+		if e, _ := msg["error"].(map[string]any); st != 404 || fmt.Sprint(e["code"]) != "-32601" || fmt.Sprint(msg["id"]) != "5" {
+			t.Errorf("unknown/method: HTTP %d %v", st, msg)
+		}
+	})
 }
 
 // The upstream goes away and comes back (its sessions lost): the sidecar
@@ -244,29 +250,24 @@ func progressReq(t *testing.T, url, id, token string) *http.Request {
 // The catalog holds in front of 2025-era upstreams too: an MCPTool's description is served,
 // and editing it reaches listen streams as tools/list_changed.
 func TestLegacyUpstreamsWithCatalog(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		stdio bool
-	}{{"http", false}, {"stdio-bridge", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "catalog.json")
-			writeFile(t, path, encodeCatalog(t, catalog.Tool{Name: "test_simple_text", Description: "v1 from the catalog"}))
-			e := legacyEnv(t, tc.stdio, "--catalog-file", path)
-			described := func(want string) bool {
-				_, _, msg := do(t, rpcReq(t, e.mcp, "l", "tools/list", "", ""))
-				return strings.Contains(fmt.Sprint(msg["result"]), want)
-			}
-			eventually.True(t, "the catalog's description in tools/list", func() bool { return described("v1 from the catalog") })
-			l := listen(t, e.mcp, "tl", `{"toolsListChanged":true}`)
-			l.nextMethod(t, "notifications/subscriptions/acknowledged")
-			writeFile(t, path, encodeCatalog(t, catalog.Tool{Name: "test_simple_text", Description: "v2 from the catalog"}))
-			n, _ := l.nextMethod(t, "notifications/tools/list_changed")
-			if subID(n) != "tl" {
-				t.Errorf("list_changed %v", n)
-			}
-			if !described("v2 from the catalog") {
-				t.Error("tools/list does not show the edited description")
-			}
-		})
-	}
+	eachLegacyUpstream(t, func(t *testing.T, stdio bool) {
+		path := filepath.Join(t.TempDir(), "catalog.json")
+		writeFile(t, path, encodeCatalog(t, catalog.Tool{Name: "test_simple_text", Description: "v1 from the catalog"}))
+		e := legacyEnv(t, stdio, "--catalog-file", path)
+		described := func(want string) bool {
+			_, _, msg := do(t, rpcReq(t, e.mcp, "l", "tools/list", "", ""))
+			return strings.Contains(fmt.Sprint(msg["result"]), want)
+		}
+		eventually.True(t, "the catalog's description in tools/list", func() bool { return described("v1 from the catalog") })
+		l := listen(t, e.mcp, "tl", `{"toolsListChanged":true}`)
+		l.nextMethod(t, "notifications/subscriptions/acknowledged")
+		writeFile(t, path, encodeCatalog(t, catalog.Tool{Name: "test_simple_text", Description: "v2 from the catalog"}))
+		n, _ := l.nextMethod(t, "notifications/tools/list_changed")
+		if subID(n) != "tl" {
+			t.Errorf("list_changed %v", n)
+		}
+		if !described("v2 from the catalog") {
+			t.Error("tools/list does not show the edited description")
+		}
+	})
 }
