@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -154,9 +155,13 @@ func (s *Stack) onlyReadyPod(ctx context.Context) (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for {
+		// The Deployment rolled out first: a pod Ready while a newer template is on its way is
+		// replaced, and a sidecar reporting under its name reports for a pod that is gone.
 		var pods corev1.PodList
-		if err := s.Env.Client.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{inject.LabelServer: s.Server}); err == nil {
-			if len(pods.Items) == 1 && kube.PodReady(&pods.Items[0]) {
+		var dep appsv1.Deployment
+		if err := s.Env.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Server}, &dep); err == nil && rolledOut(&dep) &&
+			s.Env.Client.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{inject.LabelServer: s.Server}) == nil {
+			if len(pods.Items) == 1 && kube.PodReady(&pods.Items[0]) && pods.Items[0].DeletionTimestamp == nil {
 				return &pods.Items[0], nil
 			}
 		}
@@ -168,6 +173,16 @@ func (s *Stack) onlyReadyPod(ctx context.Context) (*corev1.Pod, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// rolledOut reports whether every replica of d runs its current template and is available.
+func rolledOut(d *appsv1.Deployment) bool {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	st := d.Status
+	return st.ObservedGeneration >= d.Generation && st.Replicas == want && st.UpdatedReplicas == want && st.AvailableReplicas == want
 }
 
 // ImpersonatingKubeconfig writes dir/sidecar-kubeconfig: the admin kubeconfig acting as the
