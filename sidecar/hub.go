@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,7 +50,7 @@ type HubOptions struct {
 	MaxStreams   int           // DefaultMaxListenStreams when 0
 	Keepalive    time.Duration // DefaultKeepalive when 0; negative disables
 	WriteTimeout time.Duration // DefaultStreamWriteTimeout when 0
-	Writers      int           // GOMAXPROCS when 0
+	Writers      int           // fan-out goroutines; fanoutProcs() when 0
 	Logger       *slog.Logger
 	Metrics      *Metrics
 	// Tracing records a span per fan-out (nil: no traces).
@@ -104,7 +103,7 @@ func NewHub(o HubOptions) *Hub {
 		o.WriteTimeout = DefaultStreamWriteTimeout
 	}
 	if o.Writers <= 0 {
-		o.Writers = runtime.GOMAXPROCS(0)
+		o.Writers = fanoutProcs()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -518,6 +517,7 @@ func (h *Hub) fanout(targets []*stream, render func(*stream, []byte) []byte) int
 		work(&next)
 		return int(sent.Load())
 	}
+	defer widen(len(targets))()
 	var wg sync.WaitGroup
 	for range writers - 1 {
 		wg.Go(func() { work(&next) })
@@ -655,6 +655,7 @@ func (h *Hub) EndAll(jitter time.Duration) int {
 	if n == 0 {
 		return 0
 	}
+	defer widen(n)()
 	start := time.Now()
 	var next, ended atomic.Int64
 	work := func() {

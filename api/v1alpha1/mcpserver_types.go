@@ -344,7 +344,9 @@ type SidecarSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^https?://[A-Za-z0-9*]([-A-Za-z0-9.*]*[A-Za-z0-9])?(:[0-9]{1,5})?$`
 	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
 
-	// resources of the sidecar container.
+	// resources of the sidecar container. The sidecar serves requests on one core, which costs
+	// the least per request; a CPU limit of 2 or more lets it use that many whole cores. Large
+	// notification fan-outs use all of the container's CPUs either way.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 

@@ -163,10 +163,16 @@ func newEnv(t *testing.T, sidecarArgs ...string) *env {
 
 func (e *env) startSidecar(t *testing.T, extra ...string) {
 	t.Helper()
+	e.startSidecarEnv(t, nil, extra...)
+}
+
+// startSidecarEnv is startSidecar with these variables added to the environment.
+func (e *env) startSidecarEnv(t *testing.T, vars []string, extra ...string) {
+	t.Helper()
 	mcpAddr, adminAddr := freePort(t), freePort(t)
 	args := append([]string{"--upstream", "http://" + e.upAddr + "/mcp", "--listen", mcpAddr,
 		"--admin-listen", adminAddr, "--log-level", "debug"}, extra...)
-	e.sc = start(t, sidecarBin, args...)
+	e.sc = startEnv(t, append([]string{sidecar.DrainTokenEnv + "=" + testDrainToken}, vars...), sidecarBin, args...)
 	e.mcp = "http://" + mcpAddr + "/mcp"
 	e.admin = "http://" + adminAddr
 	eventually.True(t, "the sidecar to be ready", func() bool {

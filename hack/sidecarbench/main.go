@@ -53,10 +53,15 @@ func main() {
 		case "upstream":
 			serveUpstream(os.Args[2])
 			return
-		case "load": // load URL C N: one closed-loop run, for profiling
+		case "load": // load URL C N [legacy]: one closed-loop run of echo calls, for profiling
 			c, _ := strconv.Atoi(os.Args[3])
 			n, _ := strconv.Atoi(os.Args[4])
-			r := load(os.Args[2], c, n, modernEcho)
+			call := modernEcho
+			if len(os.Args) > 5 && os.Args[5] == "legacy" { // 2025-11-25 calls in a session the sidecar serves
+				call = legacyEcho
+				call.session = initSession(os.Args[2])
+			}
+			r := load(os.Args[2], c, n, call)
 			fmt.Printf("p50 %v p99 %v rps %.0f errors %d\n", r.p50, r.p99, r.rps, r.errors)
 			return
 		}

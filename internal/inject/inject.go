@@ -44,6 +44,7 @@ const (
 	FlagLegacyClients    = "legacy-clients"
 	FlagOTLPEndpoint     = "otlp-endpoint"
 	FlagTraceSampling    = "trace-sampling-per-million"
+	FlagMaxProcs         = "max-procs"
 )
 
 // SessionKeyEnv carries the key that signs 2025-era session ids, from the server's session
@@ -239,6 +240,9 @@ func Args(cfg Config) []string {
 		args = append(args, flag(FlagOTLPEndpoint, cfg.OTLPEndpoint),
 			flag(FlagTraceSampling, strconv.Itoa(int(cfg.TraceSamplingPerMillion))))
 	}
+	if n := maxProcs(cfg); n > 0 {
+		args = append(args, flag(FlagMaxProcs, strconv.FormatInt(n, 10)))
+	}
 	return append(args,
 		flag(FlagMaxListenStreams, strconv.Itoa(int(cfg.MaxListenStreams))),
 		flag(FlagKeepalive, seconds(int64(cfg.KeepaliveSeconds)*1000)),
@@ -250,6 +254,24 @@ func Args(cfg Config) []string {
 		flag(FlagDrainBudget, seconds(int64(cfg.DrainBudgetSeconds)*1000)),
 		flag(FlagLegacyClients, legacyClients(cfg)),
 	)
+}
+
+// maxProcs is the sidecar's --max-procs for a CPU limit of two cores or more: the whole cores
+// of it. Without one the sidecar serves requests on one core (its default), which costs the
+// least per request (docs/performance.md); large notification fan-outs use the container's CPUs
+// either way.
+func maxProcs(cfg Config) int64 {
+	if cfg.Resources == nil {
+		return 0
+	}
+	q, ok := cfg.Resources.Limits[corev1.ResourceCPU]
+	if !ok {
+		return 0
+	}
+	if n := q.MilliValue() / 1000; n >= 2 {
+		return n
+	}
+	return 0
 }
 
 func legacyClients(cfg Config) string {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -64,6 +65,21 @@ func TestArgsTracing(t *testing.T) {
 	}
 	if got := strings.Join(Args(testConfig()), " "); strings.Contains(got, "otlp") {
 		t.Errorf("tracing is off by default: %s", got)
+	}
+}
+
+// A CPU limit of two cores or more lets the sidecar serve requests on that many (whole cores);
+// below that, or without a limit, the flag is absent and the sidecar's default (one) applies.
+func TestArgsMaxProcs(t *testing.T) {
+	for limit, want := range map[string]string{"": "", "500m": "", "1": "", "1999m": "", "2": "--max-procs=2", "3500m": "--max-procs=3"} {
+		s := testServer()
+		if limit != "" {
+			s.Spec.Sidecar.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(limit)}}
+		}
+		got := strings.Join(Args(ConfigFor(s, "x")), " ")
+		if want == "" && strings.Contains(got, "max-procs") || want != "" && !strings.Contains(got, " "+want+" ") {
+			t.Errorf("CPU limit %q: args %s, want %q", limit, got, want)
+		}
 	}
 }
 

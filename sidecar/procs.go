@@ -1,0 +1,237 @@
+package sidecar
+
+import (
+	"math"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// How many OS threads run the sidecar's Go code (GOMAXPROCS).
+//
+// A forwarded request hands off between goroutines three times or more (the
+// client's connection, the HTTP client's writer and reader of the upstream
+// connection). With an idle P, each hand-off wakes another thread, which
+// often finds nothing to do and sleeps again: on the machine of
+// docs/performance.md the sidecar switched threads 13.5 times per
+// sequential call with GOMAXPROCS 2, and 7 times with GOMAXPROCS 1, where it
+// spent a quarter to a third less CPU per call, for a lower latency. MCP
+// calls arrive at tens per second per server, not thousands: the sidecar
+// serves on one P ("narrow").
+//
+// It widens to the GOMAXPROCS Go would have picked (the container's CPU
+// limit, else the node's CPUs) in two cases, and narrows again after:
+//   - a large fan-out (Hub.fanout, Hub.EndAll) runs: thousands of
+//     independent socket writes run in parallel on more cores;
+//   - requests queue for the one P: sampled every procsTick, the time
+//     goroutines spent runnable but not running, per second, was
+//     waitingWiden or more for widenAfter samples in a row. Once the
+//     process used less than quietCores of CPU for narrowAfter samples in a
+//     row, it narrows again.
+//
+// LimitProcs is called once, by the sidecar's main, unless $GOMAXPROCS is
+// set; until then nothing here changes GOMAXPROCS.
+
+// DefaultMaxProcs is the sidecar's GOMAXPROCS for serving requests
+// (--max-procs).
+const DefaultMaxProcs = 1
+
+const (
+	// widenMin is the fan-out size from which the process is widened: two
+	// stop-the-world pauses of a few microseconds each are nothing against
+	// writing this many streams, and a smaller fan-out is over in about a
+	// millisecond anyway.
+	widenMin = 512
+	// procsTick is how often the load is sampled.
+	procsTick = 200 * time.Millisecond
+	// waitingWiden is the loadSample.waiting at which a narrow process is
+	// overloaded. Measured on one P: 0.04 for sequential calls at 2,700/s,
+	// 0.65 for eight concurrent callers at 7,000/s, 0.005 for a call every
+	// 5 ms.
+	waitingWiden = 0.25
+	// widenAfter is how many overloaded samples in a row widen the process.
+	widenAfter = 2
+	// quietCores is the CPU use (cores) under which a widened process is
+	// calm enough for one P again.
+	quietCores = 0.4
+	// narrowAfter is how many calm samples in a row narrow it.
+	narrowAfter = 5
+)
+
+var procs struct {
+	mu      sync.Mutex
+	narrow  int // GOMAXPROCS when nothing widens it (0: LimitProcs not called)
+	wide    int // GOMAXPROCS while something does
+	fanouts int // large fan-outs running
+	load    loadState
+}
+
+// LimitProcs sets GOMAXPROCS to n, and lets large fan-outs and a load that
+// queues on n run on wide (GOMAXPROCS as it was before the call when wide is
+// 0). n <= 0 changes nothing. stop ends the load sampling.
+func LimitProcs(n, wide int) (stop func()) {
+	if n <= 0 {
+		return func() {}
+	}
+	if !setProcs(n, wide) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go watchLoad(done)
+	return sync.OnceFunc(func() { close(done) })
+}
+
+// setProcs is LimitProcs without the load sampling; it reports whether
+// the process can widen at all.
+func setProcs(n, wide int) bool {
+	procs.mu.Lock()
+	defer procs.mu.Unlock()
+	if wide <= 0 {
+		wide = runtime.GOMAXPROCS(0)
+	}
+	procs.narrow, procs.wide = n, max(wide, n)
+	procs.load = loadState{}
+	applyProcs()
+	return procs.wide > procs.narrow
+}
+
+// applyProcs sets GOMAXPROCS for the current state; procs.mu is held.
+func applyProcs() {
+	want := procs.narrow
+	if procs.fanouts > 0 || procs.load.busy {
+		want = procs.wide
+	}
+	if want > 0 && runtime.GOMAXPROCS(0) != want {
+		runtime.GOMAXPROCS(want)
+	}
+}
+
+// widen raises GOMAXPROCS for a fan-out to n streams when it is large and
+// LimitProcs narrowed the process; the returned func undoes it when the
+// last widened fan-out ends (unless the load keeps the process wide).
+func widen(n int) (narrow func()) {
+	procs.mu.Lock()
+	defer procs.mu.Unlock()
+	if n < widenMin || procs.wide <= procs.narrow {
+		return func() {}
+	}
+	procs.fanouts++
+	applyProcs()
+	return sync.OnceFunc(func() {
+		procs.mu.Lock()
+		defer procs.mu.Unlock()
+		procs.fanouts--
+		applyProcs()
+	})
+}
+
+// fanoutProcs is how many goroutines a fan-out writes with by default: as
+// many as a widened process runs at once.
+func fanoutProcs() int {
+	procs.mu.Lock()
+	defer procs.mu.Unlock()
+	if procs.wide > 0 {
+		return procs.wide
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// loadSample is what one procsTick saw. waiting is the time goroutines
+// spent runnable but not running, per second, from the runtime's
+// /sched/latencies histogram (Little's law: the average number of
+// goroutines waiting for a P); the runtime records about one transition in
+// eight there, so it reads about an eighth of the true average, which the
+// thresholds were measured with. cores is the CPU the process used.
+type loadSample struct {
+	waiting, cores float64
+}
+
+// loadState decides from samples whether the load keeps the process wide.
+type loadState struct {
+	busy bool
+	run  int // samples in a row that point the other way
+}
+
+// observe takes one sample; it reports whether busy changed.
+func (l *loadState) observe(s loadSample) bool {
+	if !l.busy && s.waiting >= waitingWiden || l.busy && s.cores < quietCores {
+		l.run++
+	} else {
+		l.run = 0
+	}
+	if !l.busy && l.run >= widenAfter || l.busy && l.run >= narrowAfter {
+		l.busy, l.run = !l.busy, 0
+		return true
+	}
+	return false
+}
+
+// watchLoad samples the load every procsTick until done is closed.
+func watchLoad(done <-chan struct{}) {
+	t := time.NewTicker(procsTick)
+	defer t.Stop()
+	var m loadMeter
+	m.sample()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		s := m.sample()
+		procs.mu.Lock()
+		if procs.load.observe(s) {
+			applyProcs()
+		}
+		procs.mu.Unlock()
+	}
+}
+
+// loadMeter turns the scheduler's latency histogram and the process's CPU
+// time into loadSamples.
+type loadMeter struct {
+	m      [1]metrics.Sample
+	counts []uint64
+	cpu    time.Duration
+	at     time.Time
+}
+
+// sample returns the load since the previous call (zero on the first).
+func (m *loadMeter) sample() loadSample {
+	m.m[0].Name = "/sched/latencies:seconds"
+	metrics.Read(m.m[:])
+	now := time.Now()
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	var s loadSample
+	if m.m[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return s
+	}
+	h := m.m[0].Value.Float64Histogram()
+	if m.counts != nil && len(m.counts) == len(h.Counts) {
+		waited := 0.0 // seconds goroutines spent runnable, not running
+		for i, c := range h.Counts {
+			waited += float64(c-m.counts[i]) * bucketMid(h.Buckets[i], h.Buckets[i+1])
+		}
+		if d := now.Sub(m.at).Seconds(); d > 0 {
+			s = loadSample{waiting: waited / d, cores: (cpu - m.cpu).Seconds() / d}
+		}
+	}
+	m.counts = append(m.counts[:0], h.Counts...)
+	m.cpu, m.at = cpu, now
+	return s
+}
+
+// bucketMid is a histogram bucket's representative value.
+func bucketMid(lo, hi float64) float64 {
+	switch {
+	case math.IsInf(lo, -1):
+		return max(hi, 0)
+	case math.IsInf(hi, 1):
+		return lo
+	}
+	return (lo + hi) / 2
+}
