@@ -7,10 +7,8 @@ import (
 	"time"
 )
 
-// limitProcsForTest narrows the process as the sidecar's main does, without the load sampling
-// (a busy test machine would widen it at random), and restores GOMAXPROCS and the package
-// state when the test ends.
-func limitProcsForTest(t *testing.T, narrow, wide int) {
+// restoreProcs restores GOMAXPROCS and the package state when the test ends.
+func restoreProcs(t *testing.T) {
 	t.Helper()
 	before := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() {
@@ -19,6 +17,13 @@ func limitProcsForTest(t *testing.T, narrow, wide int) {
 		procs.mu.Unlock()
 		runtime.GOMAXPROCS(before)
 	})
+}
+
+// limitProcsForTest narrows the process as the sidecar's main does, without the load sampling
+// (a busy test machine would widen it at random).
+func limitProcsForTest(t *testing.T, narrow, wide int) {
+	t.Helper()
+	restoreProcs(t)
 	setProcs(narrow, wide)
 }
 
@@ -52,6 +57,23 @@ func TestWiden(t *testing.T) {
 	second()
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Fatalf("after the last fan-out GOMAXPROCS = %d, want 1", got)
+	}
+
+	// A load that keeps the process wide outlasts a fan-out.
+	procs.mu.Lock()
+	procs.load.busy = true
+	applyProcs()
+	procs.mu.Unlock()
+	widen(widenMin)()
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Fatalf("busy, after a fan-out: GOMAXPROCS = %d, want 3", got)
+	}
+	procs.mu.Lock()
+	procs.load.busy = false
+	applyProcs()
+	procs.mu.Unlock()
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("calm again: GOMAXPROCS = %d, want 1", got)
 	}
 }
 
@@ -126,8 +148,13 @@ func TestLoadStateObserve(t *testing.T) {
 			t.Fatal("sequential or sparse calls widened the process")
 		}
 	}
-	if l.observe(eight) || !l.observe(eight) || !l.busy {
-		t.Fatalf("eight concurrent callers: busy %v after %d samples, want true after exactly %d", l.busy, 2, widenAfter)
+	for i := range widenAfter {
+		if changed := l.observe(eight); changed != (i == widenAfter-1) {
+			t.Fatalf("eight concurrent callers: sample %d changed busy: %v, want a change at sample %d", i+1, changed, widenAfter)
+		}
+	}
+	if !l.busy {
+		t.Fatal("eight concurrent callers did not widen the process")
 	}
 	// Wide, the same load costs more CPU; sequential calls still keep it wide (above quietCores).
 	for range 10 {
@@ -185,23 +212,16 @@ func TestLoadMeterSeesQueueing(t *testing.T) {
 
 // LimitProcs narrows the process at once and samples the load until stopped.
 func TestLimitProcs(t *testing.T) {
-	before := runtime.GOMAXPROCS(0)
-	defer func() {
-		procs.mu.Lock()
-		procs.narrow, procs.wide, procs.fanouts, procs.load = 0, 0, 0, loadState{}
-		procs.mu.Unlock()
-		runtime.GOMAXPROCS(before)
-	}()
+	restoreProcs(t)
 	stop := LimitProcs(1, 2)
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Fatalf("GOMAXPROCS after LimitProcs(1, 2) = %d, want 1", got)
 	}
 	stop()
-	stop()
-	if noop := LimitProcs(0, 2); runtime.GOMAXPROCS(0) != 1 {
-		t.Fatal("LimitProcs(0, …) changed GOMAXPROCS")
-	} else {
-		noop()
+	stop() // a second call changes nothing
+	LimitProcs(0, 2)()
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("LimitProcs(0, 2) changed GOMAXPROCS to %d", got)
 	}
 }
 
