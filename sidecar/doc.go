@@ -27,4 +27,8 @@
 //     (discover cache, readiness), its listen stream, the SSE reader.
 //   - server.go, app.go, metrics.go, gcfloor.go: the Server, the process
 //     (listeners, admin port, drain), metrics, GC tuning.
+//
+// Subpackages: stdio, the stdio bridge (`sidecar stdio`); procs, how many
+// OS threads run Go code (one for requests, more for large fan-outs and
+// queueing load), used by the sidecar and the bridge.
 package sidecar

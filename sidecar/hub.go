@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 )
 
 // Kind is a kind of change a listen stream can ask for.
@@ -50,7 +52,7 @@ type HubOptions struct {
 	MaxStreams   int           // DefaultMaxListenStreams when 0
 	Keepalive    time.Duration // DefaultKeepalive when 0; negative disables
 	WriteTimeout time.Duration // DefaultStreamWriteTimeout when 0
-	Writers      int           // fan-out goroutines; fanoutProcs() when 0
+	Writers      int           // fan-out goroutines; procs.FanoutWorkers() when 0
 	Logger       *slog.Logger
 	Metrics      *Metrics
 	// Tracing records a span per fan-out (nil: no traces).
@@ -103,7 +105,7 @@ func NewHub(o HubOptions) *Hub {
 		o.WriteTimeout = DefaultStreamWriteTimeout
 	}
 	if o.Writers <= 0 {
-		o.Writers = fanoutProcs()
+		o.Writers = procs.FanoutWorkers()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -517,7 +519,7 @@ func (h *Hub) fanout(targets []*stream, render func(*stream, []byte) []byte) int
 		work(&next)
 		return int(sent.Load())
 	}
-	defer widen(len(targets))()
+	defer procs.Widen(len(targets))()
 	var wg sync.WaitGroup
 	for range writers - 1 {
 		wg.Go(func() { work(&next) })
@@ -655,7 +657,7 @@ func (h *Hub) EndAll(jitter time.Duration) int {
 	if n == 0 {
 		return 0
 	}
-	defer widen(n)()
+	defer procs.Widen(n)()
 	start := time.Now()
 	var next, ended atomic.Int64
 	work := func() {

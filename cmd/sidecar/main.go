@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/stdio"
 )
 
@@ -60,7 +61,7 @@ func main() {
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP traces URL (e.g. http://collector:4318/v1/traces); empty: no traces")
 	fs.IntVar(&cfg.TraceSamplingPerMillion, "trace-sampling-per-million", sidecar.DefaultTraceSamplingPerMillion, "traces sampled per million of those the sidecar starts (a client's sampled flag is followed)")
-	maxProcs := fs.Int("max-procs", sidecar.DefaultMaxProcs, "OS threads running Go code at once (GOMAXPROCS) while serving requests; large notification fan-outs, and a load that queues on them, use the container's CPUs (0 = Go's default throughout; ignored when GOMAXPROCS is set)")
+	maxProcs := fs.Int("max-procs", procs.DefaultMax, "OS threads running Go code at once (GOMAXPROCS) while serving requests; large notification fan-outs, and a load that queues on them, use the container's CPUs (0 = Go's default throughout; ignored when GOMAXPROCS is set)")
 	minHeap := fs.Uint64("min-heap-bytes", sidecar.DefaultMinHeapBytes, "heap size below which the garbage collector does not run (0 = Go's default; ignored when GOGC is set)")
 	_ = fs.Parse(os.Args[1:])
 
@@ -98,7 +99,7 @@ func main() {
 	cfg.DrainToken = os.Getenv(sidecar.DrainTokenEnv)
 
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
-		defer sidecar.LimitProcs(*maxProcs, 0)()
+		defer procs.Limit(*maxProcs, 0)()
 	}
 	_, gogcSet := os.LookupEnv("GOGC")
 	defer sidecar.KeepHeapFloor(*minHeap, gogcSet)()

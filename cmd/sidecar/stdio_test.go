@@ -3,6 +3,7 @@ package main_test
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -45,5 +46,9 @@ func TestStdioBridgeCLI(t *testing.T) {
 	sigterm(t, p)
 	if out := p.output(); !strings.Contains(out, `"MCP server stopped"`) || !strings.Contains(out, `"exit":"exit status 0"`) {
 		t.Fatalf("the MCP server was not stopped cleanly:\n%s", out)
+	}
+	// The bridge serves on one P by default, like the sidecar (--max-procs).
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set && !strings.Contains(p.output(), `"gomaxprocs":1,`) && !strings.Contains(p.output(), `"gomaxprocs":1}`) {
+		t.Errorf("the bridge does not serve on one P by default:\n%s", p.output())
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 )
 
 // Main runs `sidecar stdio [flags] -- COMMAND [ARGS...]` and returns the
@@ -33,8 +35,12 @@ func Main(args []string) int {
 	fs.DurationVar(&cfg.StdinGrace, "stdin-grace", DefaultStdinGrace, "on SIGTERM, wait after closing the MCP server's stdin before SIGTERM")
 	fs.DurationVar(&cfg.TermGrace, "term-grace", DefaultTermGrace, "wait after SIGTERM to the MCP server before SIGKILL")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	maxProcs := fs.Int("max-procs", procs.DefaultMax, "OS threads running Go code at once (GOMAXPROCS); a load that queues on them uses the container's CPUs (0 = Go's default throughout; ignored when GOMAXPROCS is set)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+		defer procs.Limit(*maxProcs, 0)()
 	}
 	cfg.Command = fs.Args()
 	if len(cfg.Command) == 0 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -43,7 +44,7 @@ func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	b.log.Info("Stdio bridge serving", "listen", ln.Addr().String(), "path", b.cfg.Path, "command", b.cfg.Command)
+	b.log.Info("Stdio bridge serving", "listen", ln.Addr().String(), "path", b.cfg.Path, "command", b.cfg.Command, "gomaxprocs", runtime.GOMAXPROCS(0))
 
 	select {
 	case <-ctx.Done():

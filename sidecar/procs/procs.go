@@ -1,4 +1,7 @@
-package sidecar
+// Package procs sets how many OS threads run the sidecar's (and the stdio
+// bridge's) Go code: one while serving requests, more while a large fan-out
+// runs or requests queue.
+package procs
 
 import (
 	"math"
@@ -9,7 +12,7 @@ import (
 	"time"
 )
 
-// How many OS threads run the sidecar's Go code (GOMAXPROCS).
+// How many OS threads run the Go code (GOMAXPROCS).
 //
 // A forwarded request hands off between goroutines three times or more (the
 // client's connection, the HTTP client's writer and reader of the upstream
@@ -23,27 +26,28 @@ import (
 //
 // It widens to the GOMAXPROCS Go would have picked (the container's CPU
 // limit, else the node's CPUs) in two cases, and narrows again after:
-//   - a large fan-out (Hub.fanout, Hub.EndAll) runs: thousands of
-//     independent socket writes run in parallel on more cores;
+//   - a large fan-out (the sidecar's Hub.fanout and Hub.EndAll call Widen)
+//     runs: thousands of independent socket writes run in parallel on more
+//     cores;
 //   - requests queue for the one P: sampled every procsTick, the time
 //     goroutines spent runnable but not running, per second, was
 //     waitingWiden or more for widenAfter samples in a row. Once the
 //     process used less than quietCores of CPU for narrowAfter samples in a
 //     row, it narrows again.
 //
-// LimitProcs is called once, by the sidecar's main, unless $GOMAXPROCS is
-// set; until then nothing here changes GOMAXPROCS.
+// Limit is called once, by the sidecar's and the stdio bridge's main, unless
+// $GOMAXPROCS is set; until then nothing here changes GOMAXPROCS.
 
-// DefaultMaxProcs is the sidecar's GOMAXPROCS for serving requests
-// (--max-procs).
-const DefaultMaxProcs = 1
+// DefaultMax is the GOMAXPROCS for serving requests (--max-procs).
+const DefaultMax = 1
+
+// WidenMin is the fan-out size from which Widen widens the process: two
+// stop-the-world pauses of a few microseconds each are nothing against
+// writing this many streams, and a smaller fan-out is over in about a
+// millisecond anyway.
+const WidenMin = 512
 
 const (
-	// widenMin is the fan-out size from which the process is widened: two
-	// stop-the-world pauses of a few microseconds each are nothing against
-	// writing this many streams, and a smaller fan-out is over in about a
-	// millisecond anyway.
-	widenMin = 512
 	// procsTick is how often the load is sampled.
 	procsTick = 200 * time.Millisecond
 	// waitingWiden is the loadSample.waiting at which a narrow process is
@@ -62,39 +66,51 @@ const (
 
 var procs struct {
 	mu      sync.Mutex
-	narrow  int // GOMAXPROCS when nothing widens it (0: LimitProcs not called)
+	narrow  int // GOMAXPROCS when nothing widens it (0: Limit not called)
 	wide    int // GOMAXPROCS while something does
 	fanouts int // large fan-outs running
 	load    loadState
 }
 
-// LimitProcs sets GOMAXPROCS to n, and lets large fan-outs and a load that
-// queues on n run on wide (GOMAXPROCS as it was before the call when wide is
-// 0). n <= 0 changes nothing. stop ends the load sampling.
-func LimitProcs(n, wide int) (stop func()) {
+// Limit sets GOMAXPROCS to n, and lets large fan-outs and a load that
+// queues on n run on wide (GOMAXPROCS as it was before the call when wide
+// is 0) while they last. n <= 0 changes nothing. undo stops the load
+// sampling and restores GOMAXPROCS as it was.
+func Limit(n, wide int) (undo func()) {
+	return limit(n, wide, true)
+}
+
+// LimitStatic is Limit without the load sampling: only fan-outs widen the
+// process (tests, where a busy machine would widen it at random).
+func LimitStatic(n, wide int) (undo func()) {
+	return limit(n, wide, false)
+}
+
+func limit(n, wide int, sample bool) func() {
 	if n <= 0 {
 		return func() {}
 	}
-	if !setProcs(n, wide) {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go watchLoad(done)
-	return sync.OnceFunc(func() { close(done) })
-}
-
-// setProcs is LimitProcs without the load sampling; it reports whether
-// the process can widen at all.
-func setProcs(n, wide int) bool {
 	procs.mu.Lock()
-	defer procs.mu.Unlock()
+	before := runtime.GOMAXPROCS(0)
 	if wide <= 0 {
-		wide = runtime.GOMAXPROCS(0)
+		wide = before
 	}
-	procs.narrow, procs.wide = n, max(wide, n)
+	procs.narrow, procs.wide, procs.fanouts = n, max(wide, n), 0
 	procs.load = loadState{}
 	applyProcs()
-	return procs.wide > procs.narrow
+	canWiden := procs.wide > procs.narrow
+	procs.mu.Unlock()
+	done := make(chan struct{})
+	if sample && canWiden {
+		go watchLoad(done)
+	}
+	return sync.OnceFunc(func() {
+		close(done)
+		procs.mu.Lock()
+		defer procs.mu.Unlock()
+		procs.narrow, procs.wide, procs.fanouts, procs.load = 0, 0, 0, loadState{}
+		runtime.GOMAXPROCS(before)
+	})
 }
 
 // applyProcs sets GOMAXPROCS for the current state; procs.mu is held.
@@ -108,13 +124,13 @@ func applyProcs() {
 	}
 }
 
-// widen raises GOMAXPROCS for a fan-out to n streams when it is large and
-// LimitProcs narrowed the process; the returned func undoes it when the
-// last widened fan-out ends (unless the load keeps the process wide).
-func widen(n int) (narrow func()) {
+// Widen raises GOMAXPROCS for a fan-out to n streams when it is large and
+// Limit narrowed the process; the returned func undoes it when the last
+// widened fan-out ends (unless the load keeps the process wide).
+func Widen(n int) (narrow func()) {
 	procs.mu.Lock()
 	defer procs.mu.Unlock()
-	if n < widenMin || procs.wide <= procs.narrow {
+	if n < WidenMin || procs.wide <= procs.narrow {
 		return func() {}
 	}
 	procs.fanouts++
@@ -127,9 +143,9 @@ func widen(n int) (narrow func()) {
 	})
 }
 
-// fanoutProcs is how many goroutines a fan-out writes with by default: as
+// FanoutWorkers is how many goroutines a fan-out writes with by default: as
 // many as a widened process runs at once.
-func fanoutProcs() int {
+func FanoutWorkers() int {
 	procs.mu.Lock()
 	defer procs.mu.Unlock()
 	if procs.wide > 0 {

@@ -1,4 +1,4 @@
-package sidecar
+package procs
 
 import (
 	"runtime"
@@ -7,45 +7,25 @@ import (
 	"time"
 )
 
-// restoreProcs restores GOMAXPROCS and the package state when the test ends.
-func restoreProcs(t *testing.T) {
-	t.Helper()
-	before := runtime.GOMAXPROCS(0)
-	t.Cleanup(func() {
-		procs.mu.Lock()
-		procs.narrow, procs.wide, procs.fanouts, procs.load = 0, 0, 0, loadState{}
-		procs.mu.Unlock()
-		runtime.GOMAXPROCS(before)
-	})
-}
-
-// limitProcsForTest narrows the process as the sidecar's main does, without the load sampling
-// (a busy test machine would widen it at random).
-func limitProcsForTest(t *testing.T, narrow, wide int) {
-	t.Helper()
-	restoreProcs(t)
-	setProcs(narrow, wide)
-}
-
 // Large fan-outs widen a narrowed process and the last one to end narrows it again; small ones
-// and a process LimitProcs never narrowed are left alone.
+// and a process Limit never narrowed are left alone.
 func TestWiden(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
-	widen(widenMin)()
+	Widen(WidenMin)()
 	if got := runtime.GOMAXPROCS(0); got != before {
-		t.Fatalf("without LimitProcs, widen changed GOMAXPROCS from %d to %d", before, got)
+		t.Fatalf("without Limit, Widen changed GOMAXPROCS from %d to %d", before, got)
 	}
-	limitProcsForTest(t, 1, 3)
+	t.Cleanup(LimitStatic(1, 3))
 	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Fatalf("GOMAXPROCS after LimitProcs(1, 3) = %d, want 1", got)
+		t.Fatalf("GOMAXPROCS after LimitStatic(1, 3) = %d, want 1", got)
 	}
-	small := widen(widenMin - 1)
+	small := Widen(WidenMin - 1)
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Fatalf("a small fan-out widened the process to %d", got)
 	}
 	small()
-	first := widen(widenMin)
-	second := widen(10 * widenMin)
+	first := Widen(WidenMin)
+	second := Widen(10 * WidenMin)
 	if got := runtime.GOMAXPROCS(0); got != 3 {
 		t.Fatalf("during two large fan-outs GOMAXPROCS = %d, want 3", got)
 	}
@@ -64,7 +44,7 @@ func TestWiden(t *testing.T) {
 	procs.load.busy = true
 	applyProcs()
 	procs.mu.Unlock()
-	widen(widenMin)()
+	Widen(WidenMin)()
 	if got := runtime.GOMAXPROCS(0); got != 3 {
 		t.Fatalf("busy, after a fan-out: GOMAXPROCS = %d, want 3", got)
 	}
@@ -74,64 +54,6 @@ func TestWiden(t *testing.T) {
 	procs.mu.Unlock()
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Fatalf("calm again: GOMAXPROCS = %d, want 1", got)
-	}
-}
-
-// procsWriter records the GOMAXPROCS its writes ran under.
-type procsWriter struct {
-	mu   *sync.Mutex
-	seen map[int]int
-}
-
-func (w procsWriter) write(ev []byte, scratch []byte) ([]byte, error) {
-	w.record()
-	return scratch, nil
-}
-
-func (w procsWriter) end([]byte) { w.record() }
-
-func (w procsWriter) record() {
-	n := runtime.GOMAXPROCS(0)
-	w.mu.Lock()
-	w.seen[n]++
-	w.mu.Unlock()
-}
-
-// A hub built in a narrowed process writes a large fan-out, and the drain's complete results, on
-// as many goroutines as the wide process runs, widened; then the process is narrow again.
-func TestFanoutWidens(t *testing.T) {
-	limitProcsForTest(t, 1, 2)
-	h := NewHub(HubOptions{Keepalive: -1})
-	if h.opts.Writers != 2 {
-		t.Fatalf("fan-out writers = %d, want 2 (the wide GOMAXPROCS)", h.opts.Writers)
-	}
-	var mu sync.Mutex
-	seen := map[int]int{}
-	const n = 2 * widenMin
-	for i := range n {
-		st := &stream{id: []byte(`"` + string(rune('a'+i%26)) + `"`), kinds: KindTools}
-		if !h.reserve() || !h.add(st) || !st.start(procsWriter{&mu, seen}) {
-			t.Fatalf("stream %d not admitted", i)
-		}
-	}
-	if got := h.Publish(KindTools, ""); got != n {
-		t.Fatalf("published to %d streams, want %d", got, n)
-	}
-	if seen[2] != n {
-		t.Fatalf("fan-out writes by GOMAXPROCS: %v, want all %d at 2", seen, n)
-	}
-	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Fatalf("after the fan-out GOMAXPROCS = %d, want 1", got)
-	}
-	clear(seen)
-	if got := h.EndAll(0); got != n {
-		t.Fatalf("EndAll ended %d streams, want %d", got, n)
-	}
-	if seen[2] != n {
-		t.Fatalf("EndAll's writes by GOMAXPROCS: %v, want all %d at 2", seen, n)
-	}
-	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Fatalf("after EndAll GOMAXPROCS = %d, want 1", got)
 	}
 }
 
@@ -210,18 +132,25 @@ func TestLoadMeterSeesQueueing(t *testing.T) {
 	}
 }
 
-// LimitProcs narrows the process at once and samples the load until stopped.
-func TestLimitProcs(t *testing.T) {
-	restoreProcs(t)
-	stop := LimitProcs(1, 2)
+// Limit narrows the process at once, samples the load until undone, and undo restores
+// GOMAXPROCS as it was.
+func TestLimit(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	undo := Limit(1, 2)
 	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Fatalf("GOMAXPROCS after LimitProcs(1, 2) = %d, want 1", got)
+		t.Fatalf("GOMAXPROCS after Limit(1, 2) = %d, want 1", got)
 	}
-	stop()
-	stop() // a second call changes nothing
-	LimitProcs(0, 2)()
-	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Fatalf("LimitProcs(0, 2) changed GOMAXPROCS to %d", got)
+	if got := FanoutWorkers(); got != 2 {
+		t.Fatalf("FanoutWorkers after Limit(1, 2) = %d, want 2", got)
+	}
+	undo()
+	undo() // a second call changes nothing
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Fatalf("GOMAXPROCS after undo = %d, want %d", got, before)
+	}
+	Limit(0, 2)()
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Fatalf("Limit(0, 2) changed GOMAXPROCS to %d", got)
 	}
 }
 
