@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -27,16 +28,17 @@ import (
 // resident memory. Figures: docs/performance.md. Run:
 //
 //	go test ./cmd/sidecar -run '^$' -bench BenchmarkUpstreamKinds -benchtime 2000x
+//
+// Single runs of one path move by ±30 % on a 2-core machine; for ratios between paths, run the
+// paths in interleaved rounds (sub-benchmarks named …#01, #02, …) and compare round by round:
+//
+//	go test ./cmd/sidecar -run '^$' -bench BenchmarkUpstreamKinds -benchtime 2000x -args -upstream-kinds-rounds 5
 func BenchmarkUpstreamKinds(b *testing.B) {
 	legacy, err := testservers.LegacyEverythingServer()
 	if err != nil {
 		b.Fatal(err)
 	}
-	type target struct {
-		name  string
-		call  func() error
-		procs []int // pids whose CPU is charged to the path
-	}
+	type target = upstreamKind
 	mk := func(b *testing.B) []target {
 		var ts []target
 
@@ -66,6 +68,27 @@ func BenchmarkUpstreamKinds(b *testing.B) {
 		return ts
 	}
 	ts := mk(b)
+	for range *upstreamKindsRounds {
+		runUpstreamKinds(b, ts)
+	}
+	for _, tc := range ts {
+		if strings.HasPrefix(tc.name, "stdio/bridge") {
+			b.ReportMetric(float64(rssKiB(tc.procs[0])), "bridge-rss-KiB")
+		}
+	}
+}
+
+var upstreamKindsRounds = flag.Int("upstream-kinds-rounds", 1, "BenchmarkUpstreamKinds: rounds over every path, interleaved")
+
+// upstreamKind is one path of BenchmarkUpstreamKinds.
+type upstreamKind struct {
+	name  string
+	call  func() error
+	procs []int // pids whose CPU is charged to the path
+}
+
+// runUpstreamKinds measures every path once, at one and at eight callers.
+func runUpstreamKinds(b *testing.B, ts []upstreamKind) {
 	for _, tc := range ts {
 		for _, conc := range []int{1, 8} {
 			b.Run(fmt.Sprintf("%s/c%d", tc.name, conc), func(b *testing.B) {
@@ -112,11 +135,6 @@ func BenchmarkUpstreamKinds(b *testing.B) {
 					b.ReportMetric(float64(cpuTicks(tc.procs)-cpu0)*10000/float64(b.N), "cpu-µs/call")
 				}
 			})
-		}
-	}
-	for _, tc := range ts {
-		if strings.HasPrefix(tc.name, "stdio/bridge") {
-			b.ReportMetric(float64(rssKiB(tc.procs[0])), "bridge-rss-KiB")
 		}
 	}
 }
