@@ -138,7 +138,9 @@ func Widen(n int) (narrow func()) {
 	return sync.OnceFunc(func() {
 		procs.mu.Lock()
 		defer procs.mu.Unlock()
-		procs.fanouts--
+		if procs.fanouts > 0 { // 0 when Limit was undone or called again meanwhile
+			procs.fanouts--
+		}
 		applyProcs()
 	})
 }

@@ -152,6 +152,21 @@ func TestLimit(t *testing.T) {
 	if got := runtime.GOMAXPROCS(0); got != before {
 		t.Fatalf("Limit(0, 2) changed GOMAXPROCS to %d", got)
 	}
+
+	// A fan-out that outlives an undo and the next Limit does not unbalance that Limit.
+	undo = LimitStatic(1, 2)
+	narrow := Widen(WidenMin)
+	undo()
+	defer LimitStatic(1, 2)()
+	narrow()
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("after a fan-out that outlived an undo, GOMAXPROCS = %d, want 1", got)
+	}
+	stillWide := Widen(WidenMin)
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Fatalf("during a fan-out GOMAXPROCS = %d, want 2", got)
+	}
+	stillWide()
 }
 
 // spinFor keeps the CPU busy for d.
