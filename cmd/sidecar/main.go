@@ -98,7 +98,7 @@ func main() {
 	// From the environment, not a flag: flags show in every process listing.
 	cfg.DrainToken = os.Getenv(sidecar.DrainTokenEnv)
 
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+	if !procs.EnvSet() {
 		defer procs.Limit(*maxProcs, 0)()
 	}
 	_, gogcSet := os.LookupEnv("GOGC")

@@ -5,8 +5,10 @@ package procs
 
 import (
 	"math"
+	"os"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -36,7 +38,7 @@ import (
 //     row, it narrows again.
 //
 // Limit is called once, by the sidecar's and the stdio bridge's main, unless
-// $GOMAXPROCS is set; until then nothing here changes GOMAXPROCS.
+// $GOMAXPROCS sets GOMAXPROCS (EnvSet); until then nothing here changes it.
 
 // DefaultMax is the GOMAXPROCS for serving requests (--max-procs).
 const DefaultMax = 1
@@ -70,6 +72,14 @@ var procs struct {
 	wide    int // GOMAXPROCS while something does
 	fanouts int // large fan-outs running
 	load    loadState
+}
+
+// EnvSet reports whether $GOMAXPROCS sets GOMAXPROCS: as the runtime reads
+// it, a positive integer (an empty or malformed value is ignored, and Go's
+// default applies). Its callers leave GOMAXPROCS alone when it does.
+func EnvSet() bool {
+	n, err := strconv.ParseInt(os.Getenv("GOMAXPROCS"), 10, 32)
+	return err == nil && n > 0
 }
 
 // Limit sets GOMAXPROCS to n, and lets large fan-outs and a load that

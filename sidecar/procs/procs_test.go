@@ -176,3 +176,13 @@ func spinFor(d time.Duration) {
 		runtime.KeepAlive(end)
 	}
 }
+
+// EnvSet follows the runtime: only a positive integer in $GOMAXPROCS sets GOMAXPROCS.
+func TestEnvSet(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "x": false, "0": false, "-1": false, "1.5": false, "1": true, "3": true} {
+		t.Setenv("GOMAXPROCS", v)
+		if got := EnvSet(); got != want {
+			t.Errorf("GOMAXPROCS=%q: EnvSet() = %v, want %v", v, got, want)
+		}
+	}
+}

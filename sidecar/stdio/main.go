@@ -39,7 +39,7 @@ func Main(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+	if !procs.EnvSet() {
 		defer procs.Limit(*maxProcs, 0)()
 	}
 	cfg.Command = fs.Args()
