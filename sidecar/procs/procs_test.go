@@ -40,21 +40,23 @@ func TestWiden(t *testing.T) {
 	}
 
 	// A load that keeps the process wide outlasts a fan-out.
-	procs.mu.Lock()
-	procs.load.busy = true
-	applyProcs()
-	procs.mu.Unlock()
+	setBusy(true)
 	Widen(WidenMin)()
 	if got := runtime.GOMAXPROCS(0); got != 3 {
 		t.Fatalf("busy, after a fan-out: GOMAXPROCS = %d, want 3", got)
 	}
-	procs.mu.Lock()
-	procs.load.busy = false
-	applyProcs()
-	procs.mu.Unlock()
+	setBusy(false)
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Fatalf("calm again: GOMAXPROCS = %d, want 1", got)
 	}
+}
+
+// setBusy sets what the load sampling decided, as watchLoad does.
+func setBusy(busy bool) {
+	procs.mu.Lock()
+	defer procs.mu.Unlock()
+	procs.load.busy = busy
+	applyProcs()
 }
 
 // A load that queues on the narrow process widens it after widenAfter samples in a row; a

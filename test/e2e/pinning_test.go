@@ -288,6 +288,20 @@ func TestToolPinningEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	setPinning := func(mode mcpv1alpha1.ToolPinning) {
+		t.Helper()
+		// The controller writes the server's status meanwhile: retried on a conflict.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var s mcpv1alpha1.MCPServer
+			if err := c.Get(ctx, serverKey, &s); err != nil {
+				return err
+			}
+			s.Spec.ToolPinning = mode
+			return c.Update(ctx, &s)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	setPin(first)
 	for _, r := range replicas {
 		eventually.Succeeds(t, "get_forecast served through "+r.pod, func() error {
@@ -412,16 +426,7 @@ func TestToolPinningEndToEnd(t *testing.T) {
 	}
 
 	// Warn: served again (the new definition), still flagged.
-	var s mcpv1alpha1.MCPServer
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(ctx, serverKey, &s); err != nil {
-			return err
-		}
-		s.Spec.ToolPinning = mcpv1alpha1.ToolPinningWarn
-		return c.Update(ctx, &s) // the controller writes the status meanwhile
-	}); err != nil {
-		t.Fatal(err)
-	}
+	setPinning(mcpv1alpha1.ToolPinningWarn)
 	waitNotified(t, listen, "toolPinning Warn")
 	waitLegacyNotified(t, legacyChanged, "toolPinning Warn")
 	for _, r := range replicas {
@@ -447,15 +452,7 @@ func TestToolPinningEndToEnd(t *testing.T) {
 	})
 
 	// Back to Enforce with the new definition accepted: served, Pinned, no drift.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(ctx, serverKey, &s); err != nil {
-			return err
-		}
-		s.Spec.ToolPinning = mcpv1alpha1.ToolPinningEnforce
-		return c.Update(ctx, &s) // the controller writes the status meanwhile
-	}); err != nil {
-		t.Fatal(err)
-	}
+	setPinning(mcpv1alpha1.ToolPinningEnforce)
 	setPin(drifted)
 	for _, r := range replicas {
 		eventually.Succeeds(t, "the accepted definition served through "+r.pod, func() error {
