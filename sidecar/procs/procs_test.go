@@ -103,6 +103,27 @@ func TestLoadStateObserve(t *testing.T) {
 	}
 }
 
+// An idle narrow process is sampled every idleTick; one that works, queues or is wide, every
+// procsTick.
+func TestLoadStateNext(t *testing.T) {
+	idle := loadSample{waiting: 0, cores: 0.002}
+	var l loadState
+	if got := l.next(idle); got != idleTick {
+		t.Errorf("idle: next sample in %v, want %v", got, idleTick)
+	}
+	if got := l.next(loadSample{cores: 0.07}); got != procsTick {
+		t.Errorf("a call every 5 ms: next sample in %v, want %v", got, procsTick)
+	}
+	l.observe(loadSample{waiting: 0.65, cores: 0.04}) // queueing counted, not yet wide
+	if got := l.next(idle); got != procsTick {
+		t.Errorf("counting towards widening: next sample in %v, want %v", got, procsTick)
+	}
+	l = loadState{busy: true}
+	if got := l.next(idle); got != procsTick {
+		t.Errorf("wide: next sample in %v, want %v", got, procsTick)
+	}
+}
+
 // The meter reads real queueing: eight goroutines that each run ~20 µs and yield, on one P,
 // keep seven waiting for it (the runtime's sampled histogram shows about an eighth of that); an
 // idle process keeps none.
