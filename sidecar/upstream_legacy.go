@@ -571,12 +571,14 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 	if err != nil {
 		return nil, err
 	}
-	// A call that may be held for the client's input outlives the client's
-	// request: its upstream request has a context of its own, ended with
-	// the client's request until the call is held.
+	// A request's upstream request has a context of its own, ended with
+	// the client's request until stop: a call held for the client's input
+	// outlives the client's request, and so does the read of its stream's
+	// end after the response (finish). A notification's answer is read by
+	// the caller, under the client's request.
 	uctx, cancel := ctx, context.CancelFunc(func() {})
 	stop := func() bool { return true }
-	if in.allowed {
+	if hasID {
 		uctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
 		stop = context.AfterFunc(ctx, cancel)
 	}

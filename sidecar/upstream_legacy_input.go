@@ -51,6 +51,10 @@ import (
 const (
 	// legacyInputWait is how long a held call waits for the client's retry.
 	legacyInputWait = 60 * time.Second
+	// finishWait and finishMax bound how long, and how much, finish reads
+	// of a call's upstream stream after its response.
+	finishWait = 100 * time.Millisecond
+	finishMax  = 64 << 10
 	// legacyInputMax bounds the calls held at once per sidecar; past it the
 	// upstream's question is refused and the client asked to retry later.
 	legacyInputMax = 64
@@ -304,6 +308,32 @@ func (t *generationTransport) release(c *upCall) {
 	c.rd.recycle()
 }
 
+// finish releases a call whose response has been read, and reads the rest
+// of its stream in the background. A 2025 server ends that stream right
+// after the response, but in a write of its own (go-sdk flushes the event,
+// then its handler returns), which has often not arrived yet: a body closed
+// before its end makes Go's transport discard the connection, and the next
+// call opens a new one (measured with go-sdk v1.4.1's everything-server: a
+// quarter of calls did, each also costing the upstream an accept). A
+// stream that goes on after its response (the spec says the server SHOULD
+// end it) is cut after finishWait or finishMax bytes, as before.
+func (t *generationTransport) finish(c *upCall) {
+	if c.released {
+		return
+	}
+	c.released = true
+	c.stop()
+	c.rd.recycle()
+	t.done(c.s)
+	go func() {
+		timer := time.AfterFunc(finishWait, c.cancel)
+		_, _ = io.Copy(io.Discard, io.LimitReader(c.body, finishMax))
+		timer.Stop()
+		c.body.Close()
+		c.cancel()
+	}()
+}
+
 // replyUpstream posts a JSON-RPC response (to the upstream's own request)
 // on the session.
 func (t *generationTransport) replyUpstream(ctx context.Context, s *upSession, msg []byte) error {
@@ -394,7 +424,7 @@ func (t *generationTransport) serveCallStream(req *http.Request, c *upCall, orig
 	}
 	switch kind {
 	case fwdResponse:
-		t.release(c)
+		t.finish(c)
 		first, status := legacyAnswer(first, http.StatusOK)
 		return jsonResponse(req, status, first), nil
 	case fwdInput:

@@ -1,11 +1,14 @@
 package main_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
@@ -270,4 +274,49 @@ func TestLegacyUpstreamsWithCatalog(t *testing.T) {
 			t.Error("tools/list does not show the edited description")
 		}
 	})
+}
+
+// A 2025 server ends a call's SSE answer in a write of its own after the
+// response event. The sidecar reads that end after answering, so the
+// upstream connection is kept: without it, Go's transport discards the
+// connection and every call opens a new one. A relay in front of go-sdk
+// v1.4.1's everything-server holds each tools/call stream's end back for
+// 2 ms, so that the sidecar always has the response before the end.
+func TestLegacyUpstreamKeepsConnections(t *testing.T) {
+	up := freePort(t)
+	start(t, legacyBin(t), "-http="+up)
+	target, _ := url.Parse("http://" + up)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1
+	var mu sync.Mutex
+	callConns := map[string]bool{} // client addresses that carried tools/call
+	relay := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rp.ServeHTTP(w, r)
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			mu.Lock()
+			callConns[r.RemoteAddr] = true
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond) // the stream's end is written when this returns
+		}
+	})}
+	l, err := net.Listen("tcp", freePort(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = relay.Serve(l) }()
+	t.Cleanup(func() { relay.Close() })
+	e := &env{upAddr: l.Addr().String()}
+	e.startSidecar(t)
+	const calls = 20
+	for range calls {
+		callTool(t, e.mcp, "test_simple_text")
+		time.Sleep(20 * time.Millisecond) // the stream's end has come and the connection is idle again
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(callConns) > 2 {
+		t.Errorf("%d calls to the upstream came on %d connections; want them on one or two (connections kept)", calls, len(callConns))
+	}
 }
