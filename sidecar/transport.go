@@ -10,10 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 )
 
 // ServeHTTP serves the MCP endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	procs.Active()
 	if r.Method != http.MethodPost {
 		if s.pol.serveLegacy && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && len(r.Header[headerSessionID]) > 0 {
 			// A 2025-era session's notification stream, or its end. (Without

@@ -155,6 +155,52 @@ func TestLoadMeterSeesQueueing(t *testing.T) {
 	}
 }
 
+// A load that starts while the process is idle (sampled every idleTick)
+// widens it within widenAfter samples of the first request (Active), not
+// after idleTick.
+func TestActiveWakesSampling(t *testing.T) {
+	undo := Limit(1, 2)
+	defer undo()
+	deadline := time.Now().Add(3 * time.Second)
+	for !slow.Load() { // the first sample (after procsTick) finds the test idle
+		if time.Now().After(deadline) {
+			t.Fatal("the idle process is still sampled every procsTick")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	began := time.Now()
+	Active()
+	if slow.Load() {
+		t.Fatal("Active left the sampling slow")
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 { // requests queueing on the one P
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				spinFor(20 * time.Microsecond)
+				runtime.Gosched()
+			}
+		})
+	}
+	for runtime.GOMAXPROCS(0) != 2 && time.Since(began) < idleTick {
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := time.Since(began)
+	close(stop)
+	wg.Wait()
+	t.Logf("widened %v after Active (GOMAXPROCS %d)", took, runtime.GOMAXPROCS(0))
+	if runtime.GOMAXPROCS(0) != 2 || took >= idleTick-procsTick {
+		t.Fatalf("GOMAXPROCS %d %v after Active under a queueing load; want 2 within %v (widenAfter samples of %v), before the idle sampling's next (%v)",
+			runtime.GOMAXPROCS(0), took, widenAfter*procsTick, procsTick, idleTick)
+	}
+}
+
 // Limit narrows the process at once, samples the load until undone, and undo restores
 // GOMAXPROCS as it was.
 func TestLimit(t *testing.T) {

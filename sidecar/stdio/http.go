@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 )
 
 const (
@@ -84,6 +86,7 @@ func (s *session) end() {
 
 // ServeHTTP serves the 2025-era Streamable HTTP endpoint.
 func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	procs.Active()
 	switch r.Method {
 	case http.MethodPost:
 		b.post(w, r)
