@@ -23,9 +23,9 @@ import (
 // Benchmarks of tools/call (go-sdk's everything-server, test_simple_text) through the sidecar in
 // front of a 2025-era upstream, over HTTP and over stdio behind the bridge, each beside the
 // same upstream called directly, and the 2026-07-28 path for comparison (go-sdk v1.8.0's
-// everything-server, stateless). Real processes on 127.0.0.1. Each reports latency p50/p99
-// and the CPU the sidecar and bridge processes used per call (from /proc), plus the bridge's
-// resident memory. Figures: docs/performance.md. Run:
+// everything-server, stateless). Real processes on 127.0.0.1. Each reports latency p50/p99,
+// the CPU the sidecar and bridge processes used per call and that of the HTTP upstream (from
+// /proc), plus the bridge's resident memory. Figures: docs/performance.md. Run:
 //
 //	go test ./cmd/sidecar -run '^$' -bench BenchmarkUpstreamKinds -benchtime 2000x
 //
@@ -43,18 +43,18 @@ func BenchmarkUpstreamKinds(b *testing.B) {
 		var ts []target
 
 		modernUp := benchPort(b)
-		benchStart(b, upstreamBin, "-http="+modernUp, "-stateless")
+		mUp := benchStart(b, upstreamBin, "-http="+modernUp, "-stateless").Process.Pid
 		waitTCP(b, modernUp)
-		ts = append(ts, target{name: "modern/direct", call: modernCaller("http://" + modernUp + "/mcp")})
+		ts = append(ts, target{name: "modern/direct", call: modernCaller("http://" + modernUp + "/mcp"), up: mUp})
 		mSC := benchSidecar(b, "http://"+modernUp+"/mcp")
-		ts = append(ts, target{name: "modern/sidecar", call: modernCaller(mSC.url), procs: []int{mSC.pid}})
+		ts = append(ts, target{name: "modern/sidecar", call: modernCaller(mSC.url), procs: []int{mSC.pid}, up: mUp})
 
 		httpUp := benchPort(b)
-		benchStart(b, legacy, "-http="+httpUp)
+		hUp := benchStart(b, legacy, "-http="+httpUp).Process.Pid
 		waitTCP(b, httpUp)
-		ts = append(ts, target{name: "legacy-http/direct", call: legacyCaller(b, "http://"+httpUp+"/mcp")})
+		ts = append(ts, target{name: "legacy-http/direct", call: legacyCaller(b, "http://"+httpUp+"/mcp"), up: hUp})
 		hSC := benchSidecar(b, "http://"+httpUp+"/mcp")
-		ts = append(ts, target{name: "legacy-http/sidecar", call: modernCaller(hSC.url), procs: []int{hSC.pid}})
+		ts = append(ts, target{name: "legacy-http/sidecar", call: modernCaller(hSC.url), procs: []int{hSC.pid}, up: hUp})
 
 		bridgeAddr := benchPort(b)
 		br := benchStart(b, sidecarBin, "stdio", "--listen", bridgeAddr, "--", legacy)
@@ -85,6 +85,7 @@ type upstreamKind struct {
 	name  string
 	call  func() error
 	procs []int // pids whose CPU is charged to the path
+	up    int   // the HTTP upstream's pid (its CPU per call is reported too), 0 for none
 }
 
 // runUpstreamKinds measures every path once, at one and at eight callers.
@@ -98,7 +99,7 @@ func runUpstreamKinds(b *testing.B, ts []upstreamKind) {
 					}
 				}
 				lat := make([]time.Duration, b.N)
-				cpu0 := cpuTicks(tc.procs)
+				cpu0, up0 := cpuTicks(tc.procs), cpuTicks([]int{tc.up})
 				var next atomic.Int64
 				var wg sync.WaitGroup
 				var failed atomic.Value
@@ -133,6 +134,12 @@ func runUpstreamKinds(b *testing.B, ts []upstreamKind) {
 				if len(tc.procs) > 0 {
 					// clock ticks are 10 ms: meaningful over a few thousand calls.
 					b.ReportMetric(float64(cpuTicks(tc.procs)-cpu0)*10000/float64(b.N), "cpu-µs/call")
+				}
+				if tc.up != 0 {
+					// What the upstream spends, directly and behind the sidecar:
+					// a proxy that makes the upstream work more (say, a new
+					// connection per call) shows here, not in its own CPU.
+					b.ReportMetric(float64(cpuTicks([]int{tc.up})-up0)*10000/float64(b.N), "upstream-cpu-µs/call")
 				}
 			})
 		}

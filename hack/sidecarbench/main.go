@@ -511,8 +511,9 @@ type fwdPath struct {
 func (b *bench) forwardTable(paths []fwdPath, call *callKind, upstreamName string, c1, c8 int) {
 	fmt.Printf("## tools/call forwarding: %s, %s\n", call.name, upstreamName)
 	fmt.Println()
-	fmt.Println("| path | c | p50 | p99 | req/s | Δp50 vs direct | Δp99 vs direct | throughput vs direct | proxy CPU / request | foreign CPU |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| path | c | p50 | p99 | req/s | Δp50 vs direct | Δp99 vs direct | throughput vs direct | proxy CPU / request | Δp50 ÷ minimal proxy's | CPU ÷ minimal proxy's | foreign CPU |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	minimal := slices.IndexFunc(paths, func(p fwdPath) bool { return p.name == "minimal proxy" })
 	for _, cc := range []struct{ c, n int }{{1, c1}, {8, c8}} {
 		// Paths run interleaved, repeats times; each figure is the median
 		// over the repeats (deltas are taken within the same repeat).
@@ -567,10 +568,23 @@ func (b *bench) forwardTable(paths []fwdPath, call *callKind, upstreamName strin
 				cpu = med(func(i, k int) float64 { return samples[i][k].cpuPer }, i)
 				cpuPer = fmt.Sprintf("%.0f µs", cpu)
 			}
-			fmt.Printf("| %s | %d | %.0f µs | %.0f µs | %.0f | %+.0f µs | %+.0f µs | %.2f | %s | %.0f %% |\n",
-				p.name, cc.c, p50, p99, rps, d50, d99, ratio, cpuPer, fp)
+			// The goals' ratios, taken repeat by repeat (the paths of one
+			// repeat ran back to back) and then the median: the machine's
+			// speed drifts more between repeats than within one.
+			vsMin, cpuVsMin := "–", "–"
+			var rd50, rcpu float64
+			if minimal >= 0 && p.cmd != nil && i != minimal {
+				rd50 = med(func(i, k int) float64 {
+					return float64(samples[i][k].r.p50-samples[0][k].r.p50) / float64(samples[minimal][k].r.p50-samples[0][k].r.p50)
+				}, i)
+				rcpu = med(func(i, k int) float64 { return samples[i][k].cpuPer / samples[minimal][k].cpuPer }, i)
+				vsMin, cpuVsMin = fmt.Sprintf("%.2f", rd50), fmt.Sprintf("%.2f", rcpu)
+			}
+			fmt.Printf("| %s | %d | %.0f µs | %.0f µs | %.0f | %+.0f µs | %+.0f µs | %.2f | %s | %s | %s | %.0f %% |\n",
+				p.name, cc.c, p50, p99, rps, d50, d99, ratio, cpuPer, vsMin, cpuVsMin, fp)
 			b.record("forward", map[string]any{"path": p.name, "call": call.name, "upstream": upstreamName, "c": cc.c, "n": cc.n, "repeats": b.repeats, "foreign_cpu_pct": fp,
-				"p50_us": p50, "p99_us": p99, "rps": rps, "dp50_us": d50, "dp99_us": d99, "throughput_ratio": ratio, "cpu_per_req_us": cpu})
+				"p50_us": p50, "p99_us": p99, "rps": rps, "dp50_us": d50, "dp99_us": d99, "throughput_ratio": ratio, "cpu_per_req_us": cpu,
+				"dp50_vs_minimal": rd50, "cpu_vs_minimal": rcpu})
 		}
 	}
 	fmt.Println()
