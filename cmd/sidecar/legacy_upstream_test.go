@@ -312,11 +312,14 @@ func TestLegacyUpstreamKeepsConnections(t *testing.T) {
 	const calls = 20
 	for range calls {
 		callTool(t, e.mcp, "test_simple_text")
-		time.Sleep(20 * time.Millisecond) // the stream's end has come and the connection is idle again
+		time.Sleep(50 * time.Millisecond) // the stream's end has come and the connection is idle again
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(callConns) > 2 {
-		t.Errorf("%d calls to the upstream came on %d connections; want them on one or two (connections kept)", calls, len(callConns))
+	// One connection when nothing is late; a busy machine may delay a
+	// stream's end past the next call now and then. Discarding them gave a
+	// new connection to nearly every call (18 of 20).
+	if len(callConns) > calls/4 {
+		t.Errorf("%d calls to the upstream came on %d connections; want at most %d (connections kept)", calls, len(callConns), calls/4)
 	}
 }
