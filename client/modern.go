@@ -106,30 +106,47 @@ type message struct {
 // call sends one request and returns its result.
 func (m *modernConn) call(ctx context.Context, method, name string, params map[string]any) (json.RawMessage, error) {
 	id := m.nextID.Add(1)
-	req, err := m.request(ctx, id, method, name, params)
+	// The request ends with ctx until the answer is read; what follows the answer on a stream
+	// is read after it (finishBody), whatever becomes of ctx.
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	req, err := m.request(rctx, id, method, name, params)
 	if err != nil {
+		stop()
+		cancel(nil)
 		return nil, err
 	}
 	resp, err := m.hc.Do(req)
 	if err != nil {
+		stop()
+		cancel(nil)
 		return nil, err
 	}
-	defer func() { _ = resp.Body.Close() }()
 	want := strconv.FormatInt(id, 10)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		rd := newSSEReader(resp.Body)
 		for {
 			data, err := rd.next()
 			if err != nil {
+				stop()
+				_ = resp.Body.Close()
+				cancel(nil)
 				return nil, fmt.Errorf("%s: stream ended before the answer: %w", method, err)
 			}
 			var msg message
 			if json.Unmarshal(data, &msg) != nil || string(msg.ID) != want {
 				continue // progress and other request-scoped notifications
 			}
+			stop()
+			go finishBody(resp.Body, cancel)
 			return msg.result()
 		}
 	}
+	defer func() {
+		stop()
+		_ = resp.Body.Close()
+		cancel(nil)
+	}()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxMessageBytes))
 	if err != nil {
 		return nil, err
@@ -140,6 +157,25 @@ func (m *modernConn) call(ctx context.Context, method, name string, params map[s
 	}
 	return nil, &HTTPError{Status: resp.StatusCode, Body: strings.TrimSpace(string(b[:min(len(b), 512)]))}
 }
+
+// finishBody reads the rest of a stream whose answer has been read, then closes it and ends
+// its request. A server ends the stream right after the answer, but often in a write of its
+// own (it flushes the event; the end follows when its handler returns): a body closed before
+// its end makes Go's transport discard the connection, and the next request opens a new one.
+// A stream that goes on is cut after finishWait or finishMax bytes.
+func finishBody(body io.ReadCloser, cancel context.CancelCauseFunc) {
+	t := time.AfterFunc(finishWait, func() { cancel(nil) })
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, finishMax))
+	t.Stop()
+	_ = body.Close()
+	cancel(nil)
+}
+
+// finishWait and finishMax bound finishBody.
+const (
+	finishWait = 100 * time.Millisecond
+	finishMax  = 64 << 10
+)
 
 func (msg *message) result() (json.RawMessage, error) {
 	if msg.Error != nil {
