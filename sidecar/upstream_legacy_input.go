@@ -316,7 +316,8 @@ func (t *generationTransport) release(c *upCall) {
 // call opens a new one (measured with go-sdk v1.4.1's everything-server: a
 // quarter of calls did, each also costing the upstream an accept). A
 // stream that goes on after its response (the spec says the server SHOULD
-// end it) is cut after finishWait or finishMax bytes, as before.
+// end it) is cut after finishWait or finishMax bytes; its connection is
+// then discarded, as every early-closed one was before.
 func (t *generationTransport) finish(c *upCall) {
 	if c.released {
 		return
