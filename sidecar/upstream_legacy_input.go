@@ -297,15 +297,10 @@ func (t *generationTransport) refuseAndDrain(c *upCall, upID []byte, msg string)
 // release ends an upstream call and frees its session (and its reader:
 // nothing reads c after this).
 func (t *generationTransport) release(c *upCall) {
-	if c.released {
-		return
+	if t.free(c) {
+		c.body.Close()
+		c.cancel()
 	}
-	c.released = true
-	c.stop()
-	c.body.Close()
-	c.cancel()
-	t.done(c.s)
-	c.rd.recycle()
 }
 
 // finish releases a call whose response has been read, and reads the rest
@@ -319,13 +314,9 @@ func (t *generationTransport) release(c *upCall) {
 // end it) is cut after finishWait or finishMax bytes; its connection is
 // then discarded, as every early-closed one was before.
 func (t *generationTransport) finish(c *upCall) {
-	if c.released {
+	if !t.free(c) {
 		return
 	}
-	c.released = true
-	c.stop()
-	c.rd.recycle()
-	t.done(c.s)
 	go func() {
 		timer := time.AfterFunc(finishWait, c.cancel)
 		_, _ = io.Copy(io.Discard, io.LimitReader(c.body, finishMax))
@@ -333,6 +324,21 @@ func (t *generationTransport) finish(c *upCall) {
 		c.body.Close()
 		c.cancel()
 	}()
+}
+
+// free is what release and finish share: it marks c released, detaches it
+// from the client's request, and frees its session and its reader. It
+// reports false when c was released already. The upstream response is left
+// to the caller.
+func (t *generationTransport) free(c *upCall) bool {
+	if c.released {
+		return false
+	}
+	c.released = true
+	c.stop()
+	t.done(c.s)
+	c.rd.recycle()
+	return true
 }
 
 // replyUpstream posts a JSON-RPC response (to the upstream's own request)
