@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -364,13 +365,20 @@ func (c *Client) emit(e Event) {
 	}
 }
 
-// credTransport sets Authorization from the request's context (WithCredential) or the default.
+// credTransport sets Authorization from the request's context (WithCredential) or the default,
+// on requests to the endpoint's own scheme and host only. http.Client follows redirects through
+// this transport; it drops Authorization on a redirect to another host, and the credential must
+// not be put back there (a server could otherwise send it anywhere with one 307).
 type credTransport struct {
 	c    *Client
 	base http.RoundTripper
+	to   *url.URL // the endpoint; nil if its URL does not parse (then nothing is added)
 }
 
 func (t credTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.to == nil || r.URL.Scheme != t.to.Scheme || r.URL.Host != t.to.Host {
+		return t.base.RoundTrip(r)
+	}
 	if cred := t.c.credential(r.Context()); cred != "" && r.Header.Get("Authorization") == "" {
 		r = r.Clone(r.Context())
 		r.Header.Set("Authorization", cred)
@@ -384,7 +392,11 @@ func (c *Client) httpClient() *http.Client {
 		base = http.DefaultTransport
 	}
 	hc := *c.opts.HTTPClient
-	hc.Transport = credTransport{c: c, base: base}
+	to, err := url.Parse(c.url)
+	if err != nil {
+		to = nil
+	}
+	hc.Transport = credTransport{c: c, base: base, to: to}
 	return &hc
 }
 
