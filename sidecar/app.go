@@ -295,7 +295,10 @@ func (a *App) adminHandler() http.Handler {
 			}
 		}
 		if err := a.Server.Upstream().Ready(r.Context()); err != nil {
-			http.Error(w, "upstream not ready: "+err.Error(), http.StatusServiceUnavailable)
+			// The error quotes what the upstream answered, which may hold anything; it goes to
+			// the log, not to whoever can reach the admin port.
+			a.log.Warn("Not ready: upstream does not answer", "err", err)
+			http.Error(w, "upstream not ready (see the sidecar log)", http.StatusServiceUnavailable)
 			return
 		}
 		// A replica that takes listens before its own upstream listen is

@@ -41,7 +41,8 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 		return
 	}
 	res := msg[rs:re]
-	info, err := s.up.store(res)
+	// Parsed, not stored: this answer was made with the client's headers (store says why).
+	info, err := parseDiscover(res)
 	if err != nil {
 		s.log.Warn("Upstream server/discover result unusable", "err", err)
 		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream discover result unusable"))

@@ -156,8 +156,20 @@ func (u *Upstream) report() *catalog.UpstreamReport {
 // current returns the cached discover result, or nil.
 func (u *Upstream) current() *upstreamInfo { return u.info.Load() }
 
-// store parses and caches a discover result object.
+// store parses and caches a discover result object. Only the sidecar's own discover (Discover,
+// sent without any client's headers) is stored: what the upstream tells one client may be meant
+// for that client alone, and the cache feeds every client's initialize, lists and listens.
 func (u *Upstream) store(result []byte) (*upstreamInfo, error) {
+	info, err := parseDiscover(result)
+	if err != nil {
+		return nil, err
+	}
+	u.info.Store(info)
+	return info, nil
+}
+
+// parseDiscover parses a discover result object.
+func parseDiscover(result []byte) (*upstreamInfo, error) {
 	var d struct {
 		SupportedVersions []string        `json:"supportedVersions"`
 		Capabilities      json.RawMessage `json:"capabilities"`
@@ -183,7 +195,6 @@ func (u *Upstream) store(result []byte) (*upstreamInfo, error) {
 			return nil, fmt.Errorf("decoding capabilities: %w", err)
 		}
 	}
-	u.info.Store(info)
 	return info, nil
 }
 

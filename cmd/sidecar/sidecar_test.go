@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -537,4 +538,33 @@ func sidecarInFrontOf(t *testing.T, srv *mcp.Server, opts *mcp.StreamableHTTPOpt
 	e := &env{upAddr: upAddr}
 	e.startSidecar(t)
 	return e
+}
+
+// TestReadyzHidesUpstreamErrors (F20): /readyz says the upstream is not ready without echoing
+// what the upstream answered (its error body may hold anything); the log has the details.
+func TestReadyzHidesUpstreamErrors(t *testing.T) {
+	const secret = "db-password=hunter2"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "connection to postgres failed: "+secret, http.StatusInternalServerError)
+	}))
+	t.Cleanup(up.Close)
+	mcpAddr, adminAddr := freePort(t), freePort(t)
+	sc := start(t, sidecarBin, "--upstream", up.URL+"/mcp", "--listen", mcpAddr, "--admin-listen", adminAddr)
+	eventually.True(t, "the sidecar to answer /healthz", func() bool {
+		r, err := http.Get("http://" + adminAddr + "/healthz")
+		if err == nil {
+			r.Body.Close()
+		}
+		return err == nil && r.StatusCode == http.StatusOK
+	})
+	r, err := http.Get("http://" + adminAddr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != http.StatusServiceUnavailable || strings.Contains(string(b), secret) || strings.Contains(string(b), "postgres") {
+		t.Fatalf("readyz: HTTP %d %q; want 503 without the upstream's answer", r.StatusCode, b)
+	}
+	eventually.True(t, "the upstream's answer in the log", func() bool { return strings.Contains(sc.output(), secret) })
 }
