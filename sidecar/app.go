@@ -84,6 +84,10 @@ type Config struct {
 	// 0). tracing.go has what is traced.
 	OTLPEndpoint            string
 	TraceSamplingPerMillion int
+	// TraceClientSampledPerSecond caps the requests per second a client's
+	// sampled flag has recorded (DefaultTraceClientSampledPerSecond when 0;
+	// negative: the flag never forces a span).
+	TraceClientSampledPerSecond int
 }
 
 // App is a running sidecar: MCP listener, admin listener, hub and relay.
@@ -143,6 +147,9 @@ func New(cfg Config) (*App, error) {
 		var err error
 		if tracing, err = NewTracing(context.Background(), cfg.OTLPEndpoint, perMillion, "switchboard-sidecar"); err != nil {
 			return nil, err
+		}
+		if n := cfg.TraceClientSampledPerSecond; n != 0 {
+			tracing.WithClientSampledPerSecond(n)
 		}
 	}
 	hub := NewHub(HubOptions{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Metrics: m, Tracing: tracing})

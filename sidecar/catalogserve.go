@@ -250,6 +250,7 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 		s.failReq(w, req, e)
 		return
 	}
+	markRouted(w) // a catalog name: it may name the span (tracing.go)
 	if why := pinWithheld(c, decl, s.opts.Overlay.observedDigestOf(upstream)); why != "" {
 		// Withheld from tools/list too: refused like a tool clients cannot see,
 		// saying why (the operator accepts a new definition in the MCPTool).
@@ -347,6 +348,7 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 		s.forward(w, r, req)
 		return
 	}
+	markRouted(w)
 	body, mime, err := s.opts.Overlay.content(res)
 	if err != nil {
 		e := newErr(http.StatusBadRequest, codeInvalidParams, "Resource not found")
@@ -392,6 +394,7 @@ func (s *Server) servePromptGet(w http.ResponseWriter, r *http.Request, req *req
 		s.forward(w, r, req)
 		return
 	}
+	markRouted(w)
 	args := map[string]string{}
 	if raw, ok, _ := field(req.params, "arguments"); ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {

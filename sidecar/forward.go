@@ -228,6 +228,9 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 			if lc.capture(data) {
 				return
 			}
+			if tw := tracedFrom(w); tw != nil {
+				tw.observeResponse(data)
+			}
 			data = s.finish(req, data)
 			answered, final = true, true
 		}

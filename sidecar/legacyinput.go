@@ -3,6 +3,7 @@ package sidecar
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -68,7 +69,7 @@ var inputMethods = map[string]string{
 }
 
 // inputIDPrefix starts the ids of the requests the sidecar sends clients
-// (then the replica's event prefix, then a sequence number).
+// (then the replica's event prefix, a sequence number and a random tail).
 const inputIDPrefix = "switchboard-input-"
 
 // errCancelledByClient is the cause of a call context ended by the client's
@@ -137,7 +138,9 @@ func (c *clientCalls) expect(sess *legacySession, prefix string) (id string, ch 
 		return "", nil, false
 	}
 	c.seq++
-	id = strconv.Quote(inputIDPrefix + prefix + strconv.FormatInt(c.seq, 36))
+	// A random tail: the id is the handle the answer is delivered by, and the
+	// prefix is in every priming event id a client sees.
+	id = strconv.Quote(inputIDPrefix + prefix + strconv.FormatInt(c.seq, 36) + "-" + rand.Text())
 	ch = make(chan []byte, 1)
 	c.waiting[callKey{sess.key, id}] = ch
 	return id, ch, true

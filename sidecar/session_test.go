@@ -126,3 +126,19 @@ func BenchmarkSessionOpen(b *testing.B) {
 		}
 	})
 }
+
+// TestInputIDsUnpredictable (F11): the id of a request the sidecar sends a 2025-era client
+// (elicitation/create…) is the handle its answer is delivered by; it must not be derivable from
+// the event prefix every priming event id shows plus a sequence number.
+func TestInputIDsUnpredictable(t *testing.T) {
+	sess := &legacySession{key: "k"}
+	a, b := newClientCalls(), newClientCalls()
+	ida, _, _ := a.expect(sess, "p-")
+	idb, _, _ := b.expect(sess, "p-")
+	if ida == `"`+inputIDPrefix+"p-1"+`"` || ida == idb {
+		t.Fatalf("input ids %s and %s: predictable", ida, idb)
+	}
+	if !strings.HasPrefix(ida, `"`+inputIDPrefix+"p-") {
+		t.Fatalf("input id %s lost the replica's prefix (late answers are recognised by it)", ida)
+	}
+}

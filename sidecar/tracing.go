@@ -3,6 +3,8 @@ package sidecar
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -18,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
 )
 
 // Traces (off unless Config.OTLPEndpoint or Options.Tracing is set). One
@@ -30,6 +34,13 @@ import (
 // one there. A fan-out of one change to the listen streams is an INTERNAL
 // span of its own trace, and so is the drain (always sampled: there is one
 // per pod's life).
+//
+// What a client sends is not trusted (security review F12): its sampled flag
+// is honoured up to a rate per second, a tool or prompt name names the span
+// only once it was routed (the catalog or the upstream served it), values
+// that reach the exporter are bounded (maxTraceValueBytes) and URIs lose their
+// query string and fragment, and a 2025-era session id, a bearer handle, is
+// recorded as a short hash (F11).
 
 // Attribute keys of the OpenTelemetry MCP semantic conventions
 // (open-telemetry/semantic-conventions-genai, docs/gen-ai/mcp.md).
@@ -60,18 +71,31 @@ const drainSpanName = "switchboard.drain"
 // (requests whose client sent a trace context follow its sampled flag).
 const DefaultTraceSamplingPerMillion = 10000
 
+// DefaultTraceClientSampledPerSecond is how many requests per second a
+// client's sampled flag may have recorded; beyond it the sidecar's own ratio
+// decides, so that no client can fill the exporter's queue with its spans.
+const DefaultTraceClientSampledPerSecond = 100
+
+// maxTraceValueBytes bounds an exported string taken from a client or the
+// upstream (error messages, URIs, names).
+const maxTraceValueBytes = 256
+
 // Tracing is the sidecar's tracer. A nil *Tracing traces nothing.
 //
 // The sampling decision is taken here, before any span exists: a request
-// whose client sent a trace context follows its sampled flag, any other
+// whose client sent a trace context follows its sampled flag (a sampled one
+// within clientSampled's rate, else as if it had sent none), any other
 // request and every fan-out are sampled with probability ratio, the drain
 // always. An unsampled request therefore costs no span, no IDs and no
-// context: one look for a trace context and one random number.
+// context: one look for a trace context and one random number. (An SDK
+// sampler would decide inside tracer.Start, after the IDs and the span's
+// allocation; this is why the decision is not a ParentBased sampler.)
 type Tracing struct {
-	tracer   trace.Tracer
-	prop     propagation.TextMapPropagator
-	ratio    float64
-	shutdown func(context.Context) error
+	tracer        trace.Tracer
+	prop          propagation.TextMapPropagator
+	ratio         float64
+	clientSampled *rate.Limiter // safe for concurrent use
+	shutdown      func(context.Context) error
 }
 
 // NewTracing exports spans over OTLP/HTTP to endpoint (a URL such as
@@ -97,11 +121,20 @@ func NewTracing(ctx context.Context, endpoint string, perMillion int, service st
 // exporter), sampling perMillion of the traces the sidecar starts; tp's
 // sampler should be Sampler().
 func NewTracingWith(tp trace.TracerProvider, perMillion int) *Tracing {
-	return &Tracing{
+	t := &Tracing{
 		tracer: tp.Tracer("github.com/switchboard-mcp/switchboard/sidecar"),
 		prop:   propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		ratio:  float64(perMillion) / 1e6,
 	}
+	return t.WithClientSampledPerSecond(DefaultTraceClientSampledPerSecond)
+}
+
+// WithClientSampledPerSecond sets how many client-sampled requests per
+// second are recorded (burst: as many); 0 or less: a client's sampled flag
+// never forces a span. Call it before the first request.
+func (t *Tracing) WithClientSampledPerSecond(n int) *Tracing {
+	t.clientSampled = rate.NewLimiter(rate.Limit(max(n, 0)), max(n, 0))
+	return t
 }
 
 // Sampler is the provider's sampler: the decision is Tracing's (taken
@@ -111,6 +144,21 @@ func Sampler() sdktrace.Sampler { return sdktrace.ParentBased(sdktrace.AlwaysSam
 
 // sampleNew decides whether a trace the sidecar starts itself is sampled.
 func (t *Tracing) sampleNew() bool { return t.ratio >= 1 || rand.Float64() < t.ratio }
+
+// sampleRequest decides whether a request whose client sent parent (maybe
+// invalid: none) is sampled.
+func (t *Tracing) sampleRequest(parent trace.SpanContext) bool {
+	switch {
+	case !parent.IsValid():
+		return t.sampleNew()
+	case !parent.IsSampled():
+		return false
+	case t.clientSampled.Allow():
+		return true
+	default:
+		return t.sampleNew()
+	}
+}
 
 // Shutdown flushes the spans not yet exported.
 func (t *Tracing) Shutdown(ctx context.Context) error {
@@ -173,7 +221,7 @@ func (t *Tracing) parentContext(ctx context.Context, r *http.Request, req *reque
 // endRequest ends the span.
 func (t *Tracing) startRequest(w http.ResponseWriter, r *http.Request, req *request) (http.ResponseWriter, *tracedWriter) {
 	parent := t.parentContext(r.Context(), r, req)
-	if psc := trace.SpanContextFromContext(parent); psc.IsValid() && !psc.IsSampled() || !psc.IsValid() && !t.sampleNew() {
+	if !t.sampleRequest(trace.SpanContextFromContext(parent)) {
 		return w, nil
 	}
 	ctx, span := t.tracer.Start(parent, req.method, trace.WithSpanKind(trace.SpanKindServer))
@@ -186,20 +234,20 @@ func (t *Tracing) startRequest(w http.ResponseWriter, r *http.Request, req *requ
 	if req.id != nil {
 		attrs = append(attrs, attrRequestID.String(rawIDString(req.id)))
 	}
-	target := ""
+	// The target (tool, prompt, resource) is what the client asked for, not
+	// yet routed: finish records it once the request was served (routed).
+	tw := &tracedWriter{ResponseWriter: w, span: span, method: req.method}
 	switch req.method {
 	case "tools/call":
-		target, _ = paramString(req, "name")
-		attrs = append(attrs, attrToolName.String(target), attrOperation.String("execute_tool"))
+		tw.targetKey, tw.named = attrToolName, true
+		tw.target, _ = paramString(req, "name")
+		attrs = append(attrs, attrOperation.String("execute_tool"))
 	case "prompts/get":
-		target, _ = paramString(req, "name")
-		attrs = append(attrs, attrPromptName.String(target))
+		tw.targetKey, tw.named = attrPromptName, true
+		tw.target, _ = paramString(req, "name")
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		uri, _ := paramString(req, "uri")
-		attrs = append(attrs, attrResourceURI.String(uri))
-	}
-	if target != "" {
-		span.SetName(req.method + " " + target)
+		tw.targetKey, tw.target = attrResourceURI, redactURI(uri)
 	}
 	switch {
 	case req.metaVersion != "":
@@ -212,20 +260,63 @@ func (t *Tracing) startRequest(w http.ResponseWriter, r *http.Request, req *requ
 		}
 	}
 	if sid := headerValue(r.Header, headerSessionID); sid != "" {
-		attrs = append(attrs, attrSessionID.String(sid))
+		attrs = append(attrs, attrSessionID.String(sessionIDHash(sid)))
 	}
 	span.SetAttributes(attrs...)
-	tw := &tracedWriter{ResponseWriter: w, span: span}
 	return tw, tw
 }
 
+// sessionIDHash is what traces record of a session id: the id is a bearer
+// handle (whoever holds it can answer the session's elicitations), the hash
+// still ties a session's spans together.
+func sessionIDHash(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:8])
+}
+
+// redactURI is a URI as traces record it: without query and fragment (which
+// may carry credentials), at most maxTraceValueBytes.
+func redactURI(uri string) string {
+	if i := strings.IndexAny(uri, "?#"); i >= 0 {
+		uri = uri[:i]
+	}
+	return truncateString(uri, maxTraceValueBytes)
+}
+
+// truncateString cuts s to at most n bytes (on a rune boundary), marking the cut.
+func truncateString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// markRouted notes that the request's target is one the catalog routes: it
+// may name the span.
+func markRouted(w http.ResponseWriter) {
+	if tw := tracedFrom(w); tw != nil {
+		tw.routed = true
+	}
+}
+
 // tracedWriter carries a sampled request's span and the error it ended with.
+// It is used by the request's handler goroutine only.
 type tracedWriter struct {
 	http.ResponseWriter
 	span    trace.Span
 	code    int64
 	message string
 	toolErr bool
+
+	method    string
+	targetKey attribute.Key // "" when the method has no target
+	target    string        // as the client sent it (a URI redacted)
+	named     bool          // the target names the span once routed (tools, prompts)
+	routed    bool          // the catalog routed the target or the upstream answered a result
 }
 
 func (w *tracedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -233,13 +324,22 @@ func (w *tracedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // recordError notes the JSON-RPC error of the answer.
 func (w *tracedWriter) recordError(code int64, message string) { w.code, w.message = code, message }
 
-// finish ends the span with the error the request ended with, if any.
+// finish ends the span with the error the request ended with, if any. The
+// target names the span and is recorded only when it was routed: a name
+// nobody serves is a client's free text (unbounded cardinality).
 func (w *tracedWriter) finish() {
+	if w.routed && w.targetKey != "" && w.target != "" {
+		target := truncateString(w.target, maxTraceValueBytes)
+		w.span.SetAttributes(w.targetKey.String(target))
+		if w.named {
+			w.span.SetName(w.method + " " + target)
+		}
+	}
 	switch {
 	case w.code != 0:
 		c := strconv.FormatInt(w.code, 10)
 		w.span.SetAttributes(attrStatusCode.String(c), attrErrorType.String(c))
-		w.span.SetStatus(codes.Error, w.message)
+		w.span.SetStatus(codes.Error, truncateString(w.message, maxTraceValueBytes))
 	case w.toolErr:
 		w.span.SetAttributes(attrErrorType.String("tool_error"))
 		w.span.SetStatus(codes.Error, "")
@@ -262,6 +362,7 @@ func (w *tracedWriter) observeResponse(msg []byte) {
 			}
 			return false
 		case keyIs(m.key, "result"):
+			w.routed = true // the upstream served the target
 			var res struct {
 				IsError bool `json:"isError"`
 			}
@@ -316,7 +417,7 @@ func (t *Tracing) startFanout(method, uri string) trace.Span {
 	}
 	attrs := []attribute.KeyValue{attrMethod.String(method)}
 	if uri != "" {
-		attrs = append(attrs, attrResourceURI.String(uri))
+		attrs = append(attrs, attrResourceURI.String(redactURI(uri)))
 	}
 	_, span := t.tracer.Start(context.Background(), method+" fan-out",
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithNewRoot(), trace.WithAttributes(attrs...))

@@ -250,3 +250,139 @@ func TestSampler(t *testing.T) {
 		t.Fatalf("with sampling 0 only the drain is recorded: %+v", spans)
 	}
 }
+
+// allSpanText is every string an exported span carries: name, status, attributes, events.
+func allSpanText(spans tracetest.SpanStubs) string {
+	var b strings.Builder
+	for _, sp := range spans {
+		b.WriteString(sp.Name + "\n" + sp.Status.Description + "\n")
+		for _, kv := range sp.Attributes {
+			b.WriteString(string(kv.Key) + "=" + kv.Value.Emit() + "\n")
+		}
+		for _, ev := range sp.Events {
+			b.WriteString(ev.Name + "\n")
+			for _, kv := range ev.Attributes {
+				b.WriteString(string(kv.Key) + "=" + kv.Value.Emit() + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+// TestSessionIDNotExported (F11): a 2025-era session id is a bearer handle (whoever holds it can
+// answer the session's elicitations); the span records a short hash of it, never the id.
+func TestSessionIDNotExported(t *testing.T) {
+	up, _ := tracedUpstream(t, `{"resultType":"complete","tools":[]}`)
+	s, exp := tracedServer(t, up.URL+"/mcp", 1_000_000)
+	legacy := func(body, sid string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			r.Header.Set("Mcp-Session-Id", sid)
+			r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		return w
+	}
+	w := legacy(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, "")
+	sid := w.Header().Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("initialize gave no session: HTTP %d %s", w.Code, w.Body)
+	}
+	if w := legacy(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, sid); w.Code != 200 {
+		t.Fatalf("tools/list: HTTP %d %s", w.Code, w.Body)
+	}
+	spans := exp.GetSpans()
+	if len(spans) == 0 {
+		t.Fatal("no spans")
+	}
+	if text := allSpanText(spans); strings.Contains(text, sid) {
+		t.Fatalf("the session id is exported:\n%s", text)
+	}
+	last := attrs(spans[len(spans)-1])
+	if got, want := last["mcp.session.id"], sessionIDHash(sid); got != want || len(want) != 16 {
+		t.Errorf("mcp.session.id = %q, want the hash %q", got, want)
+	}
+}
+
+// TestClientSampledFlagIsRateLimited (F12): a client's sampled flag is honoured up to
+// the configured rate per second; beyond it the sidecar's own ratio decides (0 here), so a
+// client cannot make the sidecar record every request.
+func TestClientSampledFlagIsRateLimited(t *testing.T) {
+	up, _ := tracedUpstream(t, `{"resultType":"complete","tools":[]}`)
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(Sampler()))
+	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
+	s, err := NewServer(Options{Upstream: up.URL + "/mcp", Tracing: NewTracingWith(tp, 0).WithClientSampledPerSecond(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	hdr := map[string]string{"traceparent": "00-" + clientTraceID + "-" + clientSpanID + "-01"}
+	for range n {
+		call(t, s, "tools/list", "", "", "", hdr)
+	}
+	// One per second with a burst of one: 20 requests would have to take 10 s to reach 10.
+	if got := len(exp.GetSpans()); got == 0 || got > n/2 {
+		t.Fatalf("%d of %d client-sampled requests recorded at 1/s", got, n)
+	}
+}
+
+// TestSpanNamesAfterRouting (F12): a tool name nobody routed (the upstream refused it) does not
+// name the span or become an attribute: the name stays the method's.
+func TestSpanNamesAfterRouting(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if answerDiscover(w, b) {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if bytes.Contains(b, []byte(`"get_forecast"`)) {
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"req-7","result":{"resultType":"complete","content":[]}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"req-7","error":{"code":-32602,"message":"Unknown tool"}}`)
+	}))
+	t.Cleanup(up.Close)
+	s, exp := tracedServer(t, up.URL, 1_000_000)
+	call(t, s, "tools/call", "random-4711", `,"name":"random-4711"`, "", nil)
+	sp := onlySpan(t, exp)
+	if sp.Name != "tools/call" || strings.Contains(allSpanText(tracetest.SpanStubs{sp}), "random-4711") {
+		t.Errorf("an unknown tool named the span: %q %v", sp.Name, attrs(sp))
+	}
+	call(t, s, "tools/call", "get_forecast", `,"name":"get_forecast"`, "", nil)
+	if sp := onlySpan(t, exp); sp.Name != "tools/call get_forecast" || attrs(sp)["gen_ai.tool.name"] != "get_forecast" {
+		t.Errorf("a served tool: span %q attrs %v", sp.Name, attrs(sp))
+	}
+}
+
+// TestSpanRedaction (F12): the upstream's error text is exported truncated, and a resource URI
+// without its query string (which may carry a token).
+func TestSpanRedaction(t *testing.T) {
+	long := strings.Repeat("x", 4096)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if answerDiscover(w, b) {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if bytes.Contains(b, []byte(`resources/read`)) {
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"req-7","result":{"resultType":"complete","contents":[]}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"req-7","error":{"code":-32603,"message":"`+long+`"}}`)
+	}))
+	t.Cleanup(up.Close)
+	s, exp := tracedServer(t, up.URL, 1_000_000)
+	call(t, s, "tools/call", "t", `,"name":"t"`, "", nil)
+	if sp := onlySpan(t, exp); len(sp.Status.Description) > maxTraceValueBytes+len("…") || sp.Status.Code != codes.Error {
+		t.Errorf("status description of %d bytes: %+v", len(sp.Status.Description), sp.Status.Code)
+	}
+	call(t, s, "resources/read", "docs://a/b?token=s3cret#frag", `,"uri":"docs://a/b?token=s3cret#frag"`, "", nil)
+	sp := onlySpan(t, exp)
+	if got := attrs(sp)["mcp.resource.uri"]; got != "docs://a/b" || strings.Contains(allSpanText(tracetest.SpanStubs{sp}), "s3cret") {
+		t.Errorf("mcp.resource.uri = %q", got)
+	}
+}
