@@ -103,6 +103,7 @@ func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (
 			return nil, err
 		}
 		copyHeaders(ureq.Header, r.Header)
+		setForwarded(ureq, r)
 		return ureq, nil
 	}
 }

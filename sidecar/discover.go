@@ -20,6 +20,7 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 		return
 	}
 	copyHeaders(ureq.Header, r.Header)
+	setForwarded(ureq, r)
 	start := time.Now()
 	status, msg, err := s.up.roundTrip(ureq)
 	s.m.observeUpstream(methodDiscover, time.Since(start))

@@ -77,6 +77,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 		return
 	}
 	copyHeaders(ureq.Header, r.Header)
+	setForwarded(ureq, r)
 	if s.tr != nil {
 		s.tr.injectUpstream(ureq.Header, req)
 	}

@@ -507,8 +507,10 @@ func withID(msg, id []byte) []byte {
 	return spliced(msg, []splice{{s, e, id}})
 }
 
-// legacyForwardHeaders are the client headers a legacy upstream gets.
-var legacyForwardHeaders = []string{"Authorization", "Traceparent", "Tracestate", "Baggage"}
+// legacyForwardHeaders are the client headers a legacy upstream gets (the
+// X-Forwarded-* ones as setForwarded made them: the sidecar's, not the client's).
+var legacyForwardHeaders = []string{"Authorization", "Traceparent", "Tracestate", "Baggage",
+	"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
 
 // reservedMetaPrefix is the _meta key prefix of the 2026 request envelope.
 const reservedMetaPrefix = "io.modelcontextprotocol/"
