@@ -245,14 +245,14 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 		return
 	}
 	c, _ := s.opts.Overlay.Catalog()
-	upstream, decl, ok := routeTool(c, name)
+	upstream, _, ok := routeTool(c, name)
 	if !ok {
 		e := newErr(http.StatusBadRequest, codeInvalidParams, "Unknown tool: "+name)
 		s.failReq(w, req, e)
 		return
 	}
 	markRouted(w) // a catalog name: it may name the span (tracing.go)
-	if why := pinWithheld(c, decl, s.opts.Overlay.observedDigestOf(upstream)); why != "" {
+	if why := toolWithheld(c, upstream, s.opts.Overlay.observedDigestOf(upstream)); why != "" {
 		// Withheld from tools/list too: refused like a tool clients cannot see,
 		// saying why (the operator accepts a new definition in the MCPTool).
 		s.m.pinRefused.Inc()

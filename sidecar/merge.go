@@ -152,9 +152,78 @@ var digestMemo = struct {
 	m map[[sha256.Size]byte]string
 }{m: map[[sha256.Size]byte]string{}}
 
-// needsDigest says whether pinWithheld looks at a tool's digest.
-func needsDigest(c *catalog.Catalog, decl *catalog.Tool) bool {
-	return c.Server.ToolPinning == catalog.ToolPinningEnforce && decl != nil && decl.UpstreamDigest != ""
+// Disabled and pins are properties of the upstream tool, not of one
+// declaration of it: a second MCPTool naming the same upstreamName must not
+// re-expose a Disabled tool, nor serve an unpinned alias of a pinned tool
+// that drifted (security review F14).
+
+// declsOf returns the declarations of the upstream tool called upstream.
+func declsOf(c *catalog.Catalog, upstream string) []*catalog.Tool {
+	var out []*catalog.Tool
+	for i := range c.Tools {
+		if upstreamNameOf(&c.Tools[i]) == upstream {
+			out = append(out, &c.Tools[i])
+		}
+	}
+	return out
+}
+
+// anyDisabled reports whether a declaration disables the upstream tool.
+func anyDisabled(decls []*catalog.Tool) bool {
+	return slices.ContainsFunc(decls, func(t *catalog.Tool) bool { return t.Disabled })
+}
+
+// upstreamWithheld is pinWithheld for an upstream tool with all its
+// declarations: every pin any of them sets must match, whichever alias is
+// served; without any pin the tool is as unpinned.
+func upstreamWithheld(c *catalog.Catalog, decls []*catalog.Tool, observed string) string {
+	pinned := false
+	for _, t := range decls {
+		if t.UpstreamDigest == "" {
+			continue
+		}
+		pinned = true
+		if why := pinWithheld(c, t, observed); why != "" {
+			return why
+		}
+	}
+	if pinned {
+		return ""
+	}
+	return pinWithheld(c, nil, observed)
+}
+
+// toolWithheld is upstreamWithheld for the upstream tool called upstream
+// (tools/call).
+func toolWithheld(c *catalog.Catalog, upstream, observed string) string {
+	return upstreamWithheld(c, declsOf(c, upstream), observed)
+}
+
+// needsDigest says whether upstreamWithheld looks at a tool's digest.
+func needsDigest(c *catalog.Catalog, decls []*catalog.Tool) bool {
+	return c.Server.ToolPinning == catalog.ToolPinningEnforce &&
+		slices.ContainsFunc(decls, func(t *catalog.Tool) bool { return t.UpstreamDigest != "" })
+}
+
+// knownToolMembers are the members of a tool object the protocol defines.
+// A member spelled like one of them in another case is not served: clients
+// that match names case-insensitively (Go's encoding/json) could read it in
+// place of the real (overridden) one.
+var knownToolMembers = []string{"name", "title", "description", "inputSchema", "outputSchema",
+	"annotations", "icons", "execution", "_meta"}
+
+// dropCaseVariants deletes such members from m and reports whether it did.
+func dropCaseVariants(m map[string]json.RawMessage) bool {
+	dropped := false
+	for k := range m {
+		for _, known := range knownToolMembers {
+			if k != known && strings.EqualFold(k, known) {
+				delete(m, k)
+				dropped = true
+			}
+		}
+	}
+	return dropped
 }
 
 // mergeToolsWithheld is mergeTools, and the names clients would see of the
@@ -184,22 +253,27 @@ func mergeToolsWithheld(c *catalog.Catalog, up []json.RawMessage) (list []entry,
 					withheld = append(withheld, name)
 					continue
 				}
+				if dropCaseVariants(m) {
+					raw = encodeObject(m)
+				}
 				list = append(list, entry{name, raw})
 			}
 			continue
 		}
+		if anyDisabled(decl) {
+			continue
+		}
 		digest := ""
-		for _, t := range decl {
-			if t.Disabled {
-				continue
-			}
-			if needsDigest(c, t) && digest == "" {
-				digest = observedDigest(raw)
-			}
-			if pinWithheld(c, t, digest) != "" {
+		if needsDigest(c, decl) {
+			digest = observedDigest(raw)
+		}
+		if upstreamWithheld(c, decl, digest) != "" {
+			for _, t := range decl {
 				withheld = append(withheld, t.Name)
-				continue
 			}
+			continue
+		}
+		for _, t := range decl {
 			list = append(list, entry{t.Name, overrideTool(m, t)})
 		}
 	}
@@ -221,6 +295,7 @@ func overrideTool(up map[string]json.RawMessage, t *catalog.Tool) json.RawMessag
 	for k, v := range up {
 		m[k] = v
 	}
+	dropCaseVariants(m)
 	m["name"] = jsonString(t.Name)
 	if t.Title != "" {
 		m["title"] = jsonString(t.Title)
@@ -257,7 +332,8 @@ func overrideTool(up map[string]json.RawMessage, t *catalog.Tool) json.RawMessag
 func routeTool(c *catalog.Catalog, name string) (upstream string, decl *catalog.Tool, ok bool) {
 	for i := range c.Tools {
 		if t := &c.Tools[i]; t.Name == name {
-			return upstreamNameOf(t), t, !t.Disabled
+			up := upstreamNameOf(t)
+			return up, t, !anyDisabled(declsOf(c, up))
 		}
 	}
 	for i := range c.Tools {

@@ -58,6 +58,22 @@ func TestMergeToolsPinned(t *testing.T) {
 			catalog.Tool{Name: "forecast", UpstreamName: "get_forecast", Description: "ours", UpstreamDigest: forecast})),
 		want: []string{"forecast"},
 	}, {
+		// F14: Disabled and pins belong to the upstream tool, not to one declaration of it.
+		name: "a Disabled declaration hides every alias of the upstream tool",
+		cat: testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "get_forecast", Disabled: true},
+			catalog.Tool{Name: "forecast2", UpstreamName: "get_forecast"}, catalog.Tool{Name: "get_alerts"}),
+		want: []string{"get_alerts"},
+	}, {
+		name: "Enforce, Declared: an unpinned alias of a drifted pinned tool is withheld too",
+		cat: enforce(testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "get_forecast", UpstreamDigest: stale},
+			catalog.Tool{Name: "forecast2", UpstreamName: "get_forecast"})),
+		want: []string{}, wantWithheld: []string{"forecast2", "get_forecast"},
+	}, {
+		name: "Enforce, Declared: an unpinned alias of a matching pinned tool is served",
+		cat: enforce(testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "get_forecast", UpstreamDigest: forecast},
+			catalog.Tool{Name: "forecast2", UpstreamName: "get_forecast"})),
+		want: []string{"forecast2", "get_forecast"},
+	}, {
 		name: "a disabled tool is hidden, not withheld",
 		cat:  enforce(testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "get_forecast", UpstreamDigest: stale, Disabled: true})),
 		want: []string{},
@@ -185,5 +201,48 @@ func BenchmarkMergeToolsPinned(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestAliasesCannotReachWhatIsWithheld (F14): tools/call by an alias of a Disabled tool is
+// unknown, and under Enforce an unpinned alias of a drifted pinned tool is refused.
+func TestAliasesCannotReachWhatIsWithheld(t *testing.T) {
+	stale := catalog.DigestPrefix + "0000000000000000000000000000000000000000000000000000000000000000"
+	c := testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "delete_all", Disabled: true},
+		catalog.Tool{Name: "x2", UpstreamName: "delete_all"})
+	if up, _, ok := routeTool(c, "x2"); ok {
+		t.Errorf("x2 routes to %s: an alias re-exposes a Disabled tool", up)
+	}
+	c = enforce(testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "get_forecast", UpstreamDigest: stale},
+		catalog.Tool{Name: "forecast2", UpstreamName: "get_forecast"}))
+	up, _, ok := routeTool(c, "forecast2")
+	if !ok {
+		t.Fatal("forecast2 does not route")
+	}
+	if why := toolWithheld(c, up, mustDigest(t, upTools[0])); why != withheldDrifted {
+		t.Errorf("the unpinned alias of a drifted tool: withheld %q, want %q", why, withheldDrifted)
+	}
+}
+
+// TestServedToolsDropCaseVariants (F14): a member spelled like a known one in another case
+// ("Description") is not served: a case-insensitive client could read it instead of the
+// (overridden, digested) "description".
+func TestServedToolsDropCaseVariants(t *testing.T) {
+	up := raws(`{"name":"get_forecast","description":"upstream","Description":"evil","Annotations":{"destructiveHint":false},"inputSchema":{"type":"object"}}`)
+	for _, c := range []*catalog.Catalog{
+		testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "get_forecast", Description: "ours"}),
+		testCatalog(catalog.ToolPolicyAll),
+	} {
+		got, _, _ := mergeToolsWithheld(c, up)
+		if len(got) != 1 {
+			t.Fatalf("tools %v", keys(got))
+		}
+		m := decodeObject(got[0].raw)
+		if _, ok := m["Description"]; ok {
+			t.Errorf("served a case variant: %s", got[0].raw)
+		}
+		if _, ok := m["Annotations"]; ok {
+			t.Errorf("served a case variant: %s", got[0].raw)
+		}
 	}
 }

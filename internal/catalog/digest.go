@@ -14,20 +14,28 @@ import (
 
 // Tool pinning (docs/security.md, "Tool pinning"): a tool's upstream digest names its
 // definition exactly as the MCP server serves it, so an MCPTool can pin it and a changed
-// description or schema (a "rug pull") is noticed.
+// description, schema, _meta or any other member (a "rug pull") is noticed.
 //
-// The canonical definition of a tool is the JSON object made of these members of the tool
-// object the upstream lists, those present and not null, and nothing else (not _meta, icons,
-// execution or any member a later revision adds, so a sidecar upgrade never changes a digest):
+// The canonical definition of a tool is the tool object the upstream lists, every member
+// present and not null except those in UndigestedToolMembers, serialised with the JSON
+// Canonicalization Scheme (RFC 8785: members sorted by their UTF-16 code units, no
+// insignificant whitespace, ECMAScript number formatting, minimal string escapes). The digest
+// is "sha256:" followed by the lowercase hex SHA-256 of those bytes.
 //
-//	name, title, description, inputSchema, outputSchema, annotations
+// Every member counts because the sidecar serves every member (sidecar/merge.go): _meta (MCP
+// Apps ui links), icons, execution, members a later revision adds, and members spelled like a
+// known one in another case ("Description"), which case-insensitive parsers read.
 //
-// serialised with the JSON Canonicalization Scheme (RFC 8785: members sorted by their UTF-16
-// code units, no insignificant whitespace, ECMAScript number formatting, minimal string
-// escapes). The digest is "sha256:" followed by the lowercase hex SHA-256 of those bytes.
+// Earlier releases (before security review F14) digested only name, title, description,
+// inputSchema, outputSchema and annotations. For a tool made of those members only, both forms are the
+// same bytes, so its pin still matches; a tool with other members gets a new digest, and its
+// pin shows Drifted (Enforce withholds it) until the new definition is reviewed and its digest
+// copied into the MCPTool (README, "Upgrading").
 
-// DigestedToolMembers are the members of a tool's canonical definition.
-var DigestedToolMembers = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
+// UndigestedToolMembers are the members of a tool object that may vary while the tool stays
+// the same, and so are left out of its digest. None today: a member joins this list only when
+// a protocol revision defines it as changing between reads of an unchanged tool.
+var UndigestedToolMembers = []string{}
 
 // DigestPrefix starts every digest; DigestPattern is the whole form (for API validation).
 const (
@@ -61,9 +69,9 @@ func CanonicalTool(tool json.RawMessage) ([]byte, error) {
 	if err := json.Unmarshal(whole, &members); err != nil || members == nil {
 		return nil, fmt.Errorf("a tool must be a JSON object")
 	}
-	kept := make(map[string]json.RawMessage, len(DigestedToolMembers))
-	for _, k := range DigestedToolMembers {
-		if v, ok := members[k]; ok && string(v) != "null" {
+	kept := make(map[string]json.RawMessage, len(members))
+	for k, v := range members {
+		if string(v) != "null" && !slices.Contains(UndigestedToolMembers, k) {
 			kept[k] = v
 		}
 	}
