@@ -52,10 +52,46 @@ type options struct {
 	output        string
 	args          string
 	authorization string
-	timeout       time.Duration
-	maxEvents     int
-	loading       *clientcmd.ClientConfigLoadingRules
-	overrides     *clientcmd.ConfigOverrides
+	// authorizationFile holds the Authorization value (--authorization-file); AuthorizationEnv is
+	// read when neither flag is given.
+	authorizationFile string
+	timeout           time.Duration
+	maxEvents         int
+	loading           *clientcmd.ClientConfigLoadingRules
+	overrides         *clientcmd.ConfigOverrides
+}
+
+// AuthorizationEnv holds the Authorization value when neither --authorization nor
+// --authorization-file is given, so the credential need not be on the command line.
+const AuthorizationEnv = "SWITCHBOARD_AUTHORIZATION"
+
+// maxAuthorizationFileBytes bounds --authorization-file.
+const maxAuthorizationFileBytes = 64 << 10
+
+// credential is the Authorization value: --authorization, --authorization-file (not both), else
+// $SWITCHBOARD_AUTHORIZATION.
+func credential(o options) (string, error) {
+	switch {
+	case o.authorization != "" && o.authorizationFile != "":
+		return "", errors.New("--authorization and --authorization-file: give one")
+	case o.authorization != "":
+		return o.authorization, nil
+	case o.authorizationFile != "":
+		f, err := os.Open(o.authorizationFile)
+		if err != nil {
+			return "", fmt.Errorf("--authorization-file: %w", err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxAuthorizationFileBytes+1))
+		if err != nil {
+			return "", fmt.Errorf("--authorization-file: %w", err)
+		}
+		if len(b) > maxAuthorizationFileBytes {
+			return "", fmt.Errorf("--authorization-file: over %d bytes", maxAuthorizationFileBytes)
+		}
+		return strings.TrimRight(string(b), " \t\r\n"), nil
+	}
+	return os.Getenv(AuthorizationEnv), nil
 }
 
 // Run runs the plugin with args (without the program name) and returns the exit code.
@@ -66,7 +102,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.url, "url", "", "MCP endpoint to talk to directly (no port-forward), e.g. http://127.0.0.1:8800/mcp")
 	fs.StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: a table; for watch, one line per event)")
 	fs.StringVar(&o.args, "args", "{}", "call: the tool's arguments as a JSON object")
-	fs.StringVar(&o.authorization, "authorization", "", "Authorization header value sent to the MCP server, e.g. \"Bearer TOKEN\"")
+	fs.StringVar(&o.authorization, "authorization", "", "Authorization header value sent to the MCP server, e.g. \"Bearer TOKEN\" (visible in ps and shell history: prefer --authorization-file or $"+AuthorizationEnv+")")
+	fs.StringVar(&o.authorizationFile, "authorization-file", "", "Read the Authorization header value from this file (trailing whitespace dropped)")
 	fs.DurationVar(&o.timeout, "mcp-timeout", 30*time.Second, "Bound on connecting and on each read or call (watch runs until interrupted)")
 	fs.IntVar(&o.maxEvents, "max-events", 0, "watch: exit after this many events (0: run until interrupted)")
 	fs.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file")
@@ -78,6 +115,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	cred, err := credential(o)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 2
+	}
+	o.authorization = cred
 	if o.output != "" && o.output != "json" && o.output != "yaml" {
 		fmt.Fprintf(stderr, "error: --output %q: use json or yaml\n", o.output)
 		return 2

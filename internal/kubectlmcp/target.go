@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,7 +43,7 @@ func (e *endpoint) close() {
 }
 
 // target resolves the endpoint: --url as given, else a port-forward to a ready pod of the
-// MCPServer (its sidecar's MCP port).
+// MCPServer (its sidecar's MCP port), chosen as selectPod says.
 func target(ctx context.Context, o options, server string, stderr io.Writer) (*endpoint, error) {
 	e := &endpoint{}
 	if server != "" {
@@ -67,11 +69,7 @@ func target(ctx context.Context, o options, server string, stderr io.Writer) (*e
 	if err != nil {
 		return nil, err
 	}
-	pods, err := cs.CoreV1().Pods(e.namespace).List(ctx, metav1.ListOptions{LabelSelector: inject.LabelServer + "=" + server})
-	if err != nil {
-		return nil, fmt.Errorf("listing the pods of MCPServer %s/%s: %w", e.namespace, server, err)
-	}
-	pod, err := pickPod(pods.Items)
+	pod, err := serverPod(ctx, e.cfg, cs, e.namespace, server)
 	if err != nil {
 		return nil, fmt.Errorf("MCPServer %s/%s: %w", e.namespace, server, err)
 	}
@@ -83,6 +81,71 @@ func target(ctx context.Context, o options, server string, stderr io.Writer) (*e
 	e.url = fmt.Sprintf("http://127.0.0.1:%d/mcp", local)
 	e.describe = fmt.Sprintf("port-forward to pod %s/%s", pod.Namespace, pod.Name)
 	return e, nil
+}
+
+// serverPod finds the pod to port-forward to: one behind the MCPServer's own Service (the
+// Service it controls), as selectPod chooses among the Service's EndpointSlices.
+func serverPod(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, ns, server string) (*corev1.Pod, error) {
+	scheme := runtime.NewScheme()
+	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	var s mcpv1alpha1.MCPServer
+	if err := c.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: server}, &s); err != nil {
+		return nil, fmt.Errorf("MCPServer %s/%s: %w", ns, server, err)
+	}
+	names := inject.NamesFor(&s)
+	svc, err := cs.CoreV1().Services(ns).Get(ctx, names.Service, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("the Service of MCPServer %s/%s: %w", ns, server, err)
+	}
+	if !metav1.IsControlledBy(svc, &s) {
+		return nil, fmt.Errorf("Service %s/%s is not controlled by MCPServer %s: refusing to send it a credential", ns, svc.Name, server)
+	}
+	es, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
+	if err != nil {
+		return nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", ns, svc.Name, err)
+	}
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: inject.LabelServer + "=" + server})
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of MCPServer %s/%s: %w", ns, server, err)
+	}
+	return selectPod(server, es.Items, pods.Items)
+}
+
+// selectPod chooses the pod the plugin sends the caller's credential to: a ready endpoint of the
+// MCPServer's Service (what the Service itself sends traffic to), labelled with the server and
+// running its injected sidecar (the injected annotation), ready and not terminating; the first
+// by name of those. A pod that merely carries the server's label is not enough: anyone who may
+// create pods in the namespace can label one.
+func selectPod(server string, slices []discoveryv1.EndpointSlice, pods []corev1.Pod) (*corev1.Pod, error) {
+	ready := map[string]types.UID{} // pod name -> UID ("" when the slice gives none)
+	for _, sl := range slices {
+		for _, ep := range sl.Endpoints {
+			// A nil ready condition means ready (discovery/v1).
+			if ep.TargetRef == nil || ep.TargetRef.Kind != "Pod" || ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			ready[ep.TargetRef.Name] = ep.TargetRef.UID
+		}
+	}
+	var ok []corev1.Pod
+	for _, p := range pods {
+		uid, behind := ready[p.Name]
+		if !behind || uid != "" && uid != p.UID || p.Labels[inject.LabelServer] != server || p.Annotations[inject.InjectedAnnotation] == "" {
+			continue
+		}
+		ok = append(ok, p)
+	}
+	p, err := pickPod(ok)
+	if err != nil {
+		return nil, fmt.Errorf("no ready pod with the injected sidecar behind the server's Service (%d pods labelled, %d ready endpoints)", len(pods), len(ready))
+	}
+	return p, nil
 }
 
 // pickPod returns the first ready, not terminating pod by name (deterministic).
