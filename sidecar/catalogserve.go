@@ -349,7 +349,6 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 		s.forward(w, r, req)
 		return
 	}
-	markRouted(w)
 	body, mime, err := s.opts.Overlay.content(res)
 	if err != nil {
 		e := newErr(http.StatusBadRequest, codeInvalidParams, "Resource not found")

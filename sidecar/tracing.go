@@ -232,22 +232,23 @@ func (t *Tracing) startRequest(w http.ResponseWriter, r *http.Request, req *requ
 		attrs = append(attrs, attrNetProtoVersion.String(v))
 	}
 	if req.id != nil {
-		attrs = append(attrs, attrRequestID.String(rawIDString(req.id)))
+		attrs = append(attrs, attrRequestID.String(truncateString(rawIDString(req.id), maxTraceValueBytes)))
 	}
-	// The target (tool, prompt, resource) is what the client asked for, not
-	// yet routed: finish records it once the request was served (routed).
+	// A tool or prompt name is what the client asked for, not yet routed:
+	// finish records it once the request was served (routed). A URI never
+	// names the span; it is recorded redacted.
 	tw := &tracedWriter{ResponseWriter: w, span: span, method: req.method}
 	switch req.method {
 	case "tools/call":
-		tw.targetKey, tw.named = attrToolName, true
+		tw.targetKey = attrToolName
 		tw.target, _ = paramString(req, "name")
 		attrs = append(attrs, attrOperation.String("execute_tool"))
 	case "prompts/get":
-		tw.targetKey, tw.named = attrPromptName, true
+		tw.targetKey = attrPromptName
 		tw.target, _ = paramString(req, "name")
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		uri, _ := paramString(req, "uri")
-		tw.targetKey, tw.target = attrResourceURI, redactURI(uri)
+		attrs = append(attrs, attrResourceURI.String(redactURI(uri)))
 	}
 	switch {
 	case req.metaVersion != "":
@@ -313,9 +314,8 @@ type tracedWriter struct {
 	toolErr bool
 
 	method    string
-	targetKey attribute.Key // "" when the method has no target
-	target    string        // as the client sent it (a URI redacted)
-	named     bool          // the target names the span once routed (tools, prompts)
+	targetKey attribute.Key // tools/call, prompts/get: the name's attribute; else ""
+	target    string        // the name as the client sent it
 	routed    bool          // the catalog routed the target or the upstream answered a result
 }
 
@@ -331,9 +331,7 @@ func (w *tracedWriter) finish() {
 	if w.routed && w.targetKey != "" && w.target != "" {
 		target := truncateString(w.target, maxTraceValueBytes)
 		w.span.SetAttributes(w.targetKey.String(target))
-		if w.named {
-			w.span.SetName(w.method + " " + target)
-		}
+		w.span.SetName(w.method + " " + target)
 	}
 	switch {
 	case w.code != 0:
