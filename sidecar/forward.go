@@ -45,10 +45,20 @@ func copyHeaders(dst, src http.Header) {
 // every response asks the client to close its connection, so that clients
 // reconnect (through the Service) to a replica that is staying.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
-	if req.legacy && req.method == "tools/call" {
-		// The headers a 2026 client sends for annotated arguments
-		// (paramheaders.go).
-		s.setParamHeaders(r, req)
+	if req.method == "tools/call" {
+		switch {
+		case req.legacy:
+			// The headers a 2026 client sends for annotated arguments
+			// (paramheaders.go).
+			s.setParamHeaders(r, req)
+		case !s.upstreamSeesParamHeaders(r.Context()):
+			// The upstream will not see the client's Mcp-Param-* headers:
+			// they are checked here, as it would check them.
+			if e := s.checkParamHeaders(r, req); e != nil {
+				s.fail(w, req.id, e)
+				return
+			}
+		}
 	}
 	if req.session != nil && !req.isNotification() {
 		// A 2025-era session's call: cancellable by notifications/cancelled,

@@ -67,15 +67,12 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, req *reques
 		}
 		req.session = sess
 	}
-	if spec != nil && spec.legacyServe != nil {
-		spec.legacyServe(s, w, r, req)
+	if req.isNotification() {
+		s.serveNotification(w, r, req)
 		return
 	}
-	if req.isNotification() {
-		// notifications/cancelled, notifications/roots/list_changed, …:
-		// nothing in the modern upstream could use them (a stateless 2026
-		// server cancels when the request's stream closes).
-		w.WriteHeader(http.StatusAccepted)
+	if spec != nil && spec.legacyServe != nil {
+		spec.legacyServe(s, w, r, req)
 		return
 	}
 	if spec != nil && spec.era == eraModern {
@@ -368,11 +365,6 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 	}{version, caps, serverInfo, info.instructions}
 	b, _ := json.Marshal(res)
 	s.writeResult(w, req, b)
-}
-
-// serveAccepted answers a notification the sidecar consumes.
-func (s *Server) serveAccepted(w http.ResponseWriter, _ *http.Request, _ *request) {
-	w.WriteHeader(http.StatusAccepted)
 }
 
 // serveEmpty answers ping and logging/setLevel with an empty result.

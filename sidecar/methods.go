@@ -64,6 +64,11 @@ type methodSpec struct {
 	// inputRequired: a 2026 server may answer input_required (SEP-2322:
 	// tools/call, prompts/get and resources/read only).
 	inputRequired bool
+	// notification marks the notifications a client may send (2026-07-28:
+	// notifications/cancelled only; 2025-era, eraLegacy: also initialized,
+	// progress, roots/list_changed, tasks/status). Every other message
+	// without an id is refused (serveNotification).
+	notification bool
 	// methodValue is the Mcp-Method header value of the method (shared,
 	// read-only; set in init).
 	methodValue []string
@@ -122,14 +127,19 @@ func init() {
 		// Removed in 2026-07-28; a 2025-era session has them from the
 		// sidecar (legacy.go).
 		"initialize":                {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveInitialize},
-		"notifications/initialized": {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveAccepted},
 		"ping":                      {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveEmpty},
 		"logging/setLevel":          {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSetLevel},
 		"resources/subscribe":       {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
 		"resources/unsubscribe":     {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
-		// A 2025-era client cancels a call with it; a 2026 upstream's call
-		// is cancelled by closing its stream (legacyinput.go).
-		"notifications/cancelled": {owner: ownSidecar, legacyServe: (*Server).serveCancelled},
+		// The notifications clients send. None is forwarded
+		// (serveNotification): a 2025-era client's notifications/cancelled
+		// ends the named call of its own session (legacyinput.go); a
+		// 2026-07-28 client cancels by closing its request's stream.
+		"notifications/cancelled":          {owner: ownSidecar, notification: true, legacyServe: (*Server).serveCancelled},
+		"notifications/initialized":        {owner: ownSidecar, era: eraLegacy, notification: true},
+		"notifications/progress":           {owner: ownSidecar, era: eraLegacy, notification: true},
+		"notifications/roots/list_changed": {owner: ownSidecar, era: eraLegacy, notification: true},
+		"notifications/tasks/status":       {owner: ownSidecar, era: eraLegacy, notification: true},
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,6 +42,7 @@ const (
 type paramBinding struct {
 	path   []string
 	header string // canonical "Mcp-Param-{Name}"
+	label  string // "Mcp-Param-{Name}" as annotated (error messages)
 }
 
 // paramTools is the upstream's annotated tools as last read.
@@ -152,7 +155,7 @@ func schemaBindings(schema json.RawMessage, prefix []string, out []paramBinding,
 					dup = dup || strings.EqualFold(b.header, canon)
 				}
 				if !dup {
-					out = append(out, paramBinding{path: path, header: canon})
+					out = append(out, paramBinding{path: path, header: canon, label: headerParamPrefix + h})
 				}
 			}
 		}
@@ -262,4 +265,119 @@ func needsBase64(s string) bool {
 		}
 	}
 	return strings.HasPrefix(s, "=?base64?") && strings.HasSuffix(s, "?=")
+}
+
+// upstreamSeesParamHeaders reports whether the upstream gets a client's
+// Mcp-Param-* headers, and so validates them itself: a 2026-07-28 server
+// does; a 2025-era one (over HTTP, or stdio behind the bridge) is sent
+// neither them nor any other Mcp-* header (upstream_legacy.go). When the
+// upstream is not known yet the sidecar validates.
+func (s *Server) upstreamSeesParamHeaders(ctx context.Context) bool {
+	info, err := s.upstreamInfoFor(ctx)
+	return err == nil && info.protocolVersion == ProtocolVersion
+}
+
+// checkParamHeaders validates a 2026-07-28 client's Mcp-Param-* headers
+// against the arguments of its tools/call, as a 2026-07-28 server must
+// (spec §2.2: any server that processes the body) and with go-sdk's
+// answers, so that a client gets the same 400 -32020 whichever upstream is
+// behind the sidecar: each annotated argument that is present and not null
+// needs its header, with the value the spec's formatting gives (decoded
+// from =?base64?…?=); an absent or null one must have none. The
+// annotations are the upstream tool's (the body already names it, after a
+// catalog rename), as for setParamHeaders.
+func (s *Server) checkParamHeaders(r *http.Request, req *request) *rpcError {
+	params, _, _ := field(req.body, "params")
+	name, ok := toolName(params)
+	if !ok {
+		return nil
+	}
+	bindings := s.params.lookup(r.Context(), name, s.hub.ToolsGeneration())
+	if len(bindings) == 0 {
+		return nil
+	}
+	args, hasArgs, dup := field(params, "arguments")
+	if dup || (hasArgs && !isObject(args) && string(args) != "null") {
+		// go-sdk validates nothing when it cannot read the arguments;
+		// the call is then the upstream's to refuse.
+		return nil
+	}
+	mismatch := func(format string, a ...any) *rpcError {
+		return newErr(http.StatusBadRequest, codeHeaderMismatch, "header mismatch: "+fmt.Sprintf(format, a...))
+	}
+	for _, b := range bindings {
+		hv := r.Header.Get(b.header)
+		v, present, ambiguous := args, hasArgs && isObject(args), false
+		for _, p := range b.path {
+			if !present || !isObject(v) {
+				present = false
+				break
+			}
+			var d bool
+			v, present, d = field(v, p)
+			ambiguous = ambiguous || d
+		}
+		path := strings.Join(b.path, ".")
+		if ambiguous {
+			// A member given twice: parsers differ on which one counts.
+			return mismatch("%s header value '%s' does not match body value", b.label, hv)
+		}
+		if !present || string(v) == "null" {
+			if hv != "" {
+				return mismatch("unexpected %s header for absent or null parameter %q", b.label, path)
+			}
+			continue
+		}
+		if hv == "" {
+			return mismatch("missing %s header for parameter %q", b.label, path)
+		}
+		got, ok := decodeHeaderValue(hv)
+		if !ok {
+			return mismatch("%s header contains invalid Base64 encoding", b.label)
+		}
+		want, isInt, ok := primitiveValue(v)
+		if !ok {
+			return mismatch("%s header present but body parameter %q is not a primitive type", b.label, path)
+		}
+		if isInt {
+			f, err := strconv.ParseFloat(got, 64)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger ||
+				strconv.FormatInt(int64(f), 10) != want {
+				return mismatch("%s header value '%s' does not match body value", b.label, hv)
+			}
+			continue
+		}
+		if got != want {
+			return mismatch("%s header value '%s' does not match body value", b.label, hv)
+		}
+	}
+	return nil
+}
+
+// maxSafeInteger is the largest integer an x-mcp-header argument may carry
+// (SEP-2243: JSON numbers as IEEE-754 doubles represent them exactly).
+const maxSafeInteger = 1<<53 - 1
+
+// primitiveValue reads an x-mcp-header argument as SEP-2243 formats it: a
+// string as is, true/false, an integer (within ±maxSafeInteger) in decimal
+// (isInt: compared as a number). Anything else is no primitive.
+func primitiveValue(raw []byte) (v string, isInt, ok bool) {
+	switch {
+	case len(raw) == 0:
+		return "", false, false
+	case raw[0] == '"':
+		if json.Unmarshal(raw, &v) != nil {
+			return "", false, false
+		}
+		return v, false, true
+	case string(raw) == "true", string(raw) == "false":
+		return string(raw), false, true
+	case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
+			return "", false, false
+		}
+		return strconv.FormatInt(int64(f), 10), true, true
+	}
+	return "", false, false
 }

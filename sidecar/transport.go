@@ -111,6 +111,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveLegacy(w, r, req)
 		return
 	}
+	if req.isNotification() {
+		s.serveNotification(w, r, req)
+		return
+	}
 	s.dispatch(w, r, req)
 }
 
@@ -118,6 +122,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // that reaches the MCP server's features passes here, a 2025-era one after
 // legacy.go turned it into the modern shape. The method table says who
 // answers: the sidecar, the catalog (when one is served), or the upstream.
+// Notifications never get here: serveNotification answers them.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req *request) {
 	spec := req.spec
 	owner := ownUpstream

@@ -302,11 +302,25 @@ func (t *generationTransport) legacyRoundTrip(req *http.Request) (*http.Response
 	if err != nil {
 		return nil, err
 	}
-	method := req.Header.Get(headerMethod)
-	if method == "" {
-		if m, ok, _ := field(body, "method"); ok {
-			method, _ = stringValue(m)
+	// Route by what the upstream will read, the body, never by a header
+	// alone. A message without an id is not sent on a session every
+	// client shares: clients' notifications stop at the choke point
+	// (Server.serveNotification), and one that comes here anyway is
+	// answered as accepted and dropped.
+	var method string
+	hasID := false
+	_ = eachMember(body, func(m member) bool {
+		switch {
+		case keyIs(m.key, "id"):
+			hasID = true
+		case keyIs(m.key, "method"):
+			method, _ = stringValue(body[m.start:m.end])
 		}
+		return true
+	})
+	if !hasID {
+		return &http.Response{StatusCode: http.StatusAccepted, Status: "202 Accepted", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{}, Body: http.NoBody, Request: req}, nil
 	}
 	switch method {
 	case methodDiscover:
@@ -580,9 +594,18 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 	// the caller, under the client's request.
 	uctx, cancel := ctx, context.CancelFunc(func() {})
 	stop := func() bool { return true }
+	abandon := cancel
 	if hasID {
 		uctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
-		stop = context.AfterFunc(ctx, cancel)
+		// The client gave the call up (closed its stream, or its 2025-era
+		// notifications/cancelled ended it): closing the upstream request
+		// is no cancellation in 2025, so the upstream is also told, with
+		// the id only this call has on the session.
+		abandon = func() {
+			t.cancelUpstream(s, newID)
+			cancel()
+		}
+		stop = context.AfterFunc(ctx, abandon)
 	}
 	var resp *http.Response
 	for attempt := 0; ; attempt++ {
@@ -634,7 +657,7 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 		return resp, nil
 	}
 	if isEventStream(resp.Header) && resp.StatusCode == http.StatusOK {
-		c := &upCall{s: s, rd: newPooledSSEReader(resp.Body, t.maxBytes), body: resp.Body, cancel: cancel, stop: stop, in: in}
+		c := &upCall{s: s, rd: newPooledSSEReader(resp.Body, t.maxBytes), body: resp.Body, cancel: cancel, abandon: abandon, stop: stop, in: in}
 		return t.serveCallStream(req, c, origID)
 	}
 	defer func() {
@@ -664,6 +687,27 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 	resp.ContentLength = int64(len(msg))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(msg)))
 	return resp, nil
+}
+
+// cancelUpstream sends notifications/cancelled for the request id (one of
+// the transport's own) on session s. A 2025-era server ignores it when the
+// request has finished meanwhile.
+func (t *generationTransport) cancelUpstream(s *upSession, id string) {
+	t.mu.Lock()
+	sid, version := s.id, t.version
+	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), discoverTimeout)
+	defer cancel()
+	req, err := t.legacyRequest(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"`+id+`","reason":"the client cancelled the request"}}`), sid, version)
+	if err != nil {
+		return
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
 }
 
 // What nextForward found.

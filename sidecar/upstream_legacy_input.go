@@ -104,6 +104,9 @@ type upCall struct {
 	rd     *sseReader
 	body   io.ReadCloser
 	cancel context.CancelFunc // ends the upstream request
+	// abandon ends it when the client gives the call up, telling the
+	// upstream (cancelUpstream).
+	abandon func()
 	stop   func() bool        // detaches cancel from the current client request
 	in     callInput
 	// released is set by release (one goroutine owns an upCall at a time).
@@ -241,7 +244,7 @@ func (t *generationTransport) resume(req *http.Request, token string, h *heldCal
 	}
 	delete(in.answers, h.key)
 	c.in = in
-	c.stop = context.AfterFunc(req.Context(), c.cancel)
+	c.stop = context.AfterFunc(req.Context(), c.abandon)
 	reply := append(append(append([]byte(`{"jsonrpc":"2.0","id":`), h.upID...), `,"result":`...), answer...)
 	if err := t.replyUpstream(req.Context(), c.s, append(reply, '}')); err != nil {
 		t.release(c)

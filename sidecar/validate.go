@@ -194,9 +194,20 @@ func validate(h http.Header, r *request, p versionPolicy) *rpcError {
 		}
 	}
 	if r.isNotification() {
-		// Header requirements for notifications are not defined by this
-		// revision; the upstream decides (it answers 202 or an error).
-		return nil
+		// A notification needs no _meta (the required keys are defined for
+		// requests), but a version it claims must agree with the header,
+		// and its Mcp-* headers are checked as a request's (as go-sdk
+		// servers do): nothing in front of the sidecar may route or
+		// authorize on a header the body contradicts.
+		if r.hasVersion {
+			if e := versionHeaderMatches(hv, r.metaVersion); e != nil {
+				return e
+			}
+			if r.metaVersion != ProtocolVersion || !slices.Contains(p.supported, r.metaVersion) {
+				return p.unsupported(r.metaVersion)
+			}
+		}
+		return checkMCPHeaders(h, r)
 	}
 	if r.meta == nil || !isObject(r.meta) {
 		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: missing required _meta")
@@ -207,15 +218,36 @@ func validate(h http.Header, r *request, p versionPolicy) *rpcError {
 	if caps, ok, _ := field(r.meta, mcp.MetaKeyClientCapabilities); !ok || !isObject(caps) {
 		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: missing required _meta key "+mcp.MetaKeyClientCapabilities)
 	}
-	if hv == "" {
-		return newErr(http.StatusBadRequest, codeHeaderMismatch, "Header mismatch: missing required MCP-Protocol-Version header")
-	}
-	if hv != r.metaVersion {
-		return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: MCP-Protocol-Version header value '%s' does not match body value '%s'", hv, r.metaVersion))
+	if e := versionHeaderMatches(hv, r.metaVersion); e != nil {
+		return e
 	}
 	if r.metaVersion != ProtocolVersion || !slices.Contains(p.supported, r.metaVersion) {
 		return p.unsupported(r.metaVersion)
 	}
+	if e := checkMCPHeaders(h, r); e != nil {
+		return e
+	}
+	if r.spec != nil && r.spec.era == eraLegacy {
+		return newErr(http.StatusNotFound, codeMethodNotFound, "Method not found: "+r.method+" is not part of protocol revision "+ProtocolVersion)
+	}
+	return nil
+}
+
+// versionHeaderMatches checks the MCP-Protocol-Version header against the
+// version the body claims.
+func versionHeaderMatches(hv, metaVersion string) *rpcError {
+	if hv == "" {
+		return newErr(http.StatusBadRequest, codeHeaderMismatch, "Header mismatch: missing required MCP-Protocol-Version header")
+	}
+	if hv != metaVersion {
+		return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: MCP-Protocol-Version header value '%s' does not match body value '%s'", hv, metaVersion))
+	}
+	return nil
+}
+
+// checkMCPHeaders checks Mcp-Method, Mcp-Name and the characters of
+// Mcp-Param-* against a modern message (request or notification).
+func checkMCPHeaders(h http.Header, r *request) *rpcError {
 	mh, herr := singleHeader(h, headerMethod)
 	if herr != nil {
 		return herr
@@ -248,8 +280,9 @@ func validate(h http.Header, r *request, p versionPolicy) *rpcError {
 		}
 	}
 	// Mcp-Param-* values are matched against the tool's x-mcp-header schema
-	// by the upstream, which gets headers and body unchanged; here only their
-	// characters are checked.
+	// by a 2026-07-28 upstream, which gets headers and body unchanged, and
+	// by the sidecar for one that does not see them (checkParamHeaders);
+	// here only their characters are checked.
 	for k, vs := range h {
 		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
 			for _, v := range vs {
@@ -258,9 +291,6 @@ func validate(h http.Header, r *request, p versionPolicy) *rpcError {
 				}
 			}
 		}
-	}
-	if r.spec != nil && r.spec.era == eraLegacy {
-		return newErr(http.StatusNotFound, codeMethodNotFound, "Method not found: "+r.method+" is not part of protocol revision "+ProtocolVersion)
 	}
 	return nil
 }

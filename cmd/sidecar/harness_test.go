@@ -36,6 +36,11 @@ var (
 const hang = 15 * time.Second
 
 func TestMain(m *testing.M) {
+	if os.Getenv(tenantStdioEnv) != "" {
+		// This binary is a stdio MCP server behind the bridge (notifications_test.go).
+		serveTenantStdio()
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "sidecar-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
