@@ -126,11 +126,11 @@ func init() {
 
 		// Removed in 2026-07-28; a 2025-era session has them from the
 		// sidecar (legacy.go).
-		"initialize":                {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveInitialize},
-		"ping":                      {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveEmpty},
-		"logging/setLevel":          {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSetLevel},
-		"resources/subscribe":       {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
-		"resources/unsubscribe":     {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
+		"initialize":            {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveInitialize},
+		"ping":                  {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveEmpty},
+		"logging/setLevel":      {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSetLevel},
+		"resources/subscribe":   {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
+		"resources/unsubscribe": {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
 		// The notifications clients send. None is forwarded
 		// (serveNotification): a 2025-era client's notifications/cancelled
 		// ends the named call of its own session (legacyinput.go); a

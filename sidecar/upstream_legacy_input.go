@@ -107,8 +107,8 @@ type upCall struct {
 	// abandon ends it when the client gives the call up, telling the
 	// upstream (cancelUpstream).
 	abandon func()
-	stop   func() bool        // detaches cancel from the current client request
-	in     callInput
+	stop    func() bool // detaches cancel from the current client request
+	in      callInput
 	// released is set by release (one goroutine owns an upCall at a time).
 	released bool
 }
