@@ -548,3 +548,49 @@ func TestParamHeadersCheckedForEveryUpstream(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioBridgeForwardsOnlyClientNotifications: the bridge, a 2025-era
+// server in front of a child every session shares, passes on only the
+// notifications a client sends (progress; cancelled mapped within the
+// session); anything else gets 400 and never reaches the child.
+func TestStdioBridgeForwardsOnlyClientNotifications(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	startEnv(t, []string{tenantStdioEnv + "=1"}, sidecarBin, "stdio", "--listen", addr, "--", exe)
+	url := "http://" + addr + "/mcp"
+	var sid string
+	eventually.True(t, "the stdio bridge to answer initialize", func() bool {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		sid = resp.Header.Get("Mcp-Session-Id")
+		return resp.StatusCode == http.StatusOK && sid != ""
+	})
+	hdr := []string{"Mcp-Session-Id", sid, "MCP-Protocol-Version", "2025-11-25"}
+	seen := func(marker string) string {
+		st, _, body := rawPost(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"seen","arguments":{"key":"`+marker+`"}}}`, hdr...)
+		var msg map[string]any
+		if err := json.Unmarshal(body, &msg); err != nil {
+			t.Fatalf("seen: HTTP %d %q", st, body)
+		}
+		return resultText(t, st, msg)
+	}
+	if st, _, body := rawPost(t, url, `{"jsonrpc":"2.0","method":"notifications/marker-b1","params":{}}`, hdr...); st != http.StatusBadRequest {
+		t.Errorf("arbitrary notification: HTTP %d %q, want 400", st, body)
+	}
+	if got := seen("marker-b1"); got != "not seen" {
+		t.Errorf("an arbitrary notification reached the child: %s", got)
+	}
+	if st, _, body := rawPost(t, url, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"marker-b2","progress":1}}`, hdr...); st != http.StatusAccepted || len(body) != 0 {
+		t.Errorf("notifications/progress: HTTP %d %q, want 202", st, body)
+	}
+	eventually.True(t, "the child to get the client's progress", func() bool { return seen("marker-b2") != "not seen" })
+}

@@ -143,7 +143,13 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusAccepted)
 	case !req.IsCall():
-		b.clientNotification(s, req)
+		if !b.clientNotification(s, req) {
+			// 2025-era Streamable HTTP: a notification the server does not
+			// accept gets an error status.
+			writeJSON(w, http.StatusBadRequest, errorResponse(jsonrpc.ID{}, jsonrpc.CodeMethodNotFound,
+				"Method not found: "+req.Method+" is not a notification a client sends"))
+			return
+		}
 		w.WriteHeader(http.StatusAccepted)
 	case req.Method == "resources/subscribe" || req.Method == "resources/unsubscribe":
 		b.subscription(w, r, s, req)
@@ -193,22 +199,25 @@ func (b *Bridge) initializeSession(w http.ResponseWriter, r *http.Request, req *
 	writeJSON(w, http.StatusOK, data)
 }
 
-// clientNotification handles a notification from a client: initialized is
-// the bridge's own business (done once per child), cancelled is mapped to
-// the id the child knows, the rest goes to the child as it is.
-func (b *Bridge) clientNotification(s *session, n *jsonrpc.Request) {
+// clientNotification handles a notification from a client and reports
+// whether it is one a client sends: initialized is the bridge's own
+// business (done once per child), cancelled is mapped to the id the child
+// knows for a call of the same session (never another session's), progress
+// and tasks/status go to the child as they are. Nothing else reaches the
+// child, which every session shares.
+func (b *Bridge) clientNotification(s *session, n *jsonrpc.Request) bool {
 	switch n.Method {
 	case "notifications/initialized":
-		return
+		return true
 	case "notifications/roots/list_changed":
-		return // the bridge declares no roots capability to the child
+		return true // the bridge declares no roots capability to the child
 	case "notifications/cancelled":
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
 			Reason    string          `json:"reason"`
 		}
 		if json.Unmarshal(n.Params, &p) != nil {
-			return
+			return true
 		}
 		b.mu.Lock()
 		id, ok := s.calls[string(p.RequestID)]
@@ -218,7 +227,10 @@ func (b *Bridge) clientNotification(s *session, n *jsonrpc.Request) {
 			b.fail(id, -32800, "Request cancelled")
 			b.cancel(c, id, p.Reason)
 		}
-		return
+		return true
+	case "notifications/progress", "notifications/tasks/status":
+	default:
+		return false
 	}
 	b.mu.Lock()
 	c := b.child
@@ -226,6 +238,7 @@ func (b *Bridge) clientNotification(s *session, n *jsonrpc.Request) {
 	if c != nil {
 		_ = notify(c, n.Method, n.Params)
 	}
+	return true
 }
 
 // forward sends a client's request to the child and relays the answer, as
