@@ -103,34 +103,11 @@ func (u *tenant) server(legacy bool) *mcp.Server {
 				return nil, nil, ctx.Err()
 			}
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "release"}, func(_ context.Context, _ *mcp.CallToolRequest, a keyArgs) (*mcp.CallToolResult, any, error) {
-		ch := u.releaseChan(a.Key)
-		u.mu.Lock()
-		select {
-		case <-ch:
-		default:
-			close(ch)
-		}
-		u.mu.Unlock()
-		return text("ok"), nil, nil
-	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "state"}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
-		u.mu.Lock()
-		b, _ := json.Marshal(map[string][]string{"entered": u.entered, "cancelled": u.cancelled})
-		u.mu.Unlock()
-		return text(string(b)), nil, nil
-	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "seen"}, func(_ context.Context, _ *mcp.CallToolRequest, a keyArgs) (*mcp.CallToolResult, any, error) {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		for _, m := range u.received {
-			// (Not the calls of this tool: they name the marker too.)
-			if bytes.Contains(m, []byte(a.Key)) && !bytes.Contains(m, []byte(`"name":"seen"`)) {
-				return text("seen: " + string(m[:min(len(m), 300)])), nil, nil
-			}
-		}
-		return text("not seen"), nil, nil
-	})
+	for _, name := range []string{"release", "state", "seen"} {
+		mcp.AddTool(srv, &mcp.Tool{Name: name}, func(_ context.Context, _ *mcp.CallToolRequest, a keyArgs) (*mcp.CallToolResult, any, error) {
+			return text(u.probe(name, a.Key)), nil, nil
+		})
+	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "regional", InputSchema: json.RawMessage(
 		`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"level":{"type":"integer"}}}`)},
 		func(_ context.Context, _ *mcp.CallToolRequest, a map[string]any) (*mcp.CallToolResult, any, error) {
@@ -140,6 +117,40 @@ func (u *tenant) server(legacy bool) *mcp.Server {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://tenant", Text: "t"}}}, nil
 	})
 	return srv
+}
+
+// probe answers the tests' questions (also the tools of the same names):
+// release a block call, the state of the block calls, whether a message
+// naming key was received.
+func (u *tenant) probe(tool, key string) string {
+	switch tool {
+	case "release":
+		ch := u.releaseChan(key)
+		u.mu.Lock()
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+		u.mu.Unlock()
+		return "ok"
+	case "state":
+		u.mu.Lock()
+		b, _ := json.Marshal(map[string][]string{"entered": u.entered, "cancelled": u.cancelled})
+		u.mu.Unlock()
+		return string(b)
+	case "seen":
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		for _, m := range u.received {
+			// (Not the calls of this tool: they name the marker too.)
+			if bytes.Contains(m, []byte(key)) && !bytes.Contains(m, []byte(`"name":"seen"`)) {
+				return "seen: " + string(m[:min(len(m), 300)])
+			}
+		}
+		return "not seen"
+	}
+	return "unknown probe " + tool
 }
 
 // recordingReader copies every line read from r into the tenant's record.
@@ -183,10 +194,15 @@ const (
 	upStdio  = "stdio-bridge"
 )
 
+// probeFunc asks the tenant directly, not through the sidecar (so that the
+// sidecar's upstream ids are spent only on the tests' own calls).
+type probeFunc func(t *testing.T, tool, key string) string
+
 // tenantEnv starts the tenant as kind and a sidecar in front of it.
-func tenantEnv(t *testing.T, kind string, sidecarArgs ...string) *env {
+func tenantEnv(t *testing.T, kind string, sidecarArgs ...string) (*env, probeFunc) {
 	t.Helper()
 	e := &env{upAddr: freePort(t)}
+	var probe probeFunc
 	switch kind {
 	case upStdio:
 		exe, err := os.Executable()
@@ -201,8 +217,10 @@ func tenantEnv(t *testing.T, kind string, sidecarArgs ...string) *env {
 			}
 			return err == nil
 		})
+		probe = bridgeProbe(t, "http://"+e.upAddr+"/mcp")
 	default:
 		u := newTenant()
+		probe = func(_ *testing.T, tool, key string) string { return u.probe(tool, key) }
 		legacy := kind == upLegacy
 		srv := u.server(legacy)
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
@@ -224,14 +242,35 @@ func tenantEnv(t *testing.T, kind string, sidecarArgs ...string) *env {
 		t.Cleanup(func() { _ = hs.Close() })
 	}
 	e.startSidecar(t, sidecarArgs...)
-	return e
+	return e, probe
 }
 
-// tenantCall calls a tenant tool as a 2026-07-28 client and returns its text.
-func tenantCall(t *testing.T, url, tool, key string) string {
+// bridgeProbe asks the stdio child through a bridge session of its own.
+func bridgeProbe(t *testing.T, url string) probeFunc {
 	t.Helper()
-	st, _, msg := do(t, rpcReq(t, url, "c-"+tool+"-"+key, "tools/call", tool, `,"name":"`+tool+`","arguments":{"key":`+jsonQuote(key)+`}`))
-	return resultText(t, st, msg)
+	var sid string
+	eventually.True(t, "the stdio bridge to answer initialize", func() bool {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		sid = resp.Header.Get("Mcp-Session-Id")
+		return resp.StatusCode == http.StatusOK && sid != ""
+	})
+	return func(t *testing.T, tool, key string) string {
+		t.Helper()
+		st, _, body := rawPost(t, url, `{"jsonrpc":"2.0","id":"probe","method":"tools/call","params":{"name":"`+tool+`","arguments":{"key":`+jsonQuote(key)+`}}}`,
+			"Mcp-Session-Id", sid, "MCP-Protocol-Version", "2025-11-25")
+		var msg map[string]any
+		if err := json.Unmarshal(body, &msg); err != nil {
+			t.Fatalf("probe %s: HTTP %d %q", tool, st, body)
+		}
+		return resultText(t, st, msg)
+	}
 }
 
 func jsonQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -249,19 +288,19 @@ func resultText(t *testing.T, st int, msg map[string]any) string {
 }
 
 // tenantState is what the tenant says about its block calls.
-func tenantState(t *testing.T, url string) (entered, cancelled []string) {
+func tenantState(t *testing.T, probe probeFunc) (entered, cancelled []string) {
 	t.Helper()
 	var s struct{ Entered, Cancelled []string }
-	if err := json.Unmarshal([]byte(tenantCall(t, url, "state", "")), &s); err != nil {
+	if err := json.Unmarshal([]byte(probe(t, "state", "")), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s.Entered, s.Cancelled
 }
 
-func waitEntered(t *testing.T, url string, keys ...string) {
+func waitEntered(t *testing.T, probe probeFunc, keys ...string) {
 	t.Helper()
 	eventually.True(t, fmt.Sprintf("the upstream to run block %v", keys), func() bool {
-		entered, _ := tenantState(t, url)
+		entered, _ := tenantState(t, probe)
 		for _, k := range keys {
 			if !slices.Contains(entered, k) {
 				return false
@@ -310,18 +349,20 @@ func modernHeaders(m string) []string {
 func TestNotificationCannotCancelAnotherClientsCall(t *testing.T) {
 	for _, kind := range []string{upLegacy, upStdio} {
 		t.Run(kind, func(t *testing.T) {
-			e := tenantEnv(t, kind)
+			e, probe := tenantEnv(t, kind)
 			// The pool first grows to its 4 sessions (each busy once),
 			// then idles: A's call then takes the first session, B's
 			// three the others, and a notification the least busy one,
-			// the first on a tie: A's.
+			// the first on a tie: A's. (The test watches the upstream
+			// directly, so the sidecar's sequential upstream ids go only
+			// to these calls: A's is well inside the sprayed range.)
 			warm := []string{"w1", "w2", "w3", "w4"}
 			for _, k := range warm {
 				go doQuiet(rpcReq(t, e.mcp, "w-"+k, "tools/call", "block", `,"name":"block","arguments":{"key":"`+k+`"}`))
-				waitEntered(t, e.mcp, k)
+				waitEntered(t, probe, k)
 			}
 			for _, k := range warm {
-				tenantCall(t, e.mcp, "release", k)
+				probe(t, "release", k)
 			}
 			type answer struct {
 				st  int
@@ -332,10 +373,10 @@ func TestNotificationCannotCancelAnotherClientsCall(t *testing.T) {
 				st, _, msg := doQuiet(rpcReq(t, e.mcp, "a-1", "tools/call", "block", `,"name":"block","arguments":{"key":"a"}`))
 				aDone <- answer{st, msg}
 			}()
-			waitEntered(t, e.mcp, "a")
+			waitEntered(t, probe, "a")
 			for _, k := range []string{"b1", "b2", "b3"} {
 				go doQuiet(rpcReq(t, e.mcp, "b-"+k, "tools/call", "block", `,"name":"block","arguments":{"key":"`+k+`"}`))
-				waitEntered(t, e.mcp, k)
+				waitEntered(t, probe, k)
 			}
 			for round := range 2 {
 				for n := 1; n <= 300; n++ {
@@ -347,7 +388,7 @@ func TestNotificationCannotCancelAnotherClientsCall(t *testing.T) {
 					}
 				}
 			}
-			tenantCall(t, e.mcp, "release", "a")
+			probe(t, "release", "a")
 			select {
 			case a := <-aDone:
 				res, _ := a.msg["result"].(map[string]any)
@@ -357,11 +398,11 @@ func TestNotificationCannotCancelAnotherClientsCall(t *testing.T) {
 			case <-ctxDone(t):
 				t.Fatal("client A's call did not end after its release")
 			}
-			if _, cancelled := tenantState(t, e.mcp); slices.Contains(cancelled, "a") {
+			if _, cancelled := tenantState(t, probe); slices.Contains(cancelled, "a") {
 				t.Errorf("the upstream saw client A's call cancelled: %v", cancelled)
 			}
 			for _, k := range []string{"b1", "b2", "b3"} {
-				tenantCall(t, e.mcp, "release", k)
+				probe(t, "release", k)
 			}
 		})
 	}
@@ -381,7 +422,7 @@ func ctxDone(t *testing.T) <-chan struct{} {
 func TestClientCancelsItsOwnCall(t *testing.T) {
 	for _, kind := range []string{upModern, upLegacy, upStdio} {
 		t.Run(kind, func(t *testing.T) {
-			e := tenantEnv(t, kind)
+			e, probe := tenantEnv(t, kind)
 			// 2026-07-28: the client closes its stream.
 			ctx, cancel := context.WithCancel(context.Background())
 			req := rpcReq(t, e.mcp, 1, "tools/call", "block", `,"name":"block","arguments":{"key":"modern"}`)
@@ -392,10 +433,10 @@ func TestClientCancelsItsOwnCall(t *testing.T) {
 					resp.Body.Close()
 				}
 			}()
-			waitEntered(t, e.mcp, "modern")
+			waitEntered(t, probe, "modern")
 			cancel()
 			eventually.True(t, "the upstream to see the 2026-07-28 client's call cancelled", func() bool {
-				_, cancelled := tenantState(t, e.mcp)
+				_, cancelled := tenantState(t, probe)
 				return slices.Contains(cancelled, "modern")
 			})
 
@@ -403,13 +444,13 @@ func TestClientCancelsItsOwnCall(t *testing.T) {
 			sid := legacyInit(t, e.mcp, "2025-11-25")
 			hdr := []string{"Mcp-Session-Id", sid, "MCP-Protocol-Version", "2025-11-25"}
 			go doQuiet(legacyReq(t, e.mcp, 7, "tools/call", `{"name":"block","arguments":{"key":"legacy"}}`, hdr...))
-			waitEntered(t, e.mcp, "legacy")
+			waitEntered(t, probe, "legacy")
 			st, _, body := rawPost(t, e.mcp, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`, hdr...)
 			if st != http.StatusAccepted || len(body) != 0 {
 				t.Fatalf("notifications/cancelled: HTTP %d %q, want 202 without a body", st, body)
 			}
 			eventually.True(t, "the upstream to see the 2025-era client's call cancelled", func() bool {
-				_, cancelled := tenantState(t, e.mcp)
+				_, cancelled := tenantState(t, probe)
 				return slices.Contains(cancelled, "legacy")
 			})
 		})
@@ -432,7 +473,7 @@ func TestNotificationsStopAtTheChokePoint(t *testing.T) {
 	listenParams := `"notifications":{"toolsListChanged":true,"resourceSubscriptions":[` + strings.Join(uris, ",") + `]}`
 	for _, kind := range []string{upModern, upLegacy, upStdio} {
 		t.Run(kind, func(t *testing.T) {
-			e := tenantEnv(t, kind)
+			e, probe := tenantEnv(t, kind)
 			sid := legacyInit(t, e.mcp, "2025-11-25")
 			legacyHdr := []string{"Mcp-Session-Id", sid, "MCP-Protocol-Version", "2025-11-25"}
 			for _, tc := range []struct {
@@ -484,7 +525,7 @@ func TestNotificationsStopAtTheChokePoint(t *testing.T) {
 						t.Errorf("%s: %v, want code %s and id null", tc.name, msg, tc.code)
 					}
 				}
-				if got := tenantCall(t, e.mcp, "seen", tc.marker); got != "not seen" {
+				if got := probe(t, "seen", tc.marker); got != "not seen" {
 					t.Errorf("%s: reached the upstream: %s", tc.name, got)
 				}
 			}
@@ -519,7 +560,7 @@ func TestParamHeadersCheckedForEveryUpstream(t *testing.T) {
 	}
 	envs := map[string]*env{}
 	for _, kind := range []string{upModern, upLegacy, upStdio} {
-		envs[kind] = tenantEnv(t, kind)
+		envs[kind], _ = tenantEnv(t, kind)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
