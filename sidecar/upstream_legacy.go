@@ -308,15 +308,16 @@ func (t *generationTransport) legacyRoundTrip(req *http.Request) (*http.Response
 	// (Server.serveNotification), and one that comes here anyway is
 	// answered as accepted and dropped.
 	var method string
-	hasID := false
+	hasID, hasMethod := false, false
 	_ = eachMember(body, func(m member) bool {
 		switch {
 		case keyIs(m.key, "id"):
 			hasID = true
 		case keyIs(m.key, "method"):
 			method, _ = stringValue(body[m.start:m.end])
+			hasMethod = true
 		}
-		return true
+		return !hasID || !hasMethod // both found (usually before params): done
 	})
 	if !hasID {
 		return &http.Response{StatusCode: http.StatusAccepted, Status: "202 Accepted", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
