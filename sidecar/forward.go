@@ -60,7 +60,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 			}
 		}
 	}
-	if req.session != nil && !req.isNotification() {
+	if req.session != nil {
 		// A 2025-era session's call: cancellable by notifications/cancelled,
 		// and relayed through input rounds (legacyinput.go).
 		s.forwardLegacy(w, r, req)
@@ -117,7 +117,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 	switch {
 	case isEventStream(resp.Header):
 		s.relayEvents(w, r, resp, req, lc)
-	case isJSON(resp.Header) && !req.isNotification():
+	case isJSON(resp.Header):
 		buf := respBufs.Get().(*bytes.Buffer)
 		defer putRespBuf(buf)
 		buf.Reset()
@@ -208,7 +208,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 				s.log.Debug("Upstream event stream ended", "method", req.method, "err", err)
 			}
-			if answered || req.isNotification() {
+			if answered {
 				return
 			}
 			var e *rpcError

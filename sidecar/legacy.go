@@ -321,10 +321,6 @@ func negotiate(requested string) string {
 // serveInitialize answers initialize: serverInfo and instructions from the
 // upstream, its capabilities plus what the sidecar and catalog add.
 func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *request) {
-	if req.isNotification() {
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
 	var p struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
@@ -369,10 +365,6 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 
 // serveEmpty answers ping and logging/setLevel with an empty result.
 func (s *Server) serveEmpty(w http.ResponseWriter, _ *http.Request, req *request) {
-	if req.isNotification() {
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
 	s.writeResult(w, req, []byte(`{}`))
 }
 
@@ -380,10 +372,6 @@ func (s *Server) serveEmpty(w http.ResponseWriter, _ *http.Request, req *request
 // session on this replica and sent with its calls (the modern logLevel
 // _meta key); a replica that has not seen it assumes info.
 func (s *Server) serveSetLevel(w http.ResponseWriter, _ *http.Request, req *request) {
-	if req.isNotification() {
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
 	level, ok := paramString(req, "level")
 	if !ok || !logLevels[level] {
 		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency"))
@@ -406,10 +394,6 @@ var logLevels = map[string]bool{"debug": true, "info": true, "notice": true, "wa
 // a session: the URI joins (or leaves) the session's subscriptions on this
 // replica, and every GET stream the session has open here.
 func (s *Server) serveSubscribe(w http.ResponseWriter, _ *http.Request, req *request) {
-	if req.isNotification() {
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
 	uri, ok := paramString(req, "uri")
 	if !ok || uri == "" {
 		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: "+req.method+" requires params.uri"))

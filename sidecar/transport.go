@@ -126,7 +126,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req *request) {
 	spec := req.spec
 	owner := ownUpstream
-	if spec != nil && spec.serve != nil && !req.isNotification() {
+	if spec != nil && spec.serve != nil {
 		owner = spec.owner
 	}
 	switch {
