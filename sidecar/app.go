@@ -53,13 +53,24 @@ type Config struct {
 	// upstream's input requests (DefaultInputTimeout when 0).
 	InputTimeout     time.Duration
 	MaxListenStreams int
-	Keepalive        time.Duration
-	MaxBodyBytes     int64
-	MaxHeaderBytes   int
-	MaxResponseBytes int
-	DrainDelay       time.Duration
-	DrainJitter      time.Duration
-	DrainBudget      time.Duration
+	// MaxSubscriptions and MaxSubscriptionBytes bound the resource subscriptions the replica
+	// holds (DefaultMaxSubscriptions, DefaultMaxSubscriptionBytes when 0).
+	MaxSubscriptions     int
+	MaxSubscriptionBytes int64
+	// MaxConnections caps the connections open on the MCP port (MaxListenStreams +
+	// DefaultExtraConnections when 0); MaxInflightRequests the POSTs served at once
+	// (DefaultMaxInflightRequests when 0); BodyReadTimeout the wait for one request body
+	// (DefaultBodyReadTimeout when 0).
+	MaxConnections      int
+	MaxInflightRequests int64
+	BodyReadTimeout     time.Duration
+	Keepalive           time.Duration
+	MaxBodyBytes        int64
+	MaxHeaderBytes      int
+	MaxResponseBytes    int
+	DrainDelay          time.Duration
+	DrainJitter         time.Duration
+	DrainBudget         time.Duration
 	// DrainToken must come with GET/POST /drain (Authorization: Bearer); empty refuses
 	// every drain over HTTP (SIGTERM still drains).
 	DrainToken string
@@ -152,7 +163,17 @@ func New(cfg Config) (*App, error) {
 			tracing.WithClientSampledPerSecond(n)
 		}
 	}
-	hub := NewHub(HubOptions{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Metrics: m, Tracing: tracing})
+	if cfg.MaxListenStreams <= 0 {
+		cfg.MaxListenStreams = DefaultMaxListenStreams
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = cfg.MaxListenStreams + DefaultExtraConnections
+	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	hub := NewHub(HubOptions{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Metrics: m, Tracing: tracing,
+		MaxSubscriptions: cfg.MaxSubscriptions, MaxSubscriptionBytes: cfg.MaxSubscriptionBytes})
 	up := NewUpstreamWith(cfg.Upstream, cfg.MaxResponseBytes, cfg.UpstreamTransport)
 	up.SetLogger(cfg.Logger)
 	cat, err := newCatalogWiring(cfg, hub, up, m)
@@ -183,6 +204,8 @@ func New(cfg Config) (*App, error) {
 		SessionTTL:                 cfg.SessionTTL,
 		InputTimeout:               cfg.InputTimeout,
 		MaxBodyBytes:               cfg.MaxBodyBytes,
+		BodyReadTimeout:            cfg.BodyReadTimeout,
+		MaxInflightRequests:        cfg.MaxInflightRequests,
 		MaxResponseBytes:           cfg.MaxResponseBytes,
 		Hub:                        hub,
 		Logger:                     cfg.Logger,
@@ -200,6 +223,7 @@ func New(cfg Config) (*App, error) {
 	if a.mcpLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, err
 	}
+	a.mcpLn = newLimitListener(a.mcpLn, cfg.MaxConnections, m)
 	if a.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
 		a.mcpLn.Close()
 		return nil, err
@@ -218,9 +242,14 @@ func (a *App) Run(ctx context.Context) error {
 		Handler:           mux,
 		BaseContext:       a.Server.BaseContext,
 		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    a.cfg.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
+		// A backstop for bodies no handler reads (another path, a refused method), which
+		// net/http reads before answering: the MCP handler sets its own body deadline and
+		// clears the read deadline once the body is in, so streams and long calls are not
+		// cut by it.
+		ReadTimeout:    readHeaderTimeout + a.cfg.BodyReadTimeout,
+		IdleTimeout:    idleTimeout,
+		MaxHeaderBytes: a.cfg.MaxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
 	}
 	adminSrv := &http.Server{
 		Handler:           a.adminHandler(),

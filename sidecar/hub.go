@@ -53,8 +53,13 @@ type HubOptions struct {
 	Keepalive    time.Duration // DefaultKeepalive when 0; negative disables
 	WriteTimeout time.Duration // DefaultStreamWriteTimeout when 0
 	Writers      int           // fan-out goroutines; procs.FanoutWorkers() when 0
-	Logger       *slog.Logger
-	Metrics      *Metrics
+	// MaxSubscriptions and MaxSubscriptionBytes bound the subscriptions the replica holds,
+	// streams' and 2025-era sessions' together (DefaultMaxSubscriptions and
+	// DefaultMaxSubscriptionBytes when 0).
+	MaxSubscriptions     int
+	MaxSubscriptionBytes int64
+	Logger               *slog.Logger
+	Metrics              *Metrics
 	// Tracing records a span per fan-out (nil: no traces).
 	Tracing *Tracing
 }
@@ -80,6 +85,10 @@ type Hub struct {
 	byKind    map[Kind]*streamSet
 	byURI     map[string]*streamSet
 	closing   bool
+	// subCount and subBytes are the subscriptions the replica holds (streams' and 2025-era
+	// sessions'), within opts.MaxSubscriptions and opts.MaxSubscriptionBytes.
+	subCount int
+	subBytes int64
 
 	// toolsGen counts the tools changes published (paramheaders.go keeps
 	// the upstream's tool annotations until it moves).
@@ -100,6 +109,12 @@ func NewHub(o HubOptions) *Hub {
 	}
 	if o.Keepalive == 0 {
 		o.Keepalive = DefaultKeepalive
+	}
+	if o.MaxSubscriptions == 0 {
+		o.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if o.MaxSubscriptionBytes == 0 {
+		o.MaxSubscriptionBytes = DefaultMaxSubscriptionBytes
 	}
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = DefaultStreamWriteTimeout
@@ -184,6 +199,10 @@ type stream struct {
 	// subscription id, and a retry hint instead of a complete result at
 	// the end.
 	legacy bool
+	// subN and subB are the subscriptions of uris taken from the replica's budget (guarded by
+	// Hub.mu); uncharge gives them back.
+	subN int
+	subB int64
 	// onClose runs once when the stream ends (nil: nothing to do).
 	onClose func(*stream)
 
@@ -582,17 +601,25 @@ var legacyRetryEvent = []byte("retry: 1000\n\n")
 
 // subscribe adds uri to a stream's subscriptions (2025-era
 // resources/subscribe). A stream not registered yet gets it when add
-// registers it.
-func (h *Hub) subscribe(s *stream, uri string) {
+// registers it. It reports false, changing nothing, when the replica's
+// subscription budget has no room for it.
+func (h *Hub) subscribe(s *stream, uri string) bool {
 	h.mu.Lock()
 	if slices.Contains(s.uris, uri) {
 		h.mu.Unlock()
-		return
+		return true
 	}
+	cost := subscriptionBytes(uri)
+	if !h.takeLocked(1, cost) {
+		h.mu.Unlock()
+		return false
+	}
+	s.subN++
+	s.subB += cost
 	s.uris = append(s.uris, uri)
 	if _, ok := h.all.pos[s]; !ok {
 		h.mu.Unlock()
-		return
+		return true
 	}
 	set := h.byURI[uri]
 	newURI := set == nil
@@ -605,6 +632,7 @@ func (h *Hub) subscribe(s *stream, uri string) {
 	if newURI {
 		h.signalURIs()
 	}
+	return true
 }
 
 // unsubscribe removes uri from a stream's subscriptions.
@@ -616,6 +644,12 @@ func (h *Hub) unsubscribe(s *stream, uri string) {
 		return
 	}
 	s.uris = slices.Delete(s.uris, i, i+1)
+	if s.subN > 0 {
+		cost := subscriptionBytes(uri)
+		s.subN--
+		s.subB -= cost
+		h.giveLocked(1, cost)
+	}
 	if _, ok := h.all.pos[s]; !ok {
 		h.mu.Unlock()
 		return
@@ -632,6 +666,70 @@ func (h *Hub) unsubscribe(s *stream, uri string) {
 	if gone {
 		h.signalURIs()
 	}
+}
+
+// charge takes the subscriptions of a new stream's URIs from the replica's budget, before the
+// stream is attached; false means no room (nothing taken). Whoever charges a stream
+// uncharges it when it ends.
+func (h *Hub) charge(s *stream) bool {
+	var b int64
+	for _, u := range s.uris {
+		b += subscriptionBytes(u)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.takeLocked(len(s.uris), b) {
+		return false
+	}
+	s.subN, s.subB = len(s.uris), b
+	return true
+}
+
+// uncharge gives a stream's subscriptions back to the budget; it is idempotent.
+func (h *Hub) uncharge(s *stream) {
+	h.mu.Lock()
+	h.giveLocked(s.subN, s.subB)
+	s.subN, s.subB = 0, 0
+	h.mu.Unlock()
+}
+
+// takeSubscriptions takes n subscriptions of b bytes (a 2025-era session's) from the
+// replica's budget, or reports that there is no room.
+func (h *Hub) takeSubscriptions(n int, b int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.takeLocked(n, b)
+}
+
+// giveSubscriptions returns what takeSubscriptions took.
+func (h *Hub) giveSubscriptions(n int, b int64) {
+	h.mu.Lock()
+	h.giveLocked(n, b)
+	h.mu.Unlock()
+}
+
+func (h *Hub) takeLocked(n int, b int64) bool {
+	if n == 0 {
+		return true
+	}
+	if h.subCount+n > h.opts.MaxSubscriptions || h.subBytes+b > h.opts.MaxSubscriptionBytes {
+		return false
+	}
+	h.subCount += n
+	h.subBytes += b
+	h.m.subscriptions.Set(float64(h.subCount))
+	h.m.subscriptionBytes.Set(float64(h.subBytes))
+	return true
+}
+
+func (h *Hub) giveLocked(n int, b int64) {
+	if n == 0 {
+		return
+	}
+	h.subCount -= n
+	h.subBytes -= b
+	h.m.subscriptions.Set(float64(h.subCount))
+	h.m.subscriptionBytes.Set(float64(h.subBytes))
 }
 
 // endAllWriters bounds the goroutines EndAll writes complete results with,

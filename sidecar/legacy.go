@@ -392,43 +392,81 @@ var logLevels = map[string]bool{"debug": true, "info": true, "notice": true, "wa
 
 // serveSubscribe answers resources/subscribe and resources/unsubscribe for
 // a session: the URI joins (or leaves) the session's subscriptions on this
-// replica, and every GET stream the session has open here.
+// replica, and every GET stream the session has open here. A URI over
+// MaxURIBytes is Invalid params; past the session's bounds or the replica's,
+// the subscribe is refused (-32603) and what the session holds stays.
 func (s *Server) serveSubscribe(w http.ResponseWriter, _ *http.Request, req *request) {
 	uri, ok := paramString(req, "uri")
 	if !ok || uri == "" {
 		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: "+req.method+" requires params.uri"))
 		return
 	}
+	if len(uri) > MaxURIBytes {
+		s.m.refuseSubscription(refusedURI)
+		s.failReq(w, req, uriError(http.StatusOK))
+		return
+	}
 	if req.session == nil {
 		s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: "+req.method+" needs a session (Mcp-Session-Id from initialize)"))
 		return
 	}
-	subscribe := req.method == "resources/subscribe"
+	var e *rpcError
 	s.states.mu.Lock()
-	st := s.states.getLocked(req.session)
-	if st == nil || (subscribe && !st.uris[uri] && len(st.uris) >= maxSessionSubscriptions) {
-		s.states.mu.Unlock()
-		s.failReq(w, req, newErr(http.StatusOK, codeInternalError, "Internal error: subscription limit reached"))
-		return
-	}
-	if subscribe {
-		if st.uris == nil {
-			st.uris = map[string]bool{}
-		}
-		st.uris[uri] = true
-	} else {
+	if st := s.states.getLocked(req.session); st == nil {
+		e = newErr(http.StatusOK, codeInternalError, "Internal error: subscription limit reached")
+	} else if req.method == "resources/subscribe" {
+		e = s.subscribeLocked(st, uri)
+	} else if st.uris[uri] {
+		cost := subscriptionBytes(uri)
 		delete(st.uris, uri)
-	}
-	streams := slices.Clone(st.streams)
-	s.states.mu.Unlock()
-	for _, x := range streams {
-		if subscribe {
-			s.hub.subscribe(x, uri)
-		} else {
+		st.bytes -= cost
+		s.hub.giveSubscriptions(1, cost)
+		for _, x := range st.streams {
 			s.hub.unsubscribe(x, uri)
 		}
 	}
+	s.states.mu.Unlock()
+	if e != nil {
+		s.failReq(w, req, e)
+		return
+	}
 	s.writeResult(w, req, []byte(`{}`))
+}
+
+// subscribeLocked adds uri to a session's subscriptions and to its open GET streams, each
+// taking its share of the replica's budget, or none of them (s.states.mu held; the hub's
+// mutex is taken inside it, never the other way round).
+func (s *Server) subscribeLocked(st *sessionState, uri string) *rpcError {
+	if st.uris[uri] {
+		return nil
+	}
+	cost := subscriptionBytes(uri)
+	if len(st.uris) >= MaxSessionSubscriptions || st.bytes+cost > MaxSessionSubscriptionBytes {
+		s.m.refuseSubscription(refusedSession)
+		return newErr(http.StatusOK, codeInternalError, "Internal error: subscription limit reached for this session (max "+
+			strconv.Itoa(MaxSessionSubscriptions)+" URIs, "+strconv.Itoa(MaxSessionSubscriptionBytes)+" bytes)")
+	}
+	// Expired sessions' subscriptions are given back only when room is needed.
+	if !s.hub.takeSubscriptions(1, cost) && (!s.states.purgeLocked() || !s.hub.takeSubscriptions(1, cost)) {
+		s.m.refuseSubscription(refusedReplica)
+		return errSubscriptionLimit(http.StatusOK)
+	}
+	for i, x := range st.streams {
+		if !s.hub.subscribe(x, uri) {
+			for _, y := range st.streams[:i] {
+				s.hub.unsubscribe(y, uri)
+			}
+			s.hub.giveSubscriptions(1, cost)
+			s.m.refuseSubscription(refusedReplica)
+			return errSubscriptionLimit(http.StatusOK)
+		}
+	}
+	if st.uris == nil {
+		st.uris = map[string]bool{}
+	}
+	st.uris[uri] = true
+	st.bytes += cost
+	return nil
 }
 
 // serveLegacyGet opens a session's notification stream: list_changed for
@@ -468,26 +506,39 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 		kinds |= KindResources
 	}
 	st := &stream{legacy: true, kinds: kinds}
+	// The stream holds its own copy of the session's subscriptions (in the hub's indexes), so it
+	// takes its share of the replica's budget: a session's URIs times its streams is bounded.
+	var refuse *rpcError
 	s.states.mu.Lock()
 	state := s.states.getLocked(sess)
-	if state != nil {
+	if state == nil {
+		refuse = newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: session limit reached")
+	} else {
 		for u := range state.uris {
 			st.uris = append(st.uris, u)
 		}
 		slices.Sort(st.uris)
-		state.streams = append(state.streams, st)
+		if s.hub.charge(st) {
+			state.streams = append(state.streams, st)
+		} else {
+			s.m.refuseSubscription(refusedReplica)
+			refuse = errSubscriptionLimit(http.StatusServiceUnavailable)
+		}
 	}
 	s.states.mu.Unlock()
-	if state == nil {
-		s.fail(w, nil, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: session limit reached"))
+	if refuse != nil {
+		s.fail(w, nil, refuse)
 		return
 	}
+	// forget runs once the stream is over; after it no subscribe reaches the stream, so its
+	// subscriptions are given back for good.
 	forget := func(x *stream) {
 		s.states.mu.Lock()
 		if i := slices.Index(state.streams, x); i >= 0 {
 			state.streams = slices.Delete(state.streams, i, i+1)
 		}
 		s.states.mu.Unlock()
+		s.hub.uncharge(x)
 	}
 	st.onClose = forget
 	var first []byte
@@ -525,8 +576,7 @@ func (s *Server) serveLegacyDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.states.mu.Lock()
-	state := s.states.m[sess.key]
-	delete(s.states.m, sess.key)
+	state := s.states.dropLocked(sess.key)
 	s.states.endLocked(sess)
 	var streams []*stream
 	if state != nil {

@@ -26,8 +26,9 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 		s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: notifications: "+err.Error()))
 		return
 	}
-	if len(want.ResourceSubscriptions) > maxResourceSubscriptions {
-		s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: too many resourceSubscriptions (max "+strconv.Itoa(maxResourceSubscriptions)+")"))
+	if e, reason := checkStreamURIs(want.ResourceSubscriptions); e != nil {
+		s.m.refuseSubscription(reason)
+		s.fail(w, req.id, e)
 		return
 	}
 	info := s.up.current()
@@ -60,11 +61,39 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 	}
 	agreedJSON, _ := json.Marshal(agreed)
 	st := &stream{id: bytes.Clone(req.id), kinds: kinds, uris: uris}
+	if !s.hub.charge(st) {
+		s.m.refuseSubscription(refusedReplica)
+		s.fail(w, req.id, errSubscriptionLimit(http.StatusServiceUnavailable))
+		return
+	}
+	st.onClose = s.hub.uncharge
 	// A listen that honours nothing, or arrives while draining, gets its
 	// acknowledgement and then its complete result at once.
-	_ = s.attachStream(w, r, st, ackEvent(st.id, agreedJSON), kinds == 0 && len(uris) == 0, func() {
-		s.fail(w, req.id, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: Subscription limit reached"))
-	})
+	if !s.attachStream(w, r, st, ackEvent(st.id, agreedJSON), kinds == 0 && len(uris) == 0, func() {
+		s.fail(w, req.id, errSubscriptionLimit(http.StatusServiceUnavailable))
+	}) {
+		s.hub.uncharge(st) // never registered, or already closed
+	}
+}
+
+// checkStreamURIs bounds the URIs of one listen: their count, each one's length and their
+// bytes together. The filter is the request's params, so a listen over a bound is Invalid
+// params; it returns the reason label too.
+func checkStreamURIs(uris []string) (*rpcError, string) {
+	if len(uris) > MaxStreamSubscriptions {
+		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: too many resourceSubscriptions (max "+strconv.Itoa(MaxStreamSubscriptions)+")"), refusedStream
+	}
+	var b int64
+	for _, u := range uris {
+		if len(u) > MaxURIBytes {
+			return uriError(http.StatusBadRequest), refusedURI
+		}
+		b += subscriptionBytes(u)
+	}
+	if b > MaxStreamSubscriptionBytes {
+		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: resourceSubscriptions exceed "+strconv.Itoa(MaxStreamSubscriptionBytes)+" bytes"), refusedStream
+	}
+	return nil, ""
 }
 
 // attachStream answers a request that opens a stream the hub owns (a

@@ -21,6 +21,16 @@ type Metrics struct {
 	inflight          prometheus.Gauge
 	relayConnected    prometheus.Gauge
 
+	// subscriptions and subscriptionBytes: what the replica holds (Hub.subCount, subBytes).
+	subscriptions        prometheus.Gauge
+	subscriptionBytes    prometheus.Gauge
+	subscriptionsRefused *prometheus.CounterVec
+	// connections on the MCP port (limitListener), and what the caps refused.
+	connections        prometheus.Gauge
+	connectionsRefused prometheus.Counter
+	requestsRefused    prometheus.Counter
+	bodyReadTimeouts   prometheus.Counter
+
 	catalogApplied      prometheus.Counter
 	catalogRejected     prometheus.Counter
 	catalogRejectedNow  prometheus.Gauge
@@ -76,6 +86,34 @@ func NewMetrics() *Metrics {
 			Name: "switchboard_sidecar_upstream_listen_connected",
 			Help: "1 while the sidecar's own listen stream to the upstream is established.",
 		}),
+		subscriptions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_sidecar_subscriptions",
+			Help: "Resource subscriptions held: every listen stream's, 2025-era session's and GET stream's on this replica (--max-subscriptions).",
+		}),
+		subscriptionBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_sidecar_subscription_bytes",
+			Help: "Bytes of the subscribed URIs held, as JSON strings (--max-subscription-bytes).",
+		}),
+		subscriptionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_subscriptions_refused_total",
+			Help: "Subscriptions (a listen, a resources/subscribe, a 2025-era GET stream) refused by a bound, by reason: uri (too long), stream, session, replica.",
+		}, []string{"reason"}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_sidecar_connections",
+			Help: "Connections open on the MCP port, listen streams included (--max-connections).",
+		}),
+		connectionsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_connections_refused_total",
+			Help: "Connections answered 503 and closed because --max-connections were open.",
+		}),
+		requestsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_requests_refused_total",
+			Help: "Requests answered 503 because --max-inflight-requests were being served.",
+		}),
+		bodyReadTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_body_read_timeouts_total",
+			Help: "Requests whose body did not arrive within --body-read-timeout (answered 408, connection closed).",
+		}),
 		catalogApplied: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_sidecar_catalog_revisions_applied_total",
 			Help: "Catalog revisions applied.",
@@ -126,6 +164,8 @@ func NewMetrics() *Metrics {
 		m.catalogRevision, m.draining, m.drainStreamsEnded, m.drainSeconds)
 	m.Registry.MustRegister(m.listenStreams, m.notificationsSent, m.fanoutSeconds,
 		m.upstreamSeconds, m.errors, m.inflight, m.relayConnected,
+		m.subscriptions, m.subscriptionBytes, m.subscriptionsRefused,
+		m.connections, m.connectionsRefused, m.requestsRefused, m.bodyReadTimeouts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.upstreamBy = map[string]prometheus.Observer{"other": m.upstreamSeconds.WithLabelValues("other")}
 	for k := range methods {
@@ -138,6 +178,9 @@ func NewMetrics() *Metrics {
 	for _, t := range []string{notifToolsListChanged, notifPromptsListChanged, notifResourcesListChange, notifResourcesUpdated} {
 		m.notificationsSent.WithLabelValues(t)
 	}
+	for _, r := range []string{refusedURI, refusedStream, refusedSession, refusedReplica} {
+		m.subscriptionsRefused.WithLabelValues(r)
+	}
 	for _, c := range []int64{codeParseError, codeInvalidRequest, codeMethodNotFound, codeInvalidParams, codeInternalError,
 		codeHeaderMismatch, codeUnsupportedProto} {
 		m.errors.WithLabelValues(strconv.FormatInt(c, 10))
@@ -147,6 +190,19 @@ func NewMetrics() *Metrics {
 
 func (m *Metrics) observeUpstream(method string, d time.Duration) {
 	m.upstreamBy[methodLabel(method)].Observe(d.Seconds())
+}
+
+// admitted registers the gauge of the POSTs being served (Server.admitted); the first Server
+// of a registry registers it.
+func (m *Metrics) admitted(f func() float64) {
+	_ = m.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchboard_sidecar_requests_in_progress",
+		Help: "POSTs being served, from their headers on (a body still arriving included), listen streams aside (--max-inflight-requests).",
+	}, f))
+}
+
+func (m *Metrics) refuseSubscription(reason string) {
+	m.subscriptionsRefused.WithLabelValues(reason).Inc()
 }
 
 func (m *Metrics) countError(code int64) {

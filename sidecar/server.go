@@ -19,13 +19,6 @@ const (
 	DefaultMaxBodyBytes = 4 << 20
 	// DefaultMaxHeaderBytes bounds request headers (net/http answers 431).
 	DefaultMaxHeaderBytes = 64 << 10
-	// bodyReadTimeout bounds reading a request body larger than
-	// inlineBodyBytes or of unknown length (slow-body clients).
-	bodyReadTimeout = 30 * time.Second
-	// inlineBodyBytes is the body size read without a deadline of its own.
-	inlineBodyBytes = 16 << 10
-	// maxResourceSubscriptions bounds the URIs one listen may name.
-	maxResourceSubscriptions = 1024
 )
 
 // HintFunc decides the cache hints stamped on a cacheable result: the
@@ -59,11 +52,16 @@ type Options struct {
 	// must share it (a random key when empty: sessions then work on this
 	// replica only). SessionServer names the server in the ids, and
 	// SessionTTL is their lifetime (DefaultSessionTTL when 0).
-	SessionKey       []byte
-	SessionServer    string
-	SessionTTL       time.Duration
-	MaxBodyBytes     int64 // DefaultMaxBodyBytes when 0
-	MaxResponseBytes int   // DefaultMaxResponseBytes when 0
+	SessionKey    []byte
+	SessionServer string
+	SessionTTL    time.Duration
+	MaxBodyBytes  int64 // DefaultMaxBodyBytes when 0
+	// BodyReadTimeout bounds reading one request body (DefaultBodyReadTimeout when 0).
+	BodyReadTimeout time.Duration
+	// MaxInflightRequests caps the POSTs served at once, listen streams aside; past it a
+	// request gets 503 with Retry-After (DefaultMaxInflightRequests when 0).
+	MaxInflightRequests int64
+	MaxResponseBytes    int // DefaultMaxResponseBytes when 0
 	// Hints stamps cache hints; DefaultHints when nil (the overlay's when
 	// Overlay is set).
 	Hints HintFunc
@@ -94,6 +92,9 @@ type Server struct {
 	tr   *Tracing // nil when tracing is off
 
 	inflight atomic.Int64 // requests in progress, listen streams aside (for drain)
+	// admitted counts the POSTs being served, from their headers on (a body still arriving
+	// included), within opts.MaxInflightRequests.
+	admitted atomic.Int64
 	draining atomic.Bool
 	// abortCtx ends with errDrainBudget when the drain budget is over
 	// (AbortInflight). It is the base of every request context (see
@@ -128,6 +129,12 @@ func NewServer(o Options) (*Server, error) {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if o.MaxInflightRequests <= 0 {
+		o.MaxInflightRequests = DefaultMaxInflightRequests
+	}
 	if o.Hints == nil {
 		o.Hints = DefaultHints
 		if o.Overlay != nil {
@@ -154,13 +161,15 @@ func NewServer(o Options) (*Server, error) {
 		hub:  o.Hub,
 		tr:   o.Tracing,
 	}
+	// Read at scrape time: the hot path only moves the counter it checks anyway.
+	o.Metrics.admitted(func() float64 { return float64(s.admitted.Load()) })
 	s.pol = newPolicy(!o.RejectLegacy)
 	key := o.SessionKey
 	if len(key) == 0 {
 		key = NewSessionKey()
 	}
 	s.sessions = newSessionCodec(key, o.SessionServer, o.SessionTTL)
-	s.states = newSessionStates()
+	s.states = newSessionStates(s.hub.giveSubscriptions)
 	s.calls = newClientCalls()
 	s.params = &paramTools{}
 	s.params.fetcher = s.readParamTools

@@ -33,8 +33,6 @@ const (
 	maxSessionIDBytes = 8 << 10
 	// sessionKeyBytes is the size of a generated key.
 	sessionKeyBytes = 32
-	// maxSessionSubscriptions bounds the URIs one session subscribes to.
-	maxSessionSubscriptions = maxResourceSubscriptions
 	// maxSessionStates bounds the sessions this replica keeps local state
 	// for (subscriptions, log level, open GET streams).
 	maxSessionStates = 100000
@@ -197,6 +195,7 @@ type sessionState struct {
 	expires time.Time
 	level   string
 	uris    map[string]bool // nil until the first subscribe
+	bytes   int64           // subscriptionBytes of uris, taken from the replica's budget
 	streams []*stream       // its open GET streams here (usually one)
 }
 
@@ -208,10 +207,37 @@ type sessionStates struct {
 	m  map[string]*sessionState
 	// ended are the sessions DELETEd on this replica, until they expire.
 	ended map[string]time.Time
+	// release gives the subscriptions of a dropped session back to the replica's budget
+	// (Hub.giveSubscriptions).
+	release func(n int, b int64)
 }
 
-func newSessionStates() *sessionStates {
-	return &sessionStates{m: map[string]*sessionState{}, ended: map[string]time.Time{}}
+func newSessionStates(release func(n int, b int64)) *sessionStates {
+	return &sessionStates{m: map[string]*sessionState{}, ended: map[string]time.Time{}, release: release}
+}
+
+// dropLocked forgets a session's state and gives its subscriptions back.
+func (ss *sessionStates) dropLocked(key string) *sessionState {
+	st := ss.m[key]
+	if st != nil {
+		delete(ss.m, key)
+		ss.release(len(st.uris), st.bytes)
+	}
+	return st
+}
+
+// purgeLocked drops the expired sessions with no stream open here and reports whether it
+// dropped any.
+func (ss *sessionStates) purgeLocked() bool {
+	now := time.Now()
+	purged := false
+	for id, s := range ss.m {
+		if !now.Before(s.expires) && len(s.streams) == 0 {
+			ss.dropLocked(id)
+			purged = true
+		}
+	}
+	return purged
 }
 
 // end records that a session was deleted here (bounded: expired entries are
@@ -247,12 +273,7 @@ func (ss *sessionStates) getLocked(sess *legacySession) *sessionState {
 		return st
 	}
 	if len(ss.m) >= maxSessionStates {
-		now := time.Now()
-		for id, s := range ss.m {
-			if !now.Before(s.expires) && len(s.streams) == 0 {
-				delete(ss.m, id)
-			}
-		}
+		ss.purgeLocked()
 		if len(ss.m) >= maxSessionStates {
 			return nil
 		}

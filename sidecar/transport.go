@@ -25,6 +25,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s.fail(w, nil, e)
 				return
 			}
+			// No body to read: the connection's backstop read deadline (App) must not end
+			// the stream.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 			if r.Method == http.MethodGet {
 				s.serveLegacyGet(w, r)
 			} else {
@@ -36,27 +39,36 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, nil, newErr(http.StatusMethodNotAllowed, codeInvalidRequest, "Method not allowed: the MCP endpoint accepts POST only"))
 		return
 	}
+	// Past the in-flight cap the request is refused before its body is read.
+	if s.admitted.Add(1) > s.opts.MaxInflightRequests {
+		s.admitted.Add(-1)
+		s.m.requestsRefused.Inc()
+		w.Header().Set("Retry-After", busyRetryAfter)
+		s.fail(w, nil, errBusy())
+		return
+	}
+	admitted := true
+	defer func() {
+		if admitted {
+			s.admitted.Add(-1)
+		}
+	}()
 	// Read the whole (bounded) body first so that every error below can
 	// carry the request id.
-	// A small body arrives with its headers (ReadHeaderTimeout covers
-	// it); only bodies that may trickle in get their own read deadline,
-	// because each deadline change costs timer work on every request.
-	var rc *http.ResponseController
-	if r.ContentLength < 0 || r.ContentLength > inlineBodyBytes {
-		rc = http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if rc != nil {
-		_ = rc.SetReadDeadline(time.Time{})
-	}
+	body, err := s.readBody(w, r)
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
 			s.fail(w, nil, newErr(http.StatusRequestEntityTooLarge, codeInvalidRequest, "Request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes"))
-			return
+		case errors.As(err, &ne) && ne.Timeout():
+			// The connection cannot be read any more; net/http closes it after this answer.
+			s.m.bodyReadTimeouts.Inc()
+			s.fail(w, nil, newErr(http.StatusRequestTimeout, codeInvalidRequest, "Request body not received within "+s.opts.BodyReadTimeout.String()))
+		default:
+			s.fail(w, nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Reading request body: "+err.Error()))
 		}
-		s.fail(w, nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Reading request body: "+err.Error()))
 		return
 	}
 	req, perr := parseRequest(body)
@@ -90,7 +102,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.method == methodListen && !req.legacy && !req.isNotification() {
-		s.serveListen(w, r, req) // a stream, ended by the drain itself
+		// A stream, ended by the drain itself; streams have their own cap.
+		s.admitted.Add(-1)
+		admitted = false
+		s.serveListen(w, r, req)
 		return
 	}
 	if s.tr != nil {
@@ -116,6 +131,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.dispatch(w, r, req)
+}
+
+// readBody reads a request body whole, bounded in size and in time: net/http's deadlines end
+// with the headers (ReadHeaderTimeout), so a client that announces a body and never sends it
+// would hold this goroutine and its connection for good. The deadline covers the body only
+// and is cleared after it: the same connection may carry a long-lived stream or a long call
+// next (http.Server.ReadTimeout would stay in force and end those).
+//
+// After a failed read the deadline stays and the connection closes after the answer: net/http
+// would otherwise try to read the rest of the body before answering, with no deadline.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		return nil, err
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	return body, nil
 }
 
 // dispatch is the choke point: every request of every protocol generation
