@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -232,7 +233,13 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 	if len(uris) > 0 {
 		filter["resourceSubscriptions"] = uris
 	}
-	fb, _ := json.Marshal(filter)
+	// Without HTML escaping, the URIs' encoded size is what the hub's subscription budget
+	// counts (subscriptionBytes), so this body is bounded by --max-subscription-bytes.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(filter)
+	fb := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	sctx, cancel := context.WithCancel(ctx)
 	id := "switchboard-relay-" + strconv.FormatInt(rl.seq.Add(1), 10)
 	req, err := modernRequest(sctx, rl.up.url, id, methodListen, `,"notifications":`+string(fb))

@@ -33,6 +33,9 @@ const (
 	DefaultMaxLineBytes    = 32 << 20 // one message from the child (the sidecar's --max-response-bytes)
 	DefaultMaxStderrLine   = 16 << 10
 	DefaultMaxBodyBytes    = 4 << 20 // one request from a client (the sidecar's --max-body-bytes)
+	// DefaultBodyReadTimeout bounds reading one request body (the sidecar's
+	// --body-read-timeout): net/http's deadlines end with the headers.
+	DefaultBodyReadTimeout = 30 * time.Second
 	DefaultProtocolVersion = "2025-11-25"
 	DefaultDrainBudget     = 30 * time.Second
 	DefaultStdinGrace      = 5 * time.Second
@@ -74,6 +77,8 @@ type Config struct {
 	MaxLineBytes    int
 	MaxStderrLine   int
 	MaxBodyBytes    int64
+	// BodyReadTimeout bounds reading one request body (DefaultBodyReadTimeout when 0).
+	BodyReadTimeout time.Duration
 	ProtocolVersion string // asked of the child in the bridge's initialize
 	DrainBudget     time.Duration
 	StdinGrace      time.Duration
@@ -94,6 +99,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.BodyReadTimeout <= 0 {
+		c.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if c.ProtocolVersion == "" {
 		c.ProtocolVersion = DefaultProtocolVersion

@@ -669,3 +669,27 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestBridgeSlowBody: a client that sends a POST's headers and then not its body loses the
+// connection at the body deadline instead of holding it and a goroutine for good; a normal
+// client is served meanwhile.
+func TestBridgeSlowBody(t *testing.T) {
+	h := startBridge(t, []string{legacyServer(t)}, func(c *Config) { c.BodyReadTimeout = time.Second })
+	h.childPid(t)
+	addr := strings.TrimSuffix(strings.TrimPrefix(h.url, "http://"), DefaultPath)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 16000\r\n\r\n{", DefaultPath, addr)
+	none := &rawSession{url: h.url, http: http.DefaultClient}
+	if _, status, _ := none.post(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); status != http.StatusBadRequest {
+		t.Fatalf("a normal request: HTTP %d, want 400 (no session)", status)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	b, err := io.ReadAll(c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the bridge kept the slow connection open (read %q)", b)
+	}
+}

@@ -101,7 +101,17 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
+	// The deadline covers the body only (a client that never sends it would hold this
+	// goroutine and the connection for good); it is cleared before the call, which may stream
+	// for long. After a failed read it stays, and the connection closes after the answer.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(b.cfg.BodyReadTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.cfg.MaxBodyBytes))
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	} else {
+		w.Header().Set("Connection", "close")
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

@@ -30,6 +30,7 @@ func Main(args []string) int {
 	fs.IntVar(&cfg.MaxLineBytes, "max-line-bytes", DefaultMaxLineBytes, "largest message the MCP server may write on stdout; a larger answer fails its request")
 	fs.IntVar(&cfg.MaxStderrLine, "max-stderr-line-bytes", DefaultMaxStderrLine, "longest stderr line copied to the log whole (longer lines are cut)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body")
+	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", DefaultBodyReadTimeout, "longest wait for one request body; past it the connection is closed")
 	fs.StringVar(&cfg.ProtocolVersion, "protocol-version", DefaultProtocolVersion, "protocol version the bridge asks of the MCP server in its initialize")
 	fs.DurationVar(&cfg.DrainBudget, "drain-budget", DefaultDrainBudget, "on SIGTERM, longest wait for requests in flight")
 	fs.DurationVar(&cfg.StdinGrace, "stdin-grace", DefaultStdinGrace, "on SIGTERM, wait after closing the MCP server's stdin before SIGTERM")
