@@ -29,10 +29,10 @@ import (
 // Defaults and limits. Each has a flag in Main where an operator may need
 // another value.
 const (
-	DefaultPath            = "/mcp"
-	DefaultMaxLineBytes    = 32 << 20 // one message from the child (the sidecar's --max-response-bytes)
-	DefaultMaxStderrLine   = 16 << 10
-	DefaultMaxBodyBytes    = 4 << 20 // one request from a client (the sidecar's --max-body-bytes)
+	DefaultPath          = "/mcp"
+	DefaultMaxLineBytes  = 32 << 20 // one message from the child (the sidecar's --max-response-bytes)
+	DefaultMaxStderrLine = 16 << 10
+	DefaultMaxBodyBytes  = 4 << 20 // one request from a client (the sidecar's --max-body-bytes)
 	// DefaultBodyReadTimeout bounds reading one request body (the sidecar's
 	// --body-read-timeout): net/http's deadlines end with the headers.
 	DefaultBodyReadTimeout = 30 * time.Second
@@ -71,12 +71,12 @@ var bridgeClientInfo = `{"name":"switchboard-stdio-bridge","version":` + strconv
 
 // Config configures a Bridge.
 type Config struct {
-	Listen          string
-	Path            string
-	Command         []string
-	MaxLineBytes    int
-	MaxStderrLine   int
-	MaxBodyBytes    int64
+	Listen        string
+	Path          string
+	Command       []string
+	MaxLineBytes  int
+	MaxStderrLine int
+	MaxBodyBytes  int64
 	// BodyReadTimeout bounds reading one request body (DefaultBodyReadTimeout when 0).
 	BodyReadTimeout time.Duration
 	ProtocolVersion string // asked of the child in the bridge's initialize
