@@ -447,7 +447,7 @@ func (s *Server) subscribeLocked(st *sessionState, uri string) *rpcError {
 			strconv.Itoa(MaxSessionSubscriptions)+" URIs, "+strconv.Itoa(MaxSessionSubscriptionBytes)+" bytes)")
 	}
 	// Expired sessions' subscriptions are given back only when room is needed.
-	if !s.hub.takeSubscriptions(1, cost) && (!s.states.purgeLocked() || !s.hub.takeSubscriptions(1, cost)) {
+	if !s.hub.takeSubscriptions(1, cost) && (!s.states.purgeLocked(st) || !s.hub.takeSubscriptions(1, cost)) {
 		s.m.refuseSubscription(refusedReplica)
 		return errSubscriptionLimit(http.StatusOK)
 	}

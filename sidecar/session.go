@@ -226,13 +226,13 @@ func (ss *sessionStates) dropLocked(key string) *sessionState {
 	return st
 }
 
-// purgeLocked drops the expired sessions with no stream open here and reports whether it
-// dropped any.
-func (ss *sessionStates) purgeLocked() bool {
+// purgeLocked drops the expired sessions with no stream open here, keep aside (the state a
+// request is working on), and reports whether it dropped any.
+func (ss *sessionStates) purgeLocked(keep *sessionState) bool {
 	now := time.Now()
 	purged := false
 	for id, s := range ss.m {
-		if !now.Before(s.expires) && len(s.streams) == 0 {
+		if s != keep && !now.Before(s.expires) && len(s.streams) == 0 {
 			ss.dropLocked(id)
 			purged = true
 		}
@@ -273,7 +273,7 @@ func (ss *sessionStates) getLocked(sess *legacySession) *sessionState {
 		return st
 	}
 	if len(ss.m) >= maxSessionStates {
-		ss.purgeLocked()
+		ss.purgeLocked(nil)
 		if len(ss.m) >= maxSessionStates {
 			return nil
 		}

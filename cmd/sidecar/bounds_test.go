@@ -222,14 +222,29 @@ func TestSubscriptionsPerReplica(t *testing.T) {
 		callTool(t, e.mcp, "test_trigger_tool_change")
 		a.nextMethod(t, "notifications/tools/list_changed")
 		b.nextMethod(t, "notifications/tools/list_changed")
+		// A GET stream holds its own copy of its session's subscriptions: no room for it now.
+		get, _ := http.NewRequest(http.MethodGet, e.mcp, nil)
+		get.Header.Set("Accept", "text/event-stream")
+		get.Header.Set("Mcp-Session-Id", sid)
+		st, _, msg = do(t, get)
+		wantError(t, "GET stream past 10 subscriptions", st, msg, http.StatusServiceUnavailable, -32603)
+		// Ending the session gives its subscriptions back.
+		del, _ := http.NewRequest(http.MethodDelete, e.mcp, nil)
+		del.Header.Set("Mcp-Session-Id", sid)
+		if st, _, _ := do(t, del); st != http.StatusNoContent {
+			t.Fatalf("DELETE: HTTP %d", st)
+		}
+		if n := metric(t, e.admin, "switchboard_sidecar_subscriptions"); n != 8 {
+			t.Errorf("subscriptions held after DELETE = %v, want 8", n)
+		}
 		// A stream that ends gives its subscriptions back.
 		a.close()
 		eventually.True(t, "a listen to fit once a stream closed", func() bool {
 			st, msg := tryListen(t, e.mcp, "d", `{"resourceSubscriptions":`+uriList(4, 30, 8)+`}`)
 			return st == http.StatusOK && msg["event"] != nil
 		})
-		if n := metric(t, e.admin, `switchboard_sidecar_subscriptions_refused_total{reason="replica"}`); n < 2 {
-			t.Errorf("refused subscriptions (replica) = %v, want at least 2", n)
+		if n := metric(t, e.admin, `switchboard_sidecar_subscriptions_refused_total{reason="replica"}`); n < 3 {
+			t.Errorf("refused subscriptions (replica) = %v, want at least 3", n)
 		}
 	})
 	t.Run("bytes", func(t *testing.T) {
@@ -299,7 +314,8 @@ func TestSlowBody(t *testing.T) {
 }
 
 // TestStreamsOutliveBodyDeadline: the body deadline covers reading a request body only: listen
-// streams and 2025-era GET streams open longer than it still get their notifications.
+// streams and 2025-era GET streams open longer than it (and than the server's ReadTimeout
+// backstop) still get their notifications.
 func TestStreamsOutliveBodyDeadline(t *testing.T) {
 	e := newEnv(t, "--body-read-timeout", "1s")
 	l := listen(t, e.mcp, "l", `{"toolsListChanged":true}`)
@@ -307,7 +323,9 @@ func TestStreamsOutliveBodyDeadline(t *testing.T) {
 	sid := legacyInit(t, e.mcp, "2025-11-25")
 	get := openLegacyGet(t, e.mcp, sid, "")
 	get.until(t, "the priming event", func(s string) bool { return strings.HasPrefix(s, "id: ") })
-	time.Sleep(3 * time.Second) // three body deadlines
+	// Past the body deadline (1 s) and the connection's ReadTimeout backstop (the header
+	// timeout, 10 s, plus the body deadline).
+	time.Sleep(12 * time.Second)
 	callTool(t, e.mcp, "test_trigger_tool_change")
 	l.nextMethod(t, "notifications/tools/list_changed")
 	get.until(t, "tools/list_changed", isMethod("notifications/tools/list_changed"))
