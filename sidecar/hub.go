@@ -672,6 +672,9 @@ func (h *Hub) unsubscribe(s *stream, uri string) {
 // stream is attached; false means no room (nothing taken). Whoever charges a stream
 // uncharges it when it ends.
 func (h *Hub) charge(s *stream) bool {
+	if len(s.uris) == 0 {
+		return true
+	}
 	var b int64
 	for _, u := range s.uris {
 		b += subscriptionBytes(u)
