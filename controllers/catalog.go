@@ -141,7 +141,15 @@ func catalogFor(s *mcpv1alpha1.MCPServer, accepted items) *catalog.Catalog {
 		c.Tools = append(c.Tools, toolEntry(&t))
 	}
 	for _, r := range accepted.Resources {
-		c.Resources = append(c.Resources, resourceEntry(&r))
+		e := resourceEntry(&r)
+		if e.Source.Secret != nil && e.Cache == nil {
+			// A Secret's content is never public, whatever the server's default says (the
+			// MCPResource's CEL checks only its own caching): the server's TTL, Private.
+			h := c.Server.Caching.ResourceRead
+			h.CacheScope = catalog.ScopePrivate
+			e.Cache = &h
+		}
+		c.Resources = append(c.Resources, e)
 	}
 	for _, p := range accepted.Prompts {
 		c.Prompts = append(c.Prompts, promptEntry(&p))
@@ -208,6 +216,9 @@ func resourceEntry(r *mcpv1alpha1.MCPResource) catalog.Resource {
 	}
 	if r.Spec.Caching != nil {
 		h := cacheHint(r.Spec.Caching)
+		if out.Source.Secret != nil {
+			h.CacheScope = catalog.ScopePrivate // the CEL already refuses Public; this holds without it
+		}
 		out.Cache = &h
 	}
 	return out

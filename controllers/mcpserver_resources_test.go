@@ -175,3 +175,28 @@ func TestCatalogFor(t *testing.T) {
 		t.Fatal("the revision depends on more than the content")
 	}
 }
+
+// TestCatalogForSecretReadIsPrivate (security review F15): the server's caching.resourceRead is
+// Public and the Secret-backed MCPResource sets no caching (its CEL only checks its own): the
+// compiled catalog still stamps the Secret-backed resource Private, keeping the server's TTL,
+// while a ConfigMap-backed one without caching falls back to the server's Public default.
+func TestCatalogForSecretReadIsPrivate(t *testing.T) {
+	s := builderServer()
+	s.Spec.Caching = &mcpv1alpha1.CachingSpec{ResourceRead: &mcpv1alpha1.CacheHint{TTLSeconds: ptr.To[int32](60), Scope: mcpv1alpha1.CacheScopePublic}}
+	secret := *newResource("ns", "token", "weather", "secret://token", mcpv1alpha1.ResourceSource{SecretKeyRef: &mcpv1alpha1.KeyReference{Name: "creds", Key: "token"}})
+	cm := *newResource("ns", "doc", "weather", "docs://doc", mcpv1alpha1.ResourceSource{ConfigMapKeyRef: &mcpv1alpha1.KeyReference{Name: "cm", Key: "k"}})
+	c := catalogFor(s, items{Resources: []mcpv1alpha1.MCPResource{secret, cm}})
+	if err := catalog.Validate(c); err != nil {
+		t.Fatal(err)
+	}
+	byURI := map[string]catalog.Resource{}
+	for _, r := range c.Resources {
+		byURI[r.URI] = r
+	}
+	if h := byURI["secret://token"].Cache; h == nil || *h != (catalog.CacheHint{TTLMs: 60000, CacheScope: catalog.ScopePrivate}) {
+		t.Errorf("Secret-backed resource hint %+v, want ttl 60000 private", h)
+	}
+	if h := byURI["docs://doc"].Cache; h != nil {
+		t.Errorf("ConfigMap-backed resource without caching got its own hint %+v; want the server's default", h)
+	}
+}

@@ -378,11 +378,18 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 	s.writeResult(w, req, out)
 }
 
+// readHint is the hint of a read the sidecar answers: the resource's own, else the server's
+// default. A Secret's content is always private, whatever either says: the MCPResource's CEL
+// checks only its own hint, and a catalog may come from an older controller or a file.
 func readHint(c *catalog.Catalog, r *catalog.Resource) catalog.CacheHint {
+	h := c.Server.Caching.ResourceRead
 	if r != nil && r.Cache != nil {
-		return *r.Cache
+		h = *r.Cache
 	}
-	return c.Server.Caching.ResourceRead
+	if r != nil && r.Source.Secret != nil {
+		h.CacheScope = catalog.ScopePrivate
+	}
+	return h
 }
 
 // servePromptGet renders declared prompts and forwards the rest.
