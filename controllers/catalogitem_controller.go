@@ -54,7 +54,7 @@ func (r *CatalogItemReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		Reason: mcpv1alpha1.ReasonServerNotFound,
 		Message: "spec.serverRef names MCPServer " + serverRefOf(obj) + ", which does not exist in this namespace; " +
 			"create it or fix the reference"}
-	published, _ := publishedCondition(verdict{Reason: mcpv1alpha1.ReasonServerNotFound}, "", false, "", "")
+	published, _ := publishedCondition(verdict{Reason: mcpv1alpha1.ReasonServerNotFound}, sourceProblem{}, false, "", "")
 	u := newItemStatus(obj, accepted, published, nil, "", "", false)
 	u.pin = &toolPin{}
 	var result ctrl.Result

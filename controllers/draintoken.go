@@ -44,6 +44,34 @@ func drainTokenSecretFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) (*corev
 	}, nil
 }
 
+// ensureOwnSecrets makes sure the server's drain-token and session Secrets exist and are its
+// own, before any child uses them: a Secret of either name that the server does not control is
+// refused, and nothing is applied (security review F17: whoever planted it would know the token
+// or the key).
+func (r *MCPServerReconciler) ensureOwnSecrets(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if res, err := r.ensureDrainToken(ctx, s); err != nil {
+		return res, err
+	}
+	return ctrl.Result{}, r.ensureSessionSecret(ctx, s)
+}
+
+// refusal is a failure only a person can clear; reason is the condition reason that names it.
+// It is not terminal: the controller retries with backoff, so it recovers once the person acted.
+type refusal struct{ reason, message string }
+
+func (e *refusal) Error() string { return e.message }
+
+// notOwned refuses a Secret of one of the server's reserved names that the server does not
+// control, and says how to clear it; nil when the server controls it.
+func notOwned(server *mcpv1alpha1.MCPServer, sec *corev1.Secret) error {
+	if metav1.IsControlledBy(sec, server) {
+		return nil
+	}
+	return &refusal{reason: mcpv1alpha1.ReasonSecretNotOwned, message: fmt.Sprintf(
+		"Secret %s/%s exists but this MCPServer does not control it, so Switchboard does not use it (whoever created it would know its token or key); "+
+			"delete it (kubectl delete secret -n %s %s) and the controller creates its own", sec.Namespace, sec.Name, sec.Namespace, sec.Name)}
+}
+
 // ensureDrainToken makes sure the server's drain-token Secret exists and puts the token into the
 // sidecar settings. It reads the Secret from the cache (which holds only Switchboard's own
 // Secrets) and, when the cache has none, creates one; if another reconcile created it first the
@@ -54,12 +82,12 @@ func (r *MCPServerReconciler) ensureDrainToken(ctx context.Context, s *scope) (c
 	err := r.Get(ctx, key, sec)
 	switch {
 	case err == nil:
+		if err := notOwned(s.server, sec); err != nil {
+			return ctrl.Result{}, err
+		}
 		if t, ok := kube.ValidDrainToken(sec); ok {
 			s.cfg.DrainToken = t
 			return ctrl.Result{}, nil
-		}
-		if !metav1.IsControlledBy(sec, s.server) {
-			return ctrl.Result{}, fmt.Errorf("secret %s exists but is not Switchboard's; delete or rename it so the drain token can be stored", key)
 		}
 		// Edited by hand into something unusable: replace the token (the pods roll).
 		fresh, err := drainTokenSecretFor(s.server, s.names)
@@ -83,8 +111,12 @@ func (r *MCPServerReconciler) ensureDrainToken(ctx context.Context, s *scope) (c
 	}
 	err = r.Create(ctx, fresh, client.FieldOwner(FieldOwner))
 	if apierrors.IsAlreadyExists(err) {
-		// The cache lags behind a Secret created moments ago: read it from the API server.
+		// The cache lags behind a Secret created moments ago, or does not hold one created
+		// without Switchboard's label: read it from the API server, and take it only if ours.
 		if err := r.APIReader.Get(ctx, key, sec); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := notOwned(s.server, sec); err != nil {
 			return ctrl.Result{}, err
 		}
 		t, ok := kube.ValidDrainToken(sec)

@@ -173,7 +173,7 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 		{"MCPPrompt invalid spec", badPrompt, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "to", failed, "to", ""},
 		{"MCPPrompt catalog rejected", inRejected, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogRejected, "Degraded", "bad schema", failed, "bad schema", ""},
 		{"MCPTool withheld by its pin", pinned, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonToolWithheld, "Degraded", "set spec.upstreamDigest to sha256:bbbb", failed, "differs from spec.upstreamDigest", ""},
-		{"MCPResource source not found", noSource, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonSourceNotFound, "Degraded", `"missing"`, failed, `"missing"`, ""},
+		{"MCPResource source not exposed", noSource, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonSourceNotExposed, "Degraded", `"missing"`, failed, `"missing"`, ""},
 		{"MCPResource catalog too large", chunks[16], mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge", failed, "more than the", ""},
 	}
 	return cases, step
@@ -462,11 +462,12 @@ func TestAppliedTogether(t *testing.T) {
 	}
 
 	mustCreate(t, newServer(ns, "late", 0), res)
-	itemCondition(t, res, mcpv1alpha1.ConditionPublished, metav1.ConditionFalse, mcpv1alpha1.ReasonSourceNotFound)
-	if r := kstatusOf(t, res); r.Status != kstatus.InProgressStatus || !strings.Contains(r.Message, `"stations" does not exist`) {
+	itemCondition(t, res, mcpv1alpha1.ConditionPublished, metav1.ConditionFalse, mcpv1alpha1.ReasonSourceNotExposed)
+	if r := kstatusOf(t, res); r.Status != kstatus.InProgressStatus || !strings.Contains(r.Message, `"stations" is not exposed`) {
 		t.Fatalf("a resource whose ConfigMap is not there yet: %s (%s)", r.Status, r.Message)
 	}
-	mustCreate(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stations", Namespace: ns}, Data: map[string]string{"list": "a,b"}})
+	mustCreate(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stations", Namespace: ns, Labels: map[string]string{ExposeToLabel: "late"}},
+		Data: map[string]string{"list": "a,b"}})
 
 	for _, obj := range []client.Object{tool, res} {
 		eventually.Succeeds(t, obj.GetName()+" Current", func() error {

@@ -42,18 +42,17 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/kube"
 )
 
-// sourceRecheckInterval is how often a server with a missing resource source looks again: the
-// controller does not watch arbitrary ConfigMaps and Secrets (the sidecar does, by name).
-const sourceRecheckInterval = 30 * time.Second
-
 // MCPServerReconciler reconciles an MCPServer.
 type MCPServerReconciler struct {
 	client.Client
-	// APIReader reads what the cache does not hold: resource sources (ConfigMaps and Secrets
-	// of users) and pods before their report is pruned.
+	// APIReader reads what the cache does not hold: the content of exposed resource sources
+	// (for their keys) and pods before their report is pruned.
 	APIReader client.Reader
-	Scheme    *runtime.Scheme
-	Recorder  events.EventRecorder
+	// Sources reads the metadata of the ConfigMaps and Secrets labelled ExposeToLabel
+	// (newSourceCache); it holds no other object of users.
+	Sources  client.Reader
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
 	// SidecarImage is the default sidecar image (--sidecar-image).
 	SidecarImage string
 }
@@ -76,8 +75,9 @@ type scope struct {
 	revision        string
 	tooLarge        bool
 	tooLargeMessage string
-	// missingSources: MCPResource name -> what is missing.
-	missingSources map[string]string
+	// sourceProblems: accepted MCPResource name -> why its ConfigMap or Secret cannot be read
+	// (absent: it can, or the resource has no such source).
+	sourceProblems map[string]sourceProblem
 
 	// failedChildren are the children the API server refused in this reconcile.
 	failedChildren childErrors
@@ -103,9 +103,12 @@ type phase func(context.Context, *scope) (ctrl.Result, error)
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// The manager reads users' Secrets only by name, to check resource sources; it needs get/list/watch
-// on them anyway, because RBAC lets it grant the sidecar only what it holds itself. It creates and
-// patches one Secret of its own per server, the drain token (<server>-drain-token).
+// Secrets: the manager caches only its own (label selected) and the metadata of those labelled
+// ExposeToLabel; it reads the content of a user's Secret only once the Secret is exposed to a
+// server, to check the key. RBAC cannot select by label, so it still holds get/list/watch on every
+// Secret it may see: list/watch for those label-selected caches, and get because RBAC lets it
+// grant a sidecar's Role only what it holds itself. It creates two Secrets of its own per server
+// (<server>-drain-token, <server>-sidecar-session) and patches the first.
 
 // Reconcile turns one MCPServer into its children and tells the truth in its status.
 func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
@@ -124,7 +127,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	// The phases apply the children and read what the status is decided from; they write
 	// nothing else.
-	for _, p := range []phase{r.validate, r.ensureDrainToken, r.compileCatalog, r.applyChildren, r.observe, r.checkSources} {
+	for _, p := range []phase{r.validate, r.ensureOwnSecrets, r.compileCatalog, r.applyChildren, r.observe} {
 		res, err := p(ctx, s)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -153,15 +156,25 @@ func (r *MCPServerReconciler) validate(_ context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
-// compileCatalog lists the server's tools, resources and prompts, decides which are accepted
-// and compiles and encodes the catalog.
+// compileCatalog lists the server's tools, resources and prompts, decides which are accepted,
+// checks the ConfigMaps and Secrets of the accepted resources, and compiles and encodes the
+// catalog of what may be served.
 func (r *MCPServerReconciler) compileCatalog(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var err error
 	if s.items, err = listItems(ctx, r.Client, s.server.Namespace, s.server.Name); err != nil {
 		return ctrl.Result{}, err
 	}
 	s.resolution = resolve(s.items)
-	s.catalog = catalogFor(s.server, s.resolution.accepted)
+	result, err := r.checkSources(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	served := s.resolution.accepted
+	served.Resources = slices.DeleteFunc(slices.Clone(served.Resources), func(res mcpv1alpha1.MCPResource) bool {
+		p, ok := s.sourceProblems[res.Name]
+		return ok && !p.inCatalog
+	})
+	s.catalog = catalogFor(s.server, served)
 	if s.encoded, err = catalog.Encode(s.catalog); err != nil {
 		return ctrl.Result{}, fmt.Errorf("encoding the catalog: %w", err)
 	}
@@ -183,7 +196,7 @@ func (r *MCPServerReconciler) compileCatalog(ctx context.Context, s *scope) (ctr
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, nil
+	return result, nil
 }
 
 // childStep is one object the server owns and how to bring it to the wanted state.
@@ -194,9 +207,9 @@ type childStep struct {
 
 // children lists the server's children in the order they are applied: the catalog (unless it
 // is too large: then the previous one stays) and the status ConfigMap for the sidecars'
-// reports, the sidecar's ServiceAccount, Role and RoleBinding, the Service, the session Secret
-// (created once), and the Deployment, PodDisruptionBudget and NetworkPolicy, or their removal
-// when the server does not want them (External mode, one replica, spec.networkPolicy).
+// reports, the sidecar's ServiceAccount, Role and RoleBinding, the Service, and the Deployment,
+// PodDisruptionBudget and NetworkPolicy, or their removal when the server does not want them
+// (External mode, one replica, spec.networkPolicy). The Secrets come first (ensureOwnSecrets).
 func (r *MCPServerReconciler) children(s *scope) []childStep {
 	apply := func(obj child) childStep {
 		return childStep{kind: ptr.Deref(obj.GetKind(), ""), name: ptr.Deref(obj.GetName(), ""),
@@ -214,8 +227,7 @@ func (r *MCPServerReconciler) children(s *scope) []childStep {
 		apply(serviceAccountFor(s.server, s.names)),
 		apply(roleFor(s.server, s.names, s.catalog)),
 		apply(roleBindingFor(s.server, s.names)),
-		apply(serviceFor(s.server, s.names)),
-		childStep{kind: "Secret", name: s.names.SessionSecret, sync: func(ctx context.Context) error { return r.ensureSessionSecret(ctx, s) }})
+		apply(serviceFor(s.server, s.names)))
 	if s.server.Spec.Mode == mcpv1alpha1.WorkloadExternal {
 		out = append(out, remove(&appsv1.Deployment{}, "Deployment", s.names.Deployment))
 	} else {
@@ -319,24 +331,24 @@ func (r *MCPServerReconciler) goneReports(ctx context.Context, namespace string,
 	return gone, nil
 }
 
-// checkSources checks the sources of ConfigMap- and Secret-backed resources, and looks again
-// later while one is missing (the controller does not watch users' ConfigMaps and Secrets).
+// checkSources decides which ConfigMaps and Secrets of accepted resources may be served
+// (checkSource). Exposing, editing or deleting one is watched (watchSources), so nothing is
+// polled: a server looks again only when the grace of a new resource ends, to turn it Stalled
+// on time.
 func (r *MCPServerReconciler) checkSources(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var result ctrl.Result
-	s.missingSources = map[string]string{}
+	s.sourceProblems = map[string]sourceProblem{}
 	for _, res := range s.resolution.accepted.Resources {
-		if msg, err := r.checkSource(ctx, &res); err != nil {
+		p, err := r.checkSource(ctx, s.server.Name, &res)
+		if err != nil {
 			return ctrl.Result{}, err
-		} else if msg != "" {
-			s.missingSources[res.Name] = msg
-			// Look again when the grace of a new resource ends, to turn it Stalled on time.
-			again := sourceRecheckInterval
-			if left := graceLeft(&res, s.now); left > 0 && left < again {
-				again = left
-			}
-			if result.RequeueAfter == 0 || again < result.RequeueAfter {
-				result.RequeueAfter = again
-			}
+		}
+		if p.reason == "" {
+			continue
+		}
+		s.sourceProblems[res.Name] = p
+		if left := graceLeft(&res, s.now); p.waits() && left > 0 && (result.RequeueAfter == 0 || left < result.RequeueAfter) {
+			result.RequeueAfter = left
 		}
 	}
 	return result, nil
@@ -363,43 +375,6 @@ func (r *MCPServerReconciler) writeItemStatusAndPruneReports(ctx context.Context
 		errs = append(errs, r.Patch(ctx, status, client.RawPatch(types.MergePatchType, patch)))
 	}
 	return errors.Join(errs...)
-}
-
-// checkSource says what is missing behind a ConfigMap- or Secret-backed resource, or "".
-func (r *MCPServerReconciler) checkSource(ctx context.Context, res *mcpv1alpha1.MCPResource) (string, error) {
-	src := res.Spec.Source
-	var ref *mcpv1alpha1.KeyReference
-	var obj client.Object
-	var kind string
-	switch {
-	case src.ConfigMapKeyRef != nil:
-		ref, obj, kind = src.ConfigMapKeyRef, &corev1.ConfigMap{}, "ConfigMap"
-	case src.SecretKeyRef != nil:
-		ref, obj, kind = src.SecretKeyRef, &corev1.Secret{}, "Secret"
-	default:
-		return "", nil
-	}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: res.Namespace, Name: ref.Name}, obj)
-	if apierrors.IsNotFound(err) {
-		return fmt.Sprintf("%s %q does not exist; create it, and reads of this resource succeed without a restart", kind, ref.Name), nil
-	}
-	if err != nil {
-		return "", err
-	}
-	var has bool
-	switch o := obj.(type) {
-	case *corev1.ConfigMap:
-		_, has = o.Data[ref.Key]
-		if !has {
-			_, has = o.BinaryData[ref.Key]
-		}
-	case *corev1.Secret:
-		_, has = o.Data[ref.Key]
-	}
-	if !has {
-		return fmt.Sprintf("%s %q has no key %q", kind, ref.Name, ref.Key), nil
-	}
-	return "", nil
 }
 
 // patchStatus writes the status serverStatus decides, once and only when it changed, and
@@ -485,17 +460,28 @@ func (r *MCPServerReconciler) alreadyApplied(ctx context.Context, desired *unstr
 
 // ensureSessionSecret creates the session Secret when it does not exist. It never rewrites the
 // key: that would end every 2025-era session of the server (a deleted Secret is created again
-// with a new key; sidecars read it at start, so pods started afterwards use the new one).
+// with a new key; sidecars read it at start, so pods started afterwards use the new one). A
+// Secret of that name the server does not control is refused (notOwned), never adopted.
 func (r *MCPServerReconciler) ensureSessionSecret(ctx context.Context, s *scope) error {
 	// Read from the cache, which holds Switchboard's own Secrets (kube.CacheOptions), as the drain
 	// token is: a settled server costs no request.
-	err := r.Get(ctx, client.ObjectKey{Namespace: s.names.Namespace, Name: s.names.SessionSecret}, &corev1.Secret{})
-	if err == nil || !apierrors.IsNotFound(err) {
+	key := client.ObjectKey{Namespace: s.names.Namespace, Name: s.names.SessionSecret}
+	sec := &corev1.Secret{}
+	err := r.Get(ctx, key, sec)
+	if err == nil {
+		return notOwned(s.server, sec)
+	}
+	if !apierrors.IsNotFound(err) {
 		return err
 	}
 	err = r.Create(ctx, sessionSecretFor(s.server, s.names), client.FieldOwner(FieldOwner))
 	if apierrors.IsAlreadyExists(err) {
-		return nil // the cache lags behind a Secret created moments ago; its key stays
+		// The cache lags behind a Secret created moments ago, or does not hold one created
+		// without Switchboard's label: ask the API server whose it is.
+		if err := r.APIReader.Get(ctx, key, sec); err != nil {
+			return err
+		}
+		return notOwned(s.server, sec)
 	}
 	return err
 }
@@ -524,7 +510,7 @@ func ptrTo[T any](v T) *T { return &v }
 
 // SetupWithManager watches the server, its children, its pods, and the tools, resources and
 // prompts that reference it.
-func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceCache, concurrency int) error {
 	toServer := enqueueServerOf(serverRefOf)
 	fromPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if name := o.GetLabels()[inject.LabelServer]; name != "" {
@@ -533,7 +519,7 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int
 		return nil
 	})
 	items := builder.WithPredicates(predicate.GenerationChangedPredicate{})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&mcpv1alpha1.MCPServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
@@ -547,7 +533,8 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int
 		Watches(&corev1.Pod{}, fromPod).
 		Watches(&mcpv1alpha1.MCPTool{}, toServer, items).
 		Watches(&mcpv1alpha1.MCPResource{}, toServer, items).
-		Watches(&mcpv1alpha1.MCPPrompt{}, toServer, items).
+		Watches(&mcpv1alpha1.MCPPrompt{}, toServer, items)
+	return watchSources(b, sources).
 		Named("mcpserver").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)

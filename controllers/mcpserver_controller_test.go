@@ -95,8 +95,10 @@ func TestServerReconcilesIntoChildren(t *testing.T) {
 		newResource(ns, "stations", "weather", "docs://stations", mcpv1alpha1.ResourceSource{ConfigMapKeyRef: &mcpv1alpha1.KeyReference{Name: "stations", Key: "list"}}),
 		newResource(ns, "apikey", "weather", "secret://key", mcpv1alpha1.ResourceSource{SecretKeyRef: &mcpv1alpha1.KeyReference{Name: "weather-key", Key: "token"}}),
 		newPrompt(ns, "summary", "weather", []string{"city"}, "Summarise the weather in {{city}}."),
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stations", Namespace: ns}, Data: map[string]string{"list": "a,b"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "weather-key", Namespace: ns}, StringData: map[string]string{"token": "s3cret"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stations", Namespace: ns, Labels: map[string]string{ExposeToLabel: "weather"}},
+			Data: map[string]string{"list": "a,b"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "weather-key", Namespace: ns, Labels: map[string]string{ExposeToLabel: "weather"}},
+			StringData: map[string]string{"token": "s3cret"}},
 	)
 	key := client.ObjectKeyFromObject(server)
 	for kind, name := range map[client.Object]string{&mcpv1alpha1.MCPTool{}: "forecast", &mcpv1alpha1.MCPResource{}: "handbook",

@@ -142,7 +142,8 @@ func progressConditions(ready metav1.Condition, propagated *metav1.Condition, w 
 // large or forbidden (RBAC, a ResourceQuota, an admission policy). Conflicts and an overloaded
 // or unreachable API server pass by themselves.
 func needsAChange(err error) bool {
-	if errors.Is(err, reconcile.TerminalError(nil)) {
+	var r *refusal
+	if errors.Is(err, reconcile.TerminalError(nil)) || errors.As(err, &r) {
 		return true
 	}
 	refused := func(err error) bool {
@@ -244,14 +245,14 @@ func itemStatuses(s *scope) []itemStatusUpdate {
 		if v.Accepted {
 			accepted.Status = metav1.ConditionTrue
 		}
-		missing := ""
-		if _, isResource := obj.(*mcpv1alpha1.MCPResource); isResource {
-			missing = s.missingSources[obj.GetName()]
+		var src sourceProblem
+		if _, isResource := obj.(*mcpv1alpha1.MCPResource); isResource && v.Accepted {
+			src = s.sourceProblems[obj.GetName()]
 		}
-		published, revision := publishedCondition(v, missing, s.tooLarge, s.revision, s.tooLargeMessage)
+		published, revision := publishedCondition(v, src, s.tooLarge, s.revision, s.tooLargeMessage)
 		published, revision = publishedSince(itemStatus(obj), obj.GetGeneration(), published, revision)
 		u := newItemStatus(obj, accepted, published, propagated, revision, s.revision, inFlight(itemStatus(obj)))
-		if missing != "" && graceLeft(obj, s.now) > 0 {
+		if src.waits() && graceLeft(obj, s.now) > 0 {
 			u = stillAppearing(u)
 		}
 		if t, isTool := obj.(*mcpv1alpha1.MCPTool); isTool && s.observed {
@@ -327,17 +328,20 @@ func newItemStatus(obj client.Object, accepted, published metav1.Condition, prop
 
 // publishedCondition decides Published for one accepted-or-not object, and the catalog revision
 // it is part of.
-func publishedCondition(v verdict, missingSource string, tooLarge bool, revision, tooLargeMessage string) (metav1.Condition, string) {
+func publishedCondition(v verdict, src sourceProblem, tooLarge bool, revision, tooLargeMessage string) (metav1.Condition, string) {
 	c := metav1.Condition{Type: mcpv1alpha1.ConditionPublished, Status: metav1.ConditionFalse}
 	switch {
 	case !v.Accepted:
 		c.Reason, c.Message = mcpv1alpha1.ReasonNotAccepted, "not part of the catalog: "+v.Reason
 	case tooLarge:
 		c.Reason, c.Message = mcpv1alpha1.ReasonCatalogTooLarge, tooLargeMessage
-	case missingSource != "":
-		// The resource is in the catalog, but reading it fails until the source exists.
-		c.Reason, c.Message = mcpv1alpha1.ReasonSourceNotFound, missingSource
+	case src.reason != "" && src.inCatalog:
+		// The resource is in the catalog, but reading it fails until the key exists.
+		c.Reason, c.Message = src.reason, src.message
 		return c, revision
+	case src.reason != "":
+		// Left out of the catalog: the sidecar may not read the source.
+		c.Reason, c.Message = src.reason, src.message
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, mcpv1alpha1.ReasonPublished, publishedMessage(revision)
 		return c, revision
@@ -609,7 +613,11 @@ func readyCondition(available, propagated metav1.Condition) metav1.Condition {
 // that retrying cannot fix), ReconcileFailed with the API error otherwise.
 func failureCondition(err error) metav1.Condition {
 	reason := mcpv1alpha1.ReasonReconcileFailed
-	if errors.Is(err, reconcile.TerminalError(nil)) {
+	var r *refusal
+	switch {
+	case errors.As(err, &r):
+		reason = r.reason
+	case errors.Is(err, reconcile.TerminalError(nil)):
 		reason = mcpv1alpha1.ReasonInvalidSpec
 	}
 	return condition(mcpv1alpha1.ConditionReady, false, reason, err.Error())
@@ -619,7 +627,8 @@ func failureCondition(err error) metav1.Condition {
 var warningReasons = []string{
 	mcpv1alpha1.ReasonInvalidSpec, mcpv1alpha1.ReasonReconcileFailed, mcpv1alpha1.ReasonDeploymentUnavailable,
 	mcpv1alpha1.ReasonCatalogRejected, mcpv1alpha1.ReasonCatalogTooLarge, mcpv1alpha1.ReasonNameConflict,
-	mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.ReasonSourceNotFound, mcpv1alpha1.ReasonStaleSidecars,
+	mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.ReasonSourceNotFound, mcpv1alpha1.ReasonSourceNotExposed,
+	mcpv1alpha1.ReasonSourceRefused, mcpv1alpha1.ReasonSecretNotOwned, mcpv1alpha1.ReasonStaleSidecars,
 	mcpv1alpha1.ReasonToolsMissingUpstream, mcpv1alpha1.ReasonUpstreamMismatch, mcpv1alpha1.ReasonPinnedToolsDrifted,
 	mcpv1alpha1.ReasonProgressDeadlineExceeded,
 }

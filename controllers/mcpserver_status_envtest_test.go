@@ -22,7 +22,8 @@ import (
 // TestItemConditions reaches every reason of MCPTool, MCPResource and MCPPrompt against the
 // real API server: ServerNotFound (fixed when the server appears), NameConflict naming the
 // winner (and the loser taking over when the winner goes), InvalidSpec for undeclared prompt
-// placeholders, SourceNotFound (fixed when the source appears), NotAccepted and Published.
+// placeholders, SourceNotExposed and SourceNotFound (fixed when the Secret appears, exposed, and
+// gets its key), NotAccepted and Published.
 func TestItemConditions(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -68,16 +69,22 @@ func TestItemConditions(t *testing.T) {
 	edit(t, bad, func() { bad.Spec.Arguments = append(bad.Spec.Arguments, mcpv1alpha1.PromptArgument{Name: "to"}) })
 	itemCondition(t, bad, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
 
-	// A Secret-backed resource whose Secret is missing: in the catalog, but SourceNotFound.
+	// A Secret-backed resource whose Secret is missing: SourceNotExposed, not in the catalog.
 	res := newResource(ns, "token", "maps", "secret://token", mcpv1alpha1.ResourceSource{
 		SecretKeyRef: &mcpv1alpha1.KeyReference{Name: "maps-token", Key: "value"}})
 	mustCreate(t, res)
-	itemCondition(t, res, mcpv1alpha1.ConditionPublished, metav1.ConditionFalse, mcpv1alpha1.ReasonSourceNotFound)
+	itemCondition(t, res, mcpv1alpha1.ConditionPublished, metav1.ConditionFalse, mcpv1alpha1.ReasonSourceNotExposed)
 	itemCondition(t, res, mcpv1alpha1.ConditionAccepted, metav1.ConditionTrue, mcpv1alpha1.ReasonAccepted)
+	eventRecorded(t, res, mcpv1alpha1.ReasonSourceNotExposed)
+	// The Secret appears, exposed to the server but without the key: in the catalog, but
+	// SourceNotFound. Nothing else changes: the controller sees it through its watch.
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "maps-token", Namespace: ns, Labels: map[string]string{ExposeToLabel: "maps"}},
+		StringData: map[string]string{"other": "x"}}
+	mustCreate(t, sec)
+	itemCondition(t, res, mcpv1alpha1.ConditionPublished, metav1.ConditionFalse, mcpv1alpha1.ReasonSourceNotFound)
 	eventRecorded(t, res, mcpv1alpha1.ReasonSourceNotFound)
-	// The Secret appears; the next recheck (or any change to the server's objects) publishes it.
-	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "maps-token", Namespace: ns}, StringData: map[string]string{"value": "x"}})
-	edit(t, res, func() { res.Spec.Description = "API token" })
+	// The key is added: published, again through the watch alone.
+	edit(t, sec, func() { sec.Data["value"] = []byte("x") })
 	itemCondition(t, res, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
 }
 

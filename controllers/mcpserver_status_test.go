@@ -178,16 +178,19 @@ func TestPublishedCondition(t *testing.T) {
 	accepted := verdict{Accepted: true, Reason: mcpv1alpha1.ReasonAccepted}
 	for name, tc := range map[string]struct {
 		v             verdict
-		missing       string
+		missing       sourceProblem
 		tooLarge      bool
 		wantReason    string
 		wantRevision  string
 		wantPublished bool
 	}{
-		"published":      {accepted, "", false, mcpv1alpha1.ReasonPublished, "r1", true},
-		"not accepted":   {verdict{Reason: mcpv1alpha1.ReasonNameConflict}, "", false, mcpv1alpha1.ReasonNotAccepted, "", false},
-		"source missing": {accepted, "Secret x does not exist", false, mcpv1alpha1.ReasonSourceNotFound, "r1", false},
-		"too large":      {accepted, "", true, mcpv1alpha1.ReasonCatalogTooLarge, "", false},
+		"published":    {accepted, sourceProblem{}, false, mcpv1alpha1.ReasonPublished, "r1", true},
+		"not accepted": {verdict{Reason: mcpv1alpha1.ReasonNameConflict}, sourceProblem{}, false, mcpv1alpha1.ReasonNotAccepted, "", false},
+		"key missing": {accepted, sourceProblem{reason: mcpv1alpha1.ReasonSourceNotFound, message: "Secret x has no key y", inCatalog: true},
+			false, mcpv1alpha1.ReasonSourceNotFound, "r1", false},
+		"source not exposed": {accepted, sourceProblem{reason: mcpv1alpha1.ReasonSourceNotExposed, message: "label it"},
+			false, mcpv1alpha1.ReasonSourceNotExposed, "", false},
+		"too large": {accepted, sourceProblem{}, true, mcpv1alpha1.ReasonCatalogTooLarge, "", false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, rev := publishedCondition(tc.v, tc.missing, tc.tooLarge, "r1", "too large")
@@ -281,7 +284,7 @@ func TestItemStatuses(t *testing.T) {
 			mcpv1alpha1.ResourceSource{ConfigMapKeyRef: &mcpv1alpha1.KeyReference{Name: "h", Key: "k"}})},
 	}
 	s := &scope{items: in, resolution: resolve(in), revision: "r1",
-		missingSources: map[string]string{"handbook": `ConfigMap "h" does not exist`}}
+		sourceProblems: map[string]sourceProblem{"handbook": {reason: mcpv1alpha1.ReasonSourceNotFound, message: `ConfigMap "h" has no key "k"`, inCatalog: true}}}
 	gone := *newTool("tools", "leaving", "weather", "other")
 	s.items.Tools = append(s.items.Tools, gone) // listed, but resolved before it appeared
 
@@ -320,20 +323,21 @@ func TestPublishedSince(t *testing.T) {
 	sourceMissing := &mcpv1alpha1.CatalogItemStatus{ObservedGeneration: 2, CatalogRevision: "r1", Conditions: []metav1.Condition{{
 		Type: mcpv1alpha1.ConditionPublished, Status: metav1.ConditionFalse, Reason: mcpv1alpha1.ReasonSourceNotFound, ObservedGeneration: 2}}}
 	accepted := verdict{Accepted: true, Reason: mcpv1alpha1.ReasonAccepted}
-	now, _ := publishedCondition(accepted, "", false, "r2", "")
+	now, _ := publishedCondition(accepted, sourceProblem{}, false, "r2", "")
+	missing := sourceProblem{reason: mcpv1alpha1.ReasonSourceNotFound, message: "ConfigMap x has no key k", inCatalog: true}
 	for name, tc := range map[string]struct {
 		before  *mcpv1alpha1.CatalogItemStatus
 		gen     int64
-		missing string
+		missing sourceProblem
 		want    string
 	}{
-		"first publication":           {&mcpv1alpha1.CatalogItemStatus{}, 2, "", "r2"},
-		"unchanged object keeps r1":   {published(2, "r1"), 2, "", "r1"},
-		"edited object (generation)":  {published(1, "r1"), 2, "", "r2"},
-		"source now missing":          {published(2, "r1"), 2, "ConfigMap x does not exist", "r2"},
-		"source still missing":        {sourceMissing, 2, "ConfigMap x does not exist", "r1"},
-		"source found again":          {sourceMissing, 2, "", "r2"},
-		"written before this release": {&mcpv1alpha1.CatalogItemStatus{ObservedGeneration: 2, CatalogRevision: "r1"}, 2, "", "r2"},
+		"first publication":           {&mcpv1alpha1.CatalogItemStatus{}, 2, sourceProblem{}, "r2"},
+		"unchanged object keeps r1":   {published(2, "r1"), 2, sourceProblem{}, "r1"},
+		"edited object (generation)":  {published(1, "r1"), 2, sourceProblem{}, "r2"},
+		"source now missing":          {published(2, "r1"), 2, missing, "r2"},
+		"source still missing":        {sourceMissing, 2, missing, "r1"},
+		"source found again":          {sourceMissing, 2, sourceProblem{}, "r2"},
+		"written before this release": {&mcpv1alpha1.CatalogItemStatus{ObservedGeneration: 2, CatalogRevision: "r1"}, 2, sourceProblem{}, "r2"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, rev := publishedCondition(accepted, tc.missing, false, "r2", "")
@@ -347,7 +351,7 @@ func TestPublishedSince(t *testing.T) {
 		})
 	}
 	// Not published now: nothing to keep.
-	notAccepted, rev := publishedCondition(verdict{Reason: mcpv1alpha1.ReasonNameConflict}, "", false, "r2", "")
+	notAccepted, rev := publishedCondition(verdict{Reason: mcpv1alpha1.ReasonNameConflict}, sourceProblem{}, false, "r2", "")
 	if c, r := publishedSince(published(2, "r1"), 2, notAccepted, rev); r != "" || c.Status != metav1.ConditionFalse {
 		t.Fatalf("a conflicting object: %+v, revision %q", c, r)
 	}

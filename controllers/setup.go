@@ -27,10 +27,15 @@ type Options struct {
 	SidecarImage string
 	// MaxConcurrentReconciles is how many MCPServers are reconciled at once; 1 when zero.
 	MaxConcurrentReconciles int
+	// Namespaces the manager watches (--watch-namespaces); all when empty. The cache of exposed
+	// ConfigMaps and Secrets watches the same.
+	Namespaces []string
 }
 
-// Leader election (cmd/manager) uses a Lease and records core Events.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Leader election (cmd/manager) uses a Lease in the manager's own namespace (a namespaced Role:
+// cluster-wide, a compromised manager could take over other components' leader Leases, such as
+// kube-system's) and records core Events.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=switchboard-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Setup registers the field indexes and every Switchboard controller with the manager, and
@@ -43,14 +48,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 			return nil, fmt.Errorf("indexing %T by %s: %w", obj, serverRefIndex, err)
 		}
 	}
+	sources, err := newSourceCache(mgr, opts.Namespaces)
+	if err != nil {
+		return nil, fmt.Errorf("making the cache of exposed ConfigMaps and Secrets: %w", err)
+	}
+	if err := mgr.Add(sources); err != nil {
+		return nil, err
+	}
 	servers := &MCPServerReconciler{
 		Client:       mgr.GetClient(),
 		APIReader:    mgr.GetAPIReader(),
+		Sources:      sources,
 		Scheme:       mgr.GetScheme(),
 		Recorder:     mgr.GetEventRecorder("switchboard"),
 		SidecarImage: opts.SidecarImage,
 	}
-	if err := servers.SetupWithManager(mgr, max(opts.MaxConcurrentReconciles, 1)); err != nil {
+	if err := servers.SetupWithManager(mgr, sources, max(opts.MaxConcurrentReconciles, 1)); err != nil {
 		return nil, err
 	}
 	for name, newObj := range map[string]func() client.Object{

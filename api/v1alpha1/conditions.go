@@ -109,6 +109,11 @@ const (
 	ReasonScaledToZero = "ScaledToZero"
 	// ReasonExternalWorkload: spec.mode is External; pods come from the user's own workload.
 	ReasonExternalWorkload = "ExternalWorkload"
+	// ReasonSecretNotOwned (Stalled): a Secret Switchboard creates for the server
+	// (<server>-drain-token, <server>-sidecar-session) already exists and is not controlled by
+	// this MCPServer. It is not adopted: whoever created it would know the token or key. The
+	// message names the Secret to delete; the controller then creates its own.
+	ReasonSecretNotOwned = "SecretNotOwned"
 
 	// ReasonCatalogPropagated: every ready replica has applied the current catalog revision.
 	ReasonCatalogPropagated = "AllReplicasUpToDate"
@@ -175,6 +180,17 @@ const (
 	ReasonPublished = "Published"
 	// ReasonNotAccepted: the object is not published because it is not accepted.
 	ReasonNotAccepted = "NotAccepted"
-	// ReasonSourceNotFound: the ConfigMap or Secret (or its key) behind an MCPResource is missing.
+	// ReasonSourceNotFound: the key behind an MCPResource is missing from its exposed ConfigMap or
+	// Secret; reads succeed once it is added.
 	ReasonSourceNotFound = "SourceNotFound"
+	// ReasonSourceNotExposed: the ConfigMap or Secret behind an MCPResource does not carry the
+	// label mcp.switchboard.dev/expose-to naming the server (or does not exist: the two are not
+	// told apart, so the status reveals nothing about objects not exposed). The sidecar gets no
+	// access to it and the resource is not in the catalog; the message gives the kubectl label
+	// command that exposes it.
+	ReasonSourceNotExposed = "SourceNotExposed"
+	// ReasonSourceRefused: the Secret or ConfigMap behind an MCPResource is one Switchboard never
+	// serves, whatever its labels: a ServiceAccount token, or Switchboard's own (a server's drain
+	// token or session key, or an object an MCPServer controls). Point spec.source elsewhere.
+	ReasonSourceRefused = "SourceRefused"
 )

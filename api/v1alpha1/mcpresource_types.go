@@ -51,7 +51,11 @@ type MCPResourceSpec struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?$`
 	MimeType string `json:"mimeType,omitempty"`
 
-	// source says where the content comes from.
+	// source says where the content comes from. A ConfigMap or Secret is served only when it
+	// carries the label mcp.switchboard.dev/expose-to=<this server> (several servers: their
+	// names joined by '.'); until then the Published condition (reason SourceNotExposed) gives
+	// the kubectl label command. ServiceAccount tokens and Switchboard's own Secrets are never
+	// served (SourceRefused).
 	// +required
 	Source ResourceSource `json:"source"`
 
@@ -62,7 +66,15 @@ type MCPResourceSpec struct {
 }
 
 // ResourceSource says where a resource's content comes from: exactly one field is set.
+//
+// The sidecar serves a ConfigMap or Secret only when its owner exposed it to the server with the
+// label mcp.switchboard.dev/expose-to=<server> (several servers: their names joined by '.'), for
+// example `kubectl label secret weather-credentials mcp.switchboard.dev/expose-to=weather`.
+// Otherwise the sidecar gets no access to it, the resource is not in the catalog, and the
+// MCPResource's Published condition (reason SourceNotExposed) gives that command. ServiceAccount
+// tokens and Switchboard's own Secrets are never served (reason SourceRefused).
 // +kubebuilder:validation:XValidation:rule="[has(self.upstream), has(self.inline), has(self.configMapKeyRef), has(self.secretKeyRef)].filter(x, x).size() == 1",message="set exactly one of source.upstream, source.inline, source.configMapKeyRef or source.secretKeyRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.secretKeyRef) || !(self.secretKeyRef.name.endsWith('-drain-token') || self.secretKeyRef.name.endsWith('-sidecar-session'))",message="source.secretKeyRef names a Switchboard Secret (<server>-drain-token or <server>-sidecar-session), which is never served; point it at a Secret of your own"
 type ResourceSource struct {
 	// upstream: the MCP server serves the content; resources/read is forwarded to it.
 	// +optional
@@ -72,13 +84,17 @@ type ResourceSource struct {
 	// +optional
 	Inline *InlineSource `json:"inline,omitempty"`
 
-	// configMapKeyRef: the sidecar serves one key of a ConfigMap in this namespace. Editing it
-	// sends notifications/resources/updated to subscribers.
+	// configMapKeyRef: the sidecar serves one key of a ConfigMap in this namespace that carries
+	// the label mcp.switchboard.dev/expose-to naming the server. Editing it sends
+	// notifications/resources/updated to subscribers.
 	// +optional
 	ConfigMapKeyRef *KeyReference `json:"configMapKeyRef,omitempty"`
 
-	// secretKeyRef: the sidecar serves one key of a Secret in this namespace. The content never
-	// leaves the Secret except in resources/read answers, which are always cacheScope private.
+	// secretKeyRef: the sidecar serves one key of a Secret in this namespace that carries the
+	// label mcp.switchboard.dev/expose-to naming the server. The sidecar answers resources/read
+	// with it to every client that reaches the server (it does not authorize callers itself), so
+	// expose only what those clients may read. Answers are always cacheScope private, whatever
+	// the caching hints say.
 	// +optional
 	SecretKeyRef *KeyReference `json:"secretKeyRef,omitempty"`
 }

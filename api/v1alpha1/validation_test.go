@@ -382,6 +382,19 @@ func TestMCPResourceValidation(t *testing.T) {
 			r.Spec.Source = v1.ResourceSource{SecretKeyRef: &v1.KeyReference{Name: "creds", Key: "token"}}
 			r.Spec.Caching = &v1.CacheHint{Scope: v1.CacheScopePublic}
 		}, wantErrors: []string{"a Secret-backed resource must use caching.scope Private"}},
+		// Security review F1: Switchboard's own Secrets are never served, whatever their labels.
+		{name: "secret resource of a drain token", mutate: func(r *v1.MCPResource) {
+			r.Spec.Source = v1.ResourceSource{SecretKeyRef: &v1.KeyReference{Name: "weather-drain-token", Key: "token"}}
+		}, wantErrors: []string{"source.secretKeyRef names a Switchboard Secret"}},
+		{name: "secret resource of a session key", mutate: func(r *v1.MCPResource) {
+			r.Spec.Source = v1.ResourceSource{SecretKeyRef: &v1.KeyReference{Name: "other-sidecar-session", Key: "key"}}
+		}, wantErrors: []string{"source.secretKeyRef names a Switchboard Secret"}},
+		{name: "secret resource named like one only in the middle", mutate: func(r *v1.MCPResource) {
+			r.Spec.Source = v1.ResourceSource{SecretKeyRef: &v1.KeyReference{Name: "weather-drain-token-notes", Key: "token"}}
+		}},
+		{name: "configmap resource with a reserved Secret suffix", mutate: func(r *v1.MCPResource) {
+			r.Spec.Source = v1.ResourceSource{ConfigMapKeyRef: &v1.KeyReference{Name: "weather-drain-token", Key: "token"}}
+		}},
 		{name: "inline text too large", mutate: func(r *v1.MCPResource) {
 			r.Spec.Source.Inline.Text = strings.Repeat("x", v1.MaxInlineResourceBytes+1)
 		}, wantErrors: []string{"spec.source.inline.text", "Too long"}},

@@ -94,11 +94,13 @@ func main() {
 
 	webhookTLS.Mode = webhook.CertMode(certMode)
 	cacheOptions := kube.CacheOptions()
+	var namespaces []string
 	if watchNamespaces != "" {
 		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range strings.Split(watchNamespaces, ",") {
 			if ns = strings.TrimSpace(ns); ns != "" {
 				cacheOptions.DefaultNamespaces[ns] = cache.Config{}
+				namespaces = append(namespaces, ns)
 			}
 		}
 	}
@@ -123,7 +125,7 @@ func main() {
 		os.Exit(1)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if _, err := controllers.Setup(ctx, mgr, controllers.Options{SidecarImage: sidecarImage, MaxConcurrentReconciles: concurrency}); err != nil {
+	if _, err := controllers.Setup(ctx, mgr, controllers.Options{SidecarImage: sidecarImage, MaxConcurrentReconciles: concurrency, Namespaces: namespaces}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}

@@ -19,6 +19,7 @@ local degradedReasons = {
   InvalidSpec = true, ReconcileFailed = true, DeploymentUnavailable = true,
   CatalogRejected = true, CatalogTooLarge = true,
   ServerNotFound = true, NameConflict = true, NotAccepted = true, SourceNotFound = true,
+  SourceNotExposed = true, SourceRefused = true, SecretNotOwned = true,
 }
 
 local function health(status, c)

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
@@ -35,7 +36,8 @@ func ValidDrainToken(sec *corev1.Secret) (string, bool) {
 
 // DrainToken reads the drain token of a server for the injection webhook: from the cache (which
 // holds Switchboard's own Secrets), else from the API server (a Secret created moments ago). It
-// is "" while the controller has not created the Secret yet; such a pod's sidecar refuses HTTP
+// is "" while the controller has not created the Secret yet (or when the server does not control
+// the Secret of that name); such a pod's sidecar refuses HTTP
 // drains, and SidecarsUpToDate names it as stale until its workload is rolled.
 func DrainToken(ctx context.Context, cached, direct client.Reader, s *mcpv1alpha1.MCPServer) (string, error) {
 	key := client.ObjectKey{Namespace: s.Namespace, Name: inject.NamesFor(s).DrainTokenSecret}
@@ -49,6 +51,11 @@ func DrainToken(ctx context.Context, cached, direct client.Reader, s *mcpv1alpha
 	}
 	if err != nil {
 		return "", fmt.Errorf("reading the drain token %s: %w", key, err)
+	}
+	if !metav1.IsControlledBy(sec, s) {
+		// Planted before the server existed (security review F17): never hand its token out. The
+		// controller refuses it too, and the server's status says which Secret to delete.
+		return "", nil
 	}
 	t, _ := ValidDrainToken(sec)
 	return t, nil

@@ -178,9 +178,9 @@ func TestChartDefaults(t *testing.T) {
 	if !reflect.DeepEqual(cr.Object["rules"], find(gen, "ClusterRole", "").Object["rules"]) {
 		t.Errorf("the chart's ClusterRole rules differ from config/rbac/role.yaml")
 	}
-	role := find(objs, "Role", "sb-switchboard-webhook-cert")
+	role := find(objs, "Role", "sb-switchboard-manager-own")
 	if role == nil || !reflect.DeepEqual(role.Object["rules"], find(gen, "Role", "").Object["rules"]) {
-		t.Errorf("the chart's webhook-certificate Role differs from config/rbac/role.yaml: %v", role)
+		t.Errorf("the chart's Role in the manager's namespace differs from config/rbac/role.yaml: %v", role)
 	}
 
 	// The webhook: the generated configuration, pointed at the release's Service.
@@ -201,6 +201,45 @@ func TestChartDefaults(t *testing.T) {
 	}
 	if find(objs, "Certificate", "") != nil || find(objs, "ServiceMonitor", "") != nil {
 		t.Error("cert-manager and ServiceMonitor objects must be opt-in")
+	}
+}
+
+// TestLeasesOnlyInTheManagersNamespace (security review F16): leader election needs a Lease in
+// the manager's own namespace only. The generated RBAC grants leases in a Role there and never
+// cluster-wide (a compromised manager could otherwise take kube-system's leader leases), and the
+// chart renders that Role whatever else is set: with the webhook off and in a namespace-scoped
+// install, whose per-namespace Roles hold no leases either.
+func TestLeasesOnlyInTheManagersNamespace(t *testing.T) {
+	grantsLeases := func(u *unstructured.Unstructured) bool {
+		for _, rule := range u.Object["rules"].([]any) {
+			if slices.Contains(rule.(map[string]any)["resources"].([]any), any("leases")) {
+				return true
+			}
+		}
+		return false
+	}
+	gen := generated(t, "config/rbac/role.yaml")
+	if grantsLeases(find(gen, "ClusterRole", "")) {
+		t.Error("config/rbac/role.yaml grants leases in its ClusterRole")
+	}
+	if r := find(gen, "Role", ""); r == nil || r.GetNamespace() != releaseNamespace || !grantsLeases(r) {
+		t.Errorf("config/rbac/role.yaml has no Role granting leases in %s: %v", releaseNamespace, r)
+	}
+	for _, sets := range [][]string{nil, {"webhook.enabled=false"}, {"watchNamespaces={team-a}"}} {
+		objs, _ := render(t, sets...)
+		var inOwn bool
+		for _, r := range append(kinds(objs, "Role"), kinds(objs, "ClusterRole")...) {
+			switch {
+			case !grantsLeases(r):
+			case r.GetKind() == "Role" && r.GetNamespace() == releaseNamespace:
+				inOwn = true
+			default:
+				t.Errorf("%v: %s %s/%s grants leases", sets, r.GetKind(), r.GetNamespace(), r.GetName())
+			}
+		}
+		if !inOwn {
+			t.Errorf("%v: no Role grants leases in %s, so leader election fails", sets, releaseNamespace)
+		}
 	}
 }
 
