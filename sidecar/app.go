@@ -26,6 +26,17 @@ const (
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 120 * time.Second
 	shutdownTimeout   = 5 * time.Second
+	// drainRecoverMargin is added to the drain's own time (delay + jitter + budget) to give the
+	// default --drain-recover-after: the pod's terminationGracePeriodSeconds uses the same sum
+	// (inject.TerminationGracePeriodSeconds), so a terminating pod is gone before it elapses.
+	drainRecoverMargin = 5 * time.Second
+	// drainWaitStart bounds how long GET /drain/wait waits for a drain to begin: in a pod the
+	// sidecar's own exec preStop hook starts it at the same moment the server container's hook
+	// starts waiting.
+	drainWaitStart = 10 * time.Second
+	// maxDrainWaiters bounds concurrent GET /drain/wait requests (one per pod in practice: the
+	// server container's preStop), so a peer cannot pile up blocked requests.
+	maxDrainWaiters = 16
 	// abortFlushWait bounds how long the drain waits, once its budget is
 	// over, for the requests it aborted to write their JSON-RPC errors.
 	abortFlushWait = 2 * time.Second
@@ -72,8 +83,14 @@ type Config struct {
 	DrainJitter         time.Duration
 	DrainBudget         time.Duration
 	// DrainToken must come with GET/POST /drain (Authorization: Bearer); empty refuses
-	// every drain over HTTP (SIGTERM still drains).
-	DrainToken string
+	// every drain over HTTP (SIGTERM still drains). DrainTokenFile, when set, replaces it: the
+	// file (the mounted Secret <server>-drain-token) is read on every drain request.
+	DrainToken     string
+	DrainTokenFile string
+	// DrainRecoverAfter is how long a drained sidecar that was not terminated stays out of
+	// service before it serves again (0: DrainDelay + DrainJitter + DrainBudget + 5 s, the
+	// pod's drain time; negative: never).
+	DrainRecoverAfter time.Duration
 	Logger     *slog.Logger
 
 	// The live catalog (catalogsource.go); all optional. With neither
@@ -114,11 +131,17 @@ type App struct {
 
 	mcpLn, adminLn net.Listener
 
-	// drainMu guards drainState and drainDone.
+	// drainMu guards drainState, drainBegun, drainDone, drainInfo and stopping.
 	drainMu    sync.Mutex
 	drainState string // "", "draining", "drained"
+	// drainBegun is closed when a drain starts; a recovery replaces it (GET /drain/wait).
+	drainBegun chan struct{}
 	drainDone  chan struct{}
 	drainInfo  DrainStatus
+	// stopping is set once Run's context ends: the process is terminating and never recovers.
+	stopping bool
+	// drainWaiters is the semaphore of GET /drain/wait (maxDrainWaiters).
+	drainWaiters chan struct{}
 }
 
 // DrainStatus is what /drain and /drain/status report.
@@ -215,8 +238,12 @@ func New(cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.DrainRecoverAfter == 0 {
+		cfg.DrainRecoverAfter = cfg.DrainDelay + cfg.DrainJitter + cfg.DrainBudget + drainRecoverMargin
+	}
 	a := &App{cfg: cfg, log: cfg.Logger, Metrics: m, Hub: hub, Server: srv, catalog: cat, tracing: tracing,
-		relay: NewRelay(srv.Upstream(), hub, cfg.Logger, m)}
+		relay:      NewRelay(srv.Upstream(), hub, cfg.Logger, m),
+		drainBegun: make(chan struct{}), drainWaiters: make(chan struct{}, maxDrainWaiters)}
 	if overlay != nil {
 		a.relay.SetPublisher(overlay)
 	}
@@ -240,7 +267,7 @@ func (a *App) Run(ctx context.Context) error {
 	mux.Handle(a.cfg.Path, a.closeWhenDraining(a.Server))
 	mcpSrv := &http.Server{
 		Handler:           mux,
-		BaseContext:       a.Server.BaseContext,
+		ConnContext:       a.Server.ConnContext,
 		ReadHeaderTimeout: readHeaderTimeout,
 		// A backstop for bodies no handler reads (another path, a refused method), which
 		// net/http reads before answering: the MCP handler sets its own body deadline and
@@ -273,6 +300,9 @@ func (a *App) Run(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		a.log.Info("Shutting down: draining first")
+		a.drainMu.Lock()
+		a.stopping = true
+		a.drainMu.Unlock()
 		a.Drain()
 	case err = <-errc:
 	}
@@ -347,12 +377,16 @@ func (a *App) adminHandler() http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
-	// GET as well as POST: Kubernetes preStop httpGet hooks can only send GET, and both the
-	// sidecar's and the MCP server container's preStop call this (the drain runs once).
-	// Only the pod's own lifecycle may drain it: the hooks send the drain token (drainauth.go).
-	drain := newDrainAuth(a.cfg.DrainToken, a.Metrics.Registry).wrap(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, a.Drain()) })
+	// Only the pod's own lifecycle may drain it: the sidecar's exec preStop (`sidecar drain`)
+	// sends the drain token it reads from the Secret mounted into the sidecar container only
+	// (drainauth.go). GET as well as POST, for callers that can only GET.
+	drain := newDrainAuth(a.drainToken, a.Metrics.Registry).wrap(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, a.Drain()) })
 	mux.HandleFunc("GET /drain", drain)
 	mux.HandleFunc("POST /drain", drain)
+	// The MCP server container's preStop (an httpGet, which holds no token) waits here for the
+	// drain the sidecar's hook started, so that container gets its TERM only once in-flight
+	// calls are done. It cannot start a drain.
+	mux.HandleFunc("GET /drain/wait", a.serveDrainWait)
 	mux.HandleFunc("GET /drain/status", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, a.DrainState())
 	})
@@ -362,6 +396,73 @@ func (a *App) adminHandler() http.Handler {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// drainToken is the token /drain must come with: the file's, else the configured one.
+func (a *App) drainToken() string {
+	if a.cfg.DrainTokenFile == "" {
+		return a.cfg.DrainToken
+	}
+	t, err := ReadDrainToken(a.cfg.DrainTokenFile)
+	if err != nil {
+		a.log.Error("Reading the drain token failed: refusing the drain", "err", err)
+		return ""
+	}
+	return t
+}
+
+// serveDrainWait answers GET /drain/wait: it waits (up to drainWaitStart) for a drain to
+// begin, then for it to end, and answers its status; 503 with the status when none began.
+func (a *App) serveDrainWait(w http.ResponseWriter, r *http.Request) {
+	select {
+	case a.drainWaiters <- struct{}{}:
+		defer func() { <-a.drainWaiters }()
+	default:
+		http.Error(w, "too many drain waiters", http.StatusServiceUnavailable)
+		return
+	}
+	a.drainMu.Lock()
+	begun := a.drainBegun
+	a.drainMu.Unlock()
+	t := time.NewTimer(drainWaitStart)
+	defer t.Stop()
+	select {
+	case <-begun:
+	case <-t.C:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(a.DrainState())
+		return
+	case <-r.Context().Done():
+		return
+	}
+	a.drainMu.Lock()
+	done := a.drainDone
+	a.drainMu.Unlock()
+	select {
+	case <-done:
+		writeJSON(w, a.DrainState())
+	case <-r.Context().Done():
+	}
+}
+
+// recoverFromDrain puts a drained sidecar back into service when the process was not
+// terminated after its drain: a drain triggered outside a pod termination (or one whose
+// termination was called off) must not leave the replica out of the Service for good.
+// A SIGTERM afterwards drains again.
+func (a *App) recoverFromDrain() {
+	a.drainMu.Lock()
+	defer a.drainMu.Unlock()
+	if a.drainState != "drained" || a.stopping {
+		return
+	}
+	a.Server.resetAbort()
+	a.Hub.Reopen()
+	a.Server.draining.Store(false)
+	a.Metrics.draining.Set(0)
+	a.drainState = ""
+	a.drainBegun = make(chan struct{})
+	a.log.Info("Not terminated after the drain: serving again", "after", a.cfg.DrainRecoverAfter)
 }
 
 // DrainState reports the drain progress.
@@ -398,6 +499,7 @@ func (a *App) Drain() DrainStatus {
 	}
 	a.drainState = "draining"
 	a.drainDone = make(chan struct{})
+	close(a.drainBegun)
 	a.drainInfo = DrainStatus{State: "draining", InflightAtStart: a.Server.Inflight()}
 	a.drainMu.Unlock()
 
@@ -430,6 +532,9 @@ func (a *App) Drain() DrainStatus {
 	a.Metrics.drainSeconds.Observe(time.Since(start).Seconds())
 	st := a.drainInfo
 	close(a.drainDone)
+	if a.cfg.DrainRecoverAfter > 0 && !a.stopping {
+		time.AfterFunc(a.cfg.DrainRecoverAfter, a.recoverFromDrain)
+	}
 	a.drainMu.Unlock()
 	if a.tracing != nil {
 		a.tracing.drainSpan(start, st)

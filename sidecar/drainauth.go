@@ -2,16 +2,46 @@ package sidecar
 
 import (
 	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DrainTokenEnv is the environment variable the sidecar reads its drain token from. The
-// controller generates one token per MCPServer (kept in the Secret <server>-drain-token), sets
-// it here, and sends it from both containers' preStop hooks (Authorization: Bearer <token>).
+// DrainTokenEnv is the environment variable the sidecar reads its drain token from when it has
+// no --drain-token-file (outside Kubernetes; tests). In a pod the token is never in the pod
+// spec: the Secret <server>-drain-token is mounted into the sidecar container only, and its
+// exec preStop hook (`sidecar drain`) reads it there.
 const DrainTokenEnv = "SWITCHBOARD_DRAIN_TOKEN"
+
+// maxDrainTokenBytes bounds what is read from the drain token file.
+const maxDrainTokenBytes = 4096
+
+// ReadDrainToken reads a drain token file (a mounted Secret key), trimmed. A missing file is an
+// empty token: draining over HTTP is then refused until the Secret is mounted.
+func ReadDrainToken(path string) (string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxDrainTokenBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxDrainTokenBytes {
+		return "", fmt.Errorf("%s holds more than %d bytes: not a drain token", path, maxDrainTokenBytes)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
 
 // Reasons a drain request is refused (the label of switchboard_sidecar_drain_refused_total).
 const (
@@ -21,15 +51,18 @@ const (
 )
 
 // drainAuth guards the drain endpoint: only a request carrying the pod's drain token starts a
-// drain. A client that can reach the admin port but cannot read the pod's spec cannot take the
-// replica out of service. SIGTERM drains regardless. Immutable after construction.
+// drain. A client that can reach the admin port, and the MCP server container next to the
+// sidecar, cannot take the replica out of service. SIGTERM drains regardless. Immutable after
+// construction.
 type drainAuth struct {
-	token   []byte
+	// token returns the current token: the file is re-read on every drain request (drains are
+	// rare), so a Secret mounted or rotated after start is honoured without a restart.
+	token   func() string
 	refused *prometheus.CounterVec
 }
 
-func newDrainAuth(token string, reg prometheus.Registerer) *drainAuth {
-	a := &drainAuth{token: []byte(token), refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+func newDrainAuth(token func() string, reg prometheus.Registerer) *drainAuth {
+	a := &drainAuth{token: token, refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchboard_sidecar_drain_refused_total",
 		Help: "Drain requests refused for want of the pod's drain token, by reason (missing, invalid, disabled).",
 	}, []string{"reason"})}
@@ -44,9 +77,10 @@ func newDrainAuth(token string, reg prometheus.Registerer) *drainAuth {
 // configured), and calls next otherwise.
 func (a *drainAuth) wrap(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if len(a.token) == 0 {
+		token := a.token()
+		if token == "" {
 			a.refused.WithLabelValues(drainRefusedDisabled).Inc()
-			http.Error(w, "draining over HTTP is disabled: the sidecar has no drain token ("+DrainTokenEnv+"); send SIGTERM", http.StatusForbidden)
+			http.Error(w, "draining over HTTP is disabled: the sidecar has no drain token (--drain-token-file or "+DrainTokenEnv+"); send SIGTERM", http.StatusForbidden)
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -56,7 +90,7 @@ func (a *drainAuth) wrap(next http.HandlerFunc) http.HandlerFunc {
 			http.Error(w, "drain needs the pod's drain token: Authorization: Bearer <token>", http.StatusUnauthorized)
 			return
 		}
-		if subtle.ConstantTimeCompare([]byte(got), a.token) != 1 {
+		if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 			a.refused.WithLabelValues(drainRefusedInvalid).Inc()
 			http.Error(w, "wrong drain token", http.StatusForbidden)
 			return

@@ -786,6 +786,13 @@ func (h *Hub) EndAll(jitter time.Duration) int {
 	return int(ended.Load())
 }
 
+// Reopen admits streams again after EndAll (a drained replica that recovers).
+func (h *Hub) Reopen() {
+	h.mu.Lock()
+	h.closing = false
+	h.mu.Unlock()
+}
+
 // Closing reports whether EndAll has been called.
 func (h *Hub) Closing() bool {
 	h.mu.Lock()

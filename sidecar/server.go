@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -101,6 +102,8 @@ type Server struct {
 	// BaseContext), so every forwarded request still waiting on the upstream
 	// is then answered with a JSON-RPC error carrying its id instead of
 	// being cut.
+	// abortMu guards abortCtx and abort, which a drained replica that recovers replaces.
+	abortMu  sync.Mutex
 	abortCtx context.Context
 	abort    context.CancelCauseFunc
 	aborted  atomic.Int64 // forwarded requests answered by AbortInflight
@@ -185,7 +188,21 @@ func NewServer(o Options) (*Server, error) {
 // progress (and any started later): each is answered with a JSON-RPC error
 // that carries its id, on its JSON or SSE response. The drain calls it when
 // its budget is over, so no client sees a reset.
-func (s *Server) AbortInflight() { s.abort(errDrainBudget) }
+func (s *Server) AbortInflight() {
+	s.abortMu.Lock()
+	defer s.abortMu.Unlock()
+	s.abort(errDrainBudget)
+}
+
+// resetAbort gives connections accepted from now on a fresh abort context (a drained replica
+// that recovers); connections accepted during the drain were told Connection: close.
+func (s *Server) resetAbort() {
+	s.abortMu.Lock()
+	defer s.abortMu.Unlock()
+	if s.abortCtx.Err() != nil {
+		s.abortCtx, s.abort = context.WithCancelCause(context.Background())
+	}
+}
 
 // errDrainBudget is the cause of the request contexts AbortInflight ends.
 var errDrainBudget = errors.New("drain budget over")
@@ -215,7 +232,18 @@ func (s *Server) endedByDrain(w http.ResponseWriter, r *http.Request, req *reque
 // every request context then derives from the drain's abort context, which
 // costs nothing per request (a per-request context joined to it did, on
 // the forwarding path).
-func (s *Server) BaseContext(net.Listener) context.Context { return s.abortCtx }
+func (s *Server) BaseContext(net.Listener) context.Context {
+	s.abortMu.Lock()
+	defer s.abortMu.Unlock()
+	return s.abortCtx
+}
+
+// ConnContext is BaseContext per connection, for an http.Server whose replica may recover from
+// a drain (App): each connection's requests derive from the abort context current when it was
+// accepted. It keeps the http.Server in the context as net/http would.
+func (s *Server) ConnContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(s.BaseContext(nil), http.ServerContextKey, ctx.Value(http.ServerContextKey))
+}
 
 // Aborted returns how many requests AbortInflight answered.
 func (s *Server) Aborted() int64 { return s.aborted.Load() }

@@ -26,6 +26,8 @@ func main() {
 			os.Exit(stdio.Main(os.Args[2:]))
 		case "install": // copies this binary for the stdio bridge (init container)
 			os.Exit(stdio.Install(os.Args[2:]))
+		case "drain": // the sidecar container's preStop hook (docs/drain.md)
+			os.Exit(sidecar.DrainMain(os.Args[2:], os.Stdout, os.Stderr))
 		}
 	}
 	var cfg sidecar.Config
@@ -57,6 +59,8 @@ func main() {
 	fs.DurationVar(&cfg.DrainDelay, "drain-delay", sidecar.DefaultDrainDelay, "on drain, time between failing readiness and ending listen streams")
 	fs.DurationVar(&cfg.DrainJitter, "drain-jitter", sidecar.DefaultDrainJitter, "on drain, period over which listen streams are ended")
 	fs.DurationVar(&cfg.DrainBudget, "drain-budget", sidecar.DefaultDrainBudget, "on drain, longest wait for forwarded requests in flight")
+	fs.StringVar(&cfg.DrainTokenFile, "drain-token-file", "", "file holding the token /drain must come with, read on every drain request (else $"+sidecar.DrainTokenEnv+"; neither: HTTP cannot drain)")
+	fs.DurationVar(&cfg.DrainRecoverAfter, "drain-recover-after", 0, "how long a drained sidecar that was not terminated stays out of service before serving again (0: drain-delay + drain-jitter + drain-budget + 5s; negative: never)")
 	fs.StringVar(&cfg.CatalogConfigMap, "catalog-configmap", "", "NAMESPACE/NAME of the catalog ConfigMap to watch and serve live (get/list/watch on that name)")
 	fs.StringVar(&cfg.CatalogFile, "catalog-file", "", "catalog file to serve live, re-read on change (instead of --catalog-configmap)")
 	fs.StringVar(&cfg.ReportConfigMap, "report-configmap", "", "NAMESPACE/NAME of the status ConfigMap the propagation report is applied into (key: --pod-name)")
