@@ -91,7 +91,7 @@ type Config struct {
 	// service before it serves again (0: DrainDelay + DrainJitter + DrainBudget + 5 s, the
 	// pod's drain time; negative: never).
 	DrainRecoverAfter time.Duration
-	Logger     *slog.Logger
+	Logger            *slog.Logger
 
 	// The live catalog (catalogsource.go); all optional. With neither
 	// catalog source the sidecar is a transparent proxy.
