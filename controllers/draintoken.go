@@ -22,7 +22,8 @@ import (
 const drainTokenBytes = 32
 
 // drainTokenSecretFor holds a new random drain token. The controller creates it once and never
-// rewrites a valid one: the token is part of the pod template, so changing it rolls the pods.
+// rewrites a valid one. The pod spec names the Secret, never the token: it is mounted into the
+// sidecar container only, and read there on every drain, so replacing it rolls no pod.
 func drainTokenSecretFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) (*corev1.Secret, error) {
 	b := make([]byte, drainTokenBytes)
 	if _, err := rand.Read(b); err != nil {
@@ -72,8 +73,8 @@ func notOwned(server *mcpv1alpha1.MCPServer, sec *corev1.Secret) error {
 			"delete it (kubectl delete secret -n %s %s) and the controller creates its own", sec.Namespace, sec.Name, sec.Namespace, sec.Name)}
 }
 
-// ensureDrainToken makes sure the server's drain-token Secret exists and puts the token into the
-// sidecar settings. It reads the Secret from the cache (which holds only Switchboard's own
+// ensureDrainToken makes sure the server's drain-token Secret exists and holds a valid token
+// (the pods mount it, and cannot start without it). It reads the Secret from the cache (which holds only Switchboard's own
 // Secrets) and, when the cache has none, creates one; if another reconcile created it first the
 // API server answers AlreadyExists and the stored token wins, so the token never flips.
 func (r *MCPServerReconciler) ensureDrainToken(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -85,11 +86,11 @@ func (r *MCPServerReconciler) ensureDrainToken(ctx context.Context, s *scope) (c
 		if err := notOwned(s.server, sec); err != nil {
 			return ctrl.Result{}, err
 		}
-		if t, ok := kube.ValidDrainToken(sec); ok {
-			s.cfg.DrainToken = t
+		if _, ok := kube.ValidDrainToken(sec); ok {
 			return ctrl.Result{}, nil
 		}
-		// Edited by hand into something unusable: replace the token (the pods roll).
+		// Edited by hand into something unusable: replace the token (the kubelet updates the
+		// mounted file; no pod rolls).
 		fresh, err := drainTokenSecretFor(s.server, s.names)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -100,7 +101,6 @@ func (r *MCPServerReconciler) ensureDrainToken(ctx context.Context, s *scope) (c
 		if err := r.Patch(ctx, sec, patch, client.FieldOwner(FieldOwner)); err != nil {
 			return ctrl.Result{}, err
 		}
-		s.cfg.DrainToken = string(fresh.Data[kube.DrainTokenKey])
 		return ctrl.Result{}, nil
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
@@ -119,17 +119,14 @@ func (r *MCPServerReconciler) ensureDrainToken(ctx context.Context, s *scope) (c
 		if err := notOwned(s.server, sec); err != nil {
 			return ctrl.Result{}, err
 		}
-		t, ok := kube.ValidDrainToken(sec)
-		if !ok {
+		if _, ok := kube.ValidDrainToken(sec); !ok {
 			return ctrl.Result{}, fmt.Errorf("secret %s holds no valid drain token yet; retrying", key)
 		}
-		s.cfg.DrainToken = t
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Created the drain token", "secret", key)
-	s.cfg.DrainToken = string(fresh.Data[kube.DrainTokenKey])
 	return ctrl.Result{}, nil
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -66,6 +67,8 @@ type scope struct {
 	now   time.Time
 	names inject.ObjectNames
 	cfg   inject.Config
+	// deployment is the Managed server's Deployment, built by validate.
+	deployment *appsv1ac.DeploymentApplyConfiguration
 
 	items      items
 	resolution resolution
@@ -146,12 +149,19 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 }
 
 // validate rejects what the API schema cannot: the server's name becomes a Service name, which
-// must be a DNS-1035 label.
+// must be a DNS-1035 label, and a Managed server's pod template must take the sidecar.
 func (r *MCPServerReconciler) validate(_ context.Context, s *scope) (ctrl.Result, error) {
 	if errs := validation.IsDNS1035Label(s.server.Name); len(errs) > 0 {
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf(
 			"metadata.name %q cannot name the server's Service: %v; recreate the MCPServer under a shorter name that starts with a letter",
 			s.server.Name, errs))
+	}
+	if s.server.Spec.Mode != mcpv1alpha1.WorkloadExternal {
+		d, err := deploymentFor(s.server, s.names, s.cfg)
+		if err != nil {
+			return ctrl.Result{}, reconcile.TerminalError(err)
+		}
+		s.deployment = d
 	}
 	return ctrl.Result{}, nil
 }
@@ -229,9 +239,11 @@ func (r *MCPServerReconciler) children(s *scope) []childStep {
 		apply(roleBindingFor(s.server, s.names)),
 		apply(serviceFor(s.server, s.names)))
 	if s.server.Spec.Mode == mcpv1alpha1.WorkloadExternal {
-		out = append(out, remove(&appsv1.Deployment{}, "Deployment", s.names.Deployment))
+		out = append(out,
+			childStep{kind: "Secret", name: s.names.SidecarTokenSecret, sync: func(ctx context.Context) error { return r.ensureSidecarTokenSecret(ctx, s) }},
+			remove(&appsv1.Deployment{}, "Deployment", s.names.Deployment))
 	} else {
-		out = append(out, apply(deploymentFor(s.server, s.names, s.cfg)))
+		out = append(out, apply(s.deployment)) // built, and its injection checked, by validate
 	}
 	if wantsPDB(s.server) {
 		out = append(out, apply(pdbFor(s.server, s.names)))
@@ -456,6 +468,32 @@ func (r *MCPServerReconciler) alreadyApplied(ctx context.Context, desired *unstr
 		return false
 	}
 	return holdsApplied(live, desired.Object)
+}
+
+// ensureSidecarTokenSecret creates the token Secret of <server>-sidecar for an External
+// server's sidecars (sidecarTokenSecretFor) when it does not exist; the token controller fills
+// it in. It comes after the ServiceAccount in children: the token controller deletes a token
+// Secret whose ServiceAccount does not exist.
+func (r *MCPServerReconciler) ensureSidecarTokenSecret(ctx context.Context, s *scope) error {
+	err := r.Get(ctx, client.ObjectKey{Namespace: s.names.Namespace, Name: s.names.SidecarTokenSecret}, &corev1.Secret{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	err = r.Create(ctx, sidecarTokenSecretFor(s.server, s.names), client.FieldOwner(FieldOwner))
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	// Created moments ago (the cache lags), or someone else's: the sidecars must not get the
+	// token of another ServiceAccount.
+	sec := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.names.Namespace, Name: s.names.SidecarTokenSecret}, sec); err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(sec, s.server) || sec.Annotations[corev1.ServiceAccountNameKey] != s.names.ServiceAccount {
+		return fmt.Errorf("secret %s/%s exists but is not Switchboard's token of ServiceAccount %s; delete or rename it",
+			s.names.Namespace, s.names.SidecarTokenSecret, s.names.ServiceAccount)
+	}
+	return nil
 }
 
 // ensureSessionSecret creates the session Secret when it does not exist. It never rewrites the

@@ -88,12 +88,49 @@ func serviceAccountFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1ac
 		WithOwnerReferences(ownerReference(s))
 }
 
-// podServiceAccount is the ServiceAccount the pods run as, which the sidecar Role is bound to.
+// podServiceAccount is the ServiceAccount a Managed server's pods run as.
 func podServiceAccount(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) string {
 	if s.Spec.Pod != nil && s.Spec.Pod.ServiceAccountName != "" {
 		return s.Spec.Pod.ServiceAccountName
 	}
 	return n.ServiceAccount
+}
+
+// sidecarServiceAccount is the ServiceAccount the sidecar Role is bound to. Managed: the pods'
+// own, whose token only the sidecar gets (automounting is off, the token is projected into the
+// sidecar). External: always <server>-sidecar, never the workload's: the kubelet automounts the
+// workload's token into the MCP server container too, so that token must not carry the sidecar's
+// rights (the Secrets of resources, the status ConfigMap). The sidecar gets <server>-sidecar's
+// token from sidecarTokenSecretFor, mounted into the sidecar container only.
+func sidecarServiceAccount(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) string {
+	if s.Spec.Mode == mcpv1alpha1.WorkloadExternal {
+		return n.ServiceAccount
+	}
+	return podServiceAccount(s, n)
+}
+
+// sidecarTokenSecretFor asks the cluster's token controller for a token of <server>-sidecar
+// (External servers). A projected token volume can only hold the pod's own ServiceAccount's
+// token, and the pod's ServiceAccount is the user's; the alternative, minting tokens with the
+// TokenRequest API, would need serviceaccounts/token create, i.e. the power to mint a token for
+// any ServiceAccount the manager can see, and a refresh loop. This Secret needs nothing beyond
+// creating Secrets; the token controller fills in token, ca.crt and namespace and deletes the
+// Secret with the ServiceAccount. Its token does not expire: it is valid while the Secret
+// exists, and grants only the sidecar Role.
+func sidecarTokenSecretFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        n.SidecarTokenSecret,
+			Namespace:   n.Namespace,
+			Labels:      inject.LabelsFor(s),
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: n.ServiceAccount},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: mcpv1alpha1.GroupVersion.String(), Kind: "MCPServer", Name: s.Name, UID: s.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Type: corev1.SecretTypeServiceAccountToken,
+	}
 }
 
 // roleFor grants the sidecar exactly what it reads and writes, by name: the catalog ConfigMap
@@ -124,7 +161,7 @@ func roleBindingFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *rbacv1ac.Ro
 		WithLabels(inject.LabelsFor(s)).
 		WithOwnerReferences(ownerReference(s)).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(n.Role)).
-		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(podServiceAccount(s, n)).WithNamespace(n.Namespace))
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(sidecarServiceAccount(s, n)).WithNamespace(n.Namespace))
 }
 
 // serviceFor sends port 80 to the sidecar, never to the MCP server container.
@@ -134,7 +171,7 @@ func serviceFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *corev1ac.Servic
 		WithOwnerReferences(ownerReference(s)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceTypeClusterIP).
-			WithSelector(inject.SelectorFor(s)).
+			WithSelector(inject.ServiceSelectorFor(s)).
 			WithPorts(corev1ac.ServicePort().
 				WithName("mcp").WithPort(80).WithProtocol(corev1.ProtocolTCP).WithAppProtocol("http").
 				WithTargetPort(intstr.FromInt32(mcpv1alpha1.SidecarMCPPort))))
@@ -148,7 +185,12 @@ func urlFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) string {
 // deploymentFor runs the MCP server container behind the injected native sidecar. The pod
 // template depends only on the server spec and the sidecar settings, never on the catalog, so
 // catalog edits do not roll pods.
-func deploymentFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, cfg inject.Config) *appsv1ac.DeploymentApplyConfiguration {
+//
+// A pod template the sidecar cannot be injected into is an error, never a Deployment without
+// the sidecar: the Service and the NetworkPolicy would send clients to the bare MCP server. The
+// CRD's validation rejects what causes a skip (mcp.switchboard.dev/* pod annotations, reserved
+// ports), so this catches objects stored before those rules, or rules bypassed.
+func deploymentFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, cfg inject.Config) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	spec := s.Spec
 	c := ptr.Deref(spec.Container, mcpv1alpha1.ServerContainer{})
 	podOverrides := ptr.Deref(spec.Pod, mcpv1alpha1.PodOverrides{})
@@ -193,9 +235,9 @@ func deploymentFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, cfg inject.Co
 			Containers: []corev1.Container{server},
 		},
 	}
-	// deploymentFor only builds valid pods, so injection cannot skip (reserved ports are
-	// rejected by the CRD's validation, and there is always one container).
-	_ = inject.Into(&tmpl.ObjectMeta, &tmpl.Spec, cfg)
+	if reason := inject.Into(&tmpl.ObjectMeta, &tmpl.Spec, cfg); reason != "" {
+		return nil, fmt.Errorf("the sidecar cannot be injected into the pod template (%s): %s", reason, skipFix(reason))
+	}
 	// The drain time wins over any earlier value: this template is rebuilt from scratch.
 	tmpl.Spec.TerminationGracePeriodSeconds = ptr.To(inject.TerminationGracePeriodSeconds(cfg))
 
@@ -217,7 +259,20 @@ func deploymentFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, cfg inject.Co
 			WithReplicas(ptr.Deref(spec.Replicas, 1)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(inject.SelectorFor(s))).
 			WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RollingUpdateDeploymentStrategyType).WithRollingUpdate(strategy)).
-			WithTemplate(podTemplateApplyConfiguration(tmpl)))
+			WithTemplate(podTemplateApplyConfiguration(tmpl))), nil
+}
+
+// skipFix says which MCPServer field made injection skip and how to fix it.
+func skipFix(reason inject.SkipReason) string {
+	switch reason {
+	case inject.SkipOptedOut:
+		return "spec.pod.annotations sets " + inject.InjectAnnotation + `="false"; remove it: a Managed server always runs behind the sidecar`
+	case inject.SkipPortConflict:
+		return "spec.container.port is 8800 or 8801, which the sidecar uses; serve MCP on another port"
+	case inject.SkipStdioCommandMissing:
+		return "spec.container.transport is Stdio without spec.container.command; set the command"
+	}
+	return "remove the mcp.switchboard.dev/* keys from spec.pod.annotations"
 }
 
 // podTemplateApplyConfiguration turns the pod template, which the MCPServer's typed pod fields

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -29,7 +30,10 @@ func TestDeploymentFor(t *testing.T) {
 	s.Spec.Sidecar = &mcpv1alpha1.SidecarSpec{Drain: &mcpv1alpha1.DrainSpec{BudgetSeconds: ptr.To[int32](60)}}
 	n := inject.NamesFor(s)
 	cfg := inject.ConfigFor(s, "sidecar:1")
-	d := deploymentFor(s, n, cfg)
+	d, err := deploymentFor(s, n, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	if *d.Spec.Replicas != 3 || d.Spec.Strategy.RollingUpdate.MaxSurge.String() != "50%" || d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
 		t.Fatalf("replicas/strategy: %+v", d.Spec)
@@ -48,14 +52,14 @@ func TestDeploymentFor(t *testing.T) {
 	if tmpl.Annotations[inject.InjectedAnnotation] != inject.Hash(cfg) {
 		t.Fatal("the pod template records the injected sidecar settings")
 	}
-	if c := tmpl.Spec.Containers[0]; *c.Image != "example/weather:1" || *c.Ports[0].ContainerPort != 9000 || *c.Lifecycle.PreStop.HTTPGet.Path != inject.DrainPath {
+	if c := tmpl.Spec.Containers[0]; *c.Image != "example/weather:1" || *c.Ports[0].ContainerPort != 9000 || *c.Lifecycle.PreStop.HTTPGet.Path != inject.DrainWaitPath {
 		t.Fatalf("server container: %+v", c)
 	}
 	if *d.OwnerReferences[0].UID != "uid-1" || !*d.OwnerReferences[0].Controller {
 		t.Fatalf("owner: %+v", d.OwnerReferences)
 	}
 	// The same spec builds the same template; catalog contents are not an input at all.
-	again := deploymentFor(s, n, inject.ConfigFor(s, "sidecar:1"))
+	again, _ := deploymentFor(s, n, inject.ConfigFor(s, "sidecar:1"))
 	a, _ := json.Marshal(d)
 	b, _ := json.Marshal(again)
 	if string(a) != string(b) {
@@ -67,6 +71,48 @@ func TestDeploymentFor(t *testing.T) {
 		if strings.Contains(string(a), field) {
 			t.Fatalf("the Deployment's apply configuration sends %s: %s", field, a)
 		}
+	}
+}
+
+// TestDeploymentForRefusesSkippedInjection: a pod template the sidecar cannot be injected into
+// (here an MCPServer stored before the CEL rule on spec.pod.annotations, or with it bypassed) is
+// an error that says what to fix, never a Deployment that serves clients without the sidecar.
+func TestDeploymentForRefusesSkippedInjection(t *testing.T) {
+	s := builderServer()
+	s.Spec.Pod = &mcpv1alpha1.PodOverrides{Annotations: map[string]string{inject.InjectAnnotation: "false"}}
+	d, err := deploymentFor(s, inject.NamesFor(s), inject.ConfigFor(s, "sidecar:1"))
+	if err == nil {
+		t.Fatalf("a pod template without the sidecar was built: %+v", d.Spec.Template.Spec.InitContainers)
+	}
+	for _, want := range []string{string(inject.SkipOptedOut), "spec.pod.annotations", inject.InjectAnnotation} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+// TestExternalSidecarCredentials: an External server's sidecar Role is bound to the dedicated
+// ServiceAccount <server>-sidecar, never to the workload's (whose token the kubelet also mounts
+// into the MCP server container), whatever spec.pod.serviceAccountName says; the sidecar gets
+// that ServiceAccount's token from a token Secret the token controller fills in. A Managed
+// server's pods run as the bound ServiceAccount, with its token projected into the sidecar only.
+func TestExternalSidecarCredentials(t *testing.T) {
+	s := builderServer()
+	s.Spec.Mode = mcpv1alpha1.WorkloadExternal
+	s.Spec.Replicas, s.Spec.Container.Image = nil, ""
+	s.Spec.Pod = &mcpv1alpha1.PodOverrides{ServiceAccountName: "workload"}
+	n := inject.NamesFor(s)
+	if sub := roleBindingFor(s, n).Subjects[0]; *sub.Name != "weather-sidecar" {
+		t.Fatalf("External sidecar Role bound to %q, the workload's ServiceAccount", *sub.Name)
+	}
+	sec := sidecarTokenSecretFor(s, n)
+	if sec.Type != corev1.SecretTypeServiceAccountToken || sec.Annotations[corev1.ServiceAccountNameKey] != "weather-sidecar" ||
+		sec.Name != inject.ConfigFor(s, "x").APITokenSecret {
+		t.Fatalf("token Secret: %+v", sec)
+	}
+	s.Spec.Mode = mcpv1alpha1.WorkloadManaged
+	if sub := roleBindingFor(s, n).Subjects[0]; *sub.Name != "workload" {
+		t.Fatalf("Managed sidecar Role bound to %q, not the pods' ServiceAccount", *sub.Name)
 	}
 }
 

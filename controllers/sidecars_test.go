@@ -14,7 +14,6 @@ import (
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
-	"github.com/switchboard-mcp/switchboard/internal/kube"
 )
 
 // externalPod is a pod of the user's own Deployment, annotated as the webhook would inject it
@@ -86,16 +85,7 @@ func TestStaleSidecarsReported(t *testing.T) {
 		Spec: mcpv1alpha1.MCPServerSpec{Mode: mcpv1alpha1.WorkloadExternal}}
 	mustCreate(t, server)
 	key := client.ObjectKeyFromObject(server)
-	// The webhook injects the drain token once the controller has created it.
 	cfg := inject.ConfigFor(server, testSidecarImage)
-	eventually.Succeeds(t, "the drain token", func() error {
-		token, err := kube.DrainToken(ctx, k8s, nil, server)
-		if err == nil && token == "" {
-			err = fmt.Errorf("no drain token yet")
-		}
-		cfg.DrainToken = token
-		return err
-	})
 	pod := externalPod(ns, "search-5d4c3b2a1-x1", "search", &cfg)
 	// No owner: the garbage collector would delete a pod whose ReplicaSet does not exist.
 	pod.OwnerReferences = nil

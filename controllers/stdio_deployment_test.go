@@ -23,7 +23,10 @@ func TestStdioDeploymentGolden(t *testing.T) {
 	s.Spec.Container.Args = []string{"--verbose"}
 	s.Spec.Container.RunAsUser = ptr.To[int64](1000)
 	cfg := inject.ConfigFor(s, "switchboard-sidecar:v0.1.0")
-	d := deploymentFor(s, inject.NamesFor(s), cfg)
+	d, err := deploymentFor(s, inject.NamesFor(s), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, err := yaml.Marshal(d.Spec.Template)
 	if err != nil {
 		t.Fatal(err)

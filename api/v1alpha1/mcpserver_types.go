@@ -257,6 +257,7 @@ type Rollout struct {
 
 // PodOverrides sets pod-level fields of the managed workload.
 // +kubebuilder:validation:XValidation:rule="!has(self.labels) || self.labels.all(k, !k.startsWith('app.kubernetes.io/') && !k.startsWith('mcp.switchboard.dev/'))",message="pod.labels must not set app.kubernetes.io/* or mcp.switchboard.dev/* keys: Switchboard selects its pods by them"
+// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || self.annotations.all(k, !k.startsWith('mcp.switchboard.dev/'))",message="pod.annotations must not set mcp.switchboard.dev/* keys: they steer the sidecar's injection (inject, container, transport, injected), which Switchboard decides from the MCPServer's spec; remove them (spec.container.transport sets the transport)"
 type PodOverrides struct {
 	// serviceAccountName runs the pod as this ServiceAccount. Empty: Switchboard's per-server
 	// ServiceAccount, which may read exactly this server's catalog.

@@ -155,6 +155,18 @@ func TestMCPServerValidation(t *testing.T) {
 		{name: "pod label in the selector's namespace", mutate: func(s *v1.MCPServer) {
 			s.Spec.Pod = &v1.PodOverrides{Labels: map[string]string{"app.kubernetes.io/name": "x"}}
 		}, wantErrors: []string{"pod.labels must not set app.kubernetes.io/* or mcp.switchboard.dev/* keys"}},
+		{name: "pod annotation opting out of injection", mutate: func(s *v1.MCPServer) {
+			s.Spec.Pod = &v1.PodOverrides{Annotations: map[string]string{"mcp.switchboard.dev/inject": "false"}}
+		}, wantErrors: []string{"pod.annotations must not set mcp.switchboard.dev/* keys"}},
+		{name: "pod annotation choosing the container", mutate: func(s *v1.MCPServer) {
+			s.Spec.Pod = &v1.PodOverrides{Annotations: map[string]string{"mcp.switchboard.dev/container": "other"}}
+		}, wantErrors: []string{"pod.annotations must not set mcp.switchboard.dev/* keys"}},
+		{name: "pod annotation forging the injected hash", mutate: func(s *v1.MCPServer) {
+			s.Spec.Pod = &v1.PodOverrides{Annotations: map[string]string{"mcp.switchboard.dev/injected": "v1-0"}}
+		}, wantErrors: []string{"pod.annotations must not set mcp.switchboard.dev/* keys"}},
+		{name: "other pod annotations", mutate: func(s *v1.MCPServer) {
+			s.Spec.Pod = &v1.PodOverrides{Annotations: map[string]string{"prometheus.io/scrape": "true", "example.com/mcp.switchboard.dev": "x"}}
+		}},
 		{name: "bad service account name", mutate: func(s *v1.MCPServer) {
 			s.Spec.Pod = &v1.PodOverrides{ServiceAccountName: "Not_Valid"}
 		}, wantErrors: []string{"spec.pod.serviceAccountName", "should match"}},

@@ -41,6 +41,7 @@ const (
 	FlagDrainDelay       = "drain-delay"
 	FlagDrainJitter      = "drain-jitter"
 	FlagDrainBudget      = "drain-budget"
+	FlagDrainTokenFile   = "drain-token-file"
 	FlagLegacyClients    = "legacy-clients"
 	FlagOTLPEndpoint     = "otlp-endpoint"
 	FlagTraceSampling    = "trace-sampling-per-million"
@@ -60,28 +61,48 @@ const (
 	ContainerName = "switchboard-sidecar"
 	// InjectedAnnotation records the version and settings hash of the injected sidecar.
 	InjectedAnnotation = "mcp.switchboard.dev/injected"
+	// InjectedLabel ("true") marks a pod the sidecar was injected into; only injection sets it
+	// (the webhook removes it from pods it skips). An External server's Service selects by it,
+	// so a labelled pod without the sidecar never gets Service traffic.
+	InjectedLabel = "mcp.switchboard.dev/injected"
 	// InjectAnnotation set to "false" on a pod opts it out of injection.
 	InjectAnnotation = "mcp.switchboard.dev/inject"
 	// PodNameEnv is the downward-API variable holding the pod name.
 	PodNameEnv = "POD_NAME"
-	// DrainTokenEnv holds the server's drain token in the sidecar (the sidecar package reads
-	// the same name); the preStop hooks send it as a bearer token.
+	// DrainTokenEnv is the sidecar's variable for a drain token outside Kubernetes (the sidecar
+	// package reads the same name). Injection never sets it: the pod spec is readable with view.
 	DrainTokenEnv = "SWITCHBOARD_DRAIN_TOKEN"
-	// DrainPath on the admin port starts the drain and answers when it is done. It is idempotent,
-	// so both containers' preStop hooks call it, with the drain token (docs/security.md).
-	DrainPath   = "/drain"
-	HealthzPath = "/healthz"
-	ReadyzPath  = "/readyz"
-	// TokenVolume is the sidecar's own projected ServiceAccount token. Managed pods turn off
-	// automounting, so only the sidecar, not the MCP server, holds API credentials.
+	// DrainPath on the admin port starts the drain (with the drain token) and answers when it is
+	// done; the sidecar's exec preStop (`/sidecar drain`) calls it on loopback.
+	DrainPath = "/drain"
+	// DrainWaitPath on the admin port waits for the drain without starting one: the MCP server
+	// container's preStop, which holds no token, so that container is stopped only once the
+	// calls in flight are done.
+	DrainWaitPath = "/drain/wait"
+	HealthzPath   = "/healthz"
+	ReadyzPath    = "/readyz"
+	// SidecarBinary is the sidecar image's program (Dockerfile).
+	SidecarBinary = "/sidecar"
+	// DrainTokenVolume is the Secret <server>-drain-token, mounted into the sidecar container
+	// only, at drainTokenDir; DrainTokenSecretKey is the token's key in it.
+	DrainTokenVolume    = "switchboard-drain-token"
+	DrainTokenSecretKey = "token"
+	drainTokenDir       = "/var/run/switchboard/drain"
+	// TokenVolume holds the sidecar's own API credentials, mounted into the sidecar only, where
+	// the kubelet would automount them. Managed: the pod's ServiceAccount (<server>-sidecar by
+	// default) token, projected; Managed pods turn off automounting, so the MCP server holds
+	// none. External: the pod's ServiceAccount is the user's, automounted into the server
+	// container too, so the sidecar instead gets the token Secret of the dedicated
+	// ServiceAccount <server>-sidecar, which the sidecar Role is bound to (Config.APITokenSecret).
 	TokenVolume = "switchboard-sidecar-token"
 	tokenPath   = "/var/run/secrets/kubernetes.io/serviceaccount"
 	// tokenExpirationSeconds matches the kubelet's default for automounted tokens.
 	tokenExpirationSeconds = 3607
 	// sidecarUID is the distroless "nonroot" user the sidecar image runs as.
 	sidecarUID = 65532
-	// version bumps when the shape of the injected container changes.
-	version = "v1"
+	// version bumps when the shape of the injected container changes (v2: drain token from a
+	// mounted Secret, exec preStop, /drain/wait, the injected label).
+	version = "v2"
 )
 
 // Defaults of the drain and stream settings, equal to the API's defaults.
@@ -133,10 +154,14 @@ type Config struct {
 	// Stdio runs the server container's command behind the stdio bridge
 	// (spec.container.transport: Stdio, or the pod's TransportAnnotation).
 	Stdio bool `json:",omitempty"`
-	// DrainToken is the server's drain token (Secret <server>-drain-token): the sidecar accepts
-	// /drain only with it, and the preStop hooks send it. Whoever can read the pod's spec can
-	// read it; whoever can only reach the pod cannot drain it.
-	DrainToken string `json:",omitempty"`
+	// DrainTokenSecret names the Secret holding the server's drain token (<server>-drain-token):
+	// mounted into the sidecar container only; the sidecar accepts /drain only with it, and its
+	// exec preStop reads it from there. The pod spec names the Secret, never the token.
+	DrainTokenSecret string
+	// APITokenSecret, for External servers, names the token Secret of the dedicated
+	// ServiceAccount <server>-sidecar (<server>-sidecar-token): the sidecar's API credentials.
+	// Empty (Managed): the pod's own ServiceAccount token, projected into the sidecar.
+	APITokenSecret string `json:",omitempty"`
 	// OTLPEndpoint turns the sidecar's traces on (spec.sidecar.tracing); TraceSamplingPerMillion
 	// is their sampling. Left out of Hash when off, so servers without tracing keep their hash
 	// (no roll on upgrade).
@@ -164,6 +189,10 @@ func ConfigFor(s *mcpv1alpha1.MCPServer, defaultImage string) Config {
 		ServerContainer:    ServerContainerName,
 		LegacyClients:      string(mcpv1alpha1.LegacyClientsServe),
 		SessionSecret:      names.SessionSecret,
+		DrainTokenSecret:   names.DrainTokenSecret,
+	}
+	if s.Spec.Mode == mcpv1alpha1.WorkloadExternal {
+		cfg.APITokenSecret = names.SidecarTokenSecret
 	}
 	// The server's imagePullPolicy is for the server's image; the sidecar's follows its tag.
 	if c := s.Spec.Container; c != nil {
@@ -252,6 +281,7 @@ func Args(cfg Config) []string {
 		flag(FlagDrainDelay, seconds(int64(cfg.DrainDelaySeconds)*1000)),
 		flag(FlagDrainJitter, seconds(int64(cfg.DrainJitterMillis))),
 		flag(FlagDrainBudget, seconds(int64(cfg.DrainBudgetSeconds)*1000)),
+		flag(FlagDrainTokenFile, drainTokenDir+"/"+DrainTokenSecretKey),
 		flag(FlagLegacyClients, legacyClients(cfg)),
 	)
 }
@@ -293,28 +323,37 @@ func env(cfg Config) []corev1.EnvVar {
 				Key:                  SessionKeySecretKey,
 			}}})
 	}
-	if cfg.DrainToken != "" {
-		// A literal, as in the preStop hooks' header (httpGet takes no secretKeyRef).
-		e = append(e, corev1.EnvVar{Name: DrainTokenEnv, Value: cfg.DrainToken})
-	}
 	return e
 }
 
 // seconds formats milliseconds as a Go duration: 15s, 1.5s, 0s.
 func seconds(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
 
-func drainHook(token string) *corev1.LifecycleHandler {
-	get := &corev1.HTTPGetAction{Path: DrainPath, Port: intstr.FromInt32(mcpv1alpha1.SidecarAdminPort), Scheme: corev1.URISchemeHTTP}
-	if token != "" {
-		get.HTTPHeaders = []corev1.HTTPHeader{{Name: "Authorization", Value: "Bearer " + token}}
-	}
-	return &corev1.LifecycleHandler{HTTPGet: get}
+// sidecarDrainHook is the sidecar's preStop: `/sidecar drain` reads the drain token from the
+// mounted Secret and drains the sidecar on loopback, so the token is in no hook, header or
+// variable of the pod spec. (KEP-753 runs a native sidecar's preStop when the pod starts
+// terminating, alongside the main containers' hooks.)
+func sidecarDrainHook() *corev1.LifecycleHandler {
+	return &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{
+		SidecarBinary, "drain",
+		fmt.Sprintf("--admin=127.0.0.1:%d", mcpv1alpha1.SidecarAdminPort),
+		"--token-file=" + drainTokenDir + "/" + DrainTokenSecretKey,
+	}}}
 }
 
-// isDrainHook recognises a hook injection wrote (with any token), so re-injection replaces it
-// while a hook of the user's own stays.
+// serverDrainHook is the MCP server container's preStop: it waits for the drain the sidecar's
+// hook started (it cannot start one, and holds no token), so the server gets its TERM only once
+// the calls in flight are answered.
+func serverDrainHook() *corev1.LifecycleHandler {
+	return &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+		Path: DrainWaitPath, Port: intstr.FromInt32(mcpv1alpha1.SidecarAdminPort), Scheme: corev1.URISchemeHTTP}}
+}
+
+// isDrainHook recognises a hook injection wrote, now or before (v1: GET /drain with the token
+// in a header), so re-injection replaces it while a hook of the user's own stays.
 func isDrainHook(h *corev1.LifecycleHandler) bool {
-	return h != nil && h.HTTPGet != nil && h.HTTPGet.Path == DrainPath && h.HTTPGet.Port.IntValue() == mcpv1alpha1.SidecarAdminPort
+	return h != nil && h.HTTPGet != nil && (h.HTTPGet.Path == DrainPath || h.HTTPGet.Path == DrainWaitPath) &&
+		h.HTTPGet.Port.IntValue() == mcpv1alpha1.SidecarAdminPort
 }
 
 func probe(path string, period, failures int32) *corev1.Probe {
@@ -364,24 +403,38 @@ func Container(cfg Config) corev1.Container {
 			{Name: "mcp", ContainerPort: mcpv1alpha1.SidecarMCPPort, Protocol: corev1.ProtocolTCP},
 			{Name: "admin", ContainerPort: mcpv1alpha1.SidecarAdminPort, Protocol: corev1.ProtocolTCP},
 		},
-		VolumeMounts:             []corev1.VolumeMount{{Name: TokenVolume, MountPath: tokenPath, ReadOnly: true}},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: TokenVolume, MountPath: tokenPath, ReadOnly: true},
+			{Name: DrainTokenVolume, MountPath: drainTokenDir, ReadOnly: true},
+		},
 		Resources:                res,
 		RestartPolicy:            ptr.To(corev1.ContainerRestartPolicyAlways),
 		StartupProbe:             probe(HealthzPath, sidecarStartupPeriod, sidecarStartupFailures),
 		ReadinessProbe:           probe(ReadyzPath, sidecarReadinessPeriod, sidecarReadinessFailures),
-		Lifecycle:                &corev1.Lifecycle{PreStop: drainHook(cfg.DrainToken)},
+		Lifecycle:                &corev1.Lifecycle{PreStop: sidecarDrainHook()},
 		SecurityContext:          sc,
 		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 }
 
-// tokenVolume is what the kubelet would automount: a bound token, the cluster CA and the namespace.
-func tokenVolume() corev1.Volume {
+// tokenVolume is what the kubelet would automount: a token, the cluster CA and the namespace.
+// The token is the pod ServiceAccount's, bound to the pod (Managed), or the one the token
+// controller keeps in the Secret cfg.APITokenSecret (External; a projected token can only be
+// the pod's own ServiceAccount's).
+func tokenVolume(cfg Config) corev1.Volume {
+	token := corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+		Path: "token", ExpirationSeconds: ptr.To[int64](tokenExpirationSeconds)}}
+	if cfg.APITokenSecret != "" {
+		token = corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cfg.APITokenSecret},
+			Items:                []corev1.KeyToPath{{Key: corev1.ServiceAccountTokenKey, Path: "token"}},
+		}}
+	}
 	return corev1.Volume{Name: TokenVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		DefaultMode: ptr.To[int32](0o644),
 		Sources: []corev1.VolumeProjection{
-			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](tokenExpirationSeconds)}},
+			token,
 			{ConfigMap: &corev1.ConfigMapProjection{
 				LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
 				Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
@@ -390,6 +443,17 @@ func tokenVolume() corev1.Volume {
 				Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
 			}}}},
 		},
+	}}}
+}
+
+// drainTokenVolume is the drain-token Secret's token, for the sidecar container. Not optional:
+// a sidecar without it could not be drained by its preStop, so the pod waits for the Secret
+// (the controller creates it on its first reconcile of the server).
+func drainTokenVolume(cfg Config) corev1.Volume {
+	return corev1.Volume{Name: DrainTokenVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName:  cfg.DrainTokenSecret,
+		Items:       []corev1.KeyToPath{{Key: DrainTokenSecretKey, Path: DrainTokenSecretKey}},
+		DefaultMode: ptr.To[int32](0o444), // the sidecar's user is not the files' owner; only its container mounts it
 	}}}
 }
 
@@ -444,7 +508,7 @@ func Decide(meta *metav1.ObjectMeta, spec *corev1.PodSpec) SkipReason {
 //   - the server container's preStop hook is set to the drain hook (with the current token)
 //     unless the user set another;
 //   - terminationGracePeriodSeconds is raised to the drain time, never lowered;
-//   - InjectedAnnotation records Hash(cfg).
+//   - InjectedAnnotation records Hash(cfg), and InjectedLabel marks the pod as injected.
 func Into(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason {
 	if reason := Decide(meta, spec); reason != "" {
 		return reason
@@ -466,15 +530,15 @@ func Into(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason 
 	spec.InitContainers = slices.DeleteFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == ContainerName })
 	spec.InitContainers = append([]corev1.Container{sidecar}, spec.InitContainers...)
 
-	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == TokenVolume })
-	spec.Volumes = append(spec.Volumes, tokenVolume())
+	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == TokenVolume || v.Name == DrainTokenVolume })
+	spec.Volumes = append(spec.Volumes, tokenVolume(cfg), drainTokenVolume(cfg))
 
 	c := &spec.Containers[server]
 	if c.Lifecycle == nil {
 		c.Lifecycle = &corev1.Lifecycle{}
 	}
 	if c.Lifecycle.PreStop == nil || isDrainHook(c.Lifecycle.PreStop) {
-		c.Lifecycle.PreStop = drainHook(cfg.DrainToken)
+		c.Lifecycle.PreStop = serverDrainHook()
 	}
 
 	grace := TerminationGracePeriodSeconds(cfg)
@@ -485,6 +549,10 @@ func Into(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason 
 		meta.Annotations = map[string]string{}
 	}
 	meta.Annotations[InjectedAnnotation] = Hash(cfg)
+	if meta.Labels == nil {
+		meta.Labels = map[string]string{}
+	}
+	meta.Labels[InjectedLabel] = "true"
 	return ""
 }
 

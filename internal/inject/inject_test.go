@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -32,9 +34,7 @@ func testServer() *mcpv1alpha1.MCPServer {
 }
 
 func testConfig() Config {
-	cfg := ConfigFor(testServer(), "switchboard-sidecar:v0.1.0")
-	cfg.DrainToken = "test-drain-token"
-	return cfg
+	return ConfigFor(testServer(), "switchboard-sidecar:v0.1.0")
 }
 
 func TestArgs(t *testing.T) {
@@ -44,7 +44,8 @@ func TestArgs(t *testing.T) {
 		"weather.tools.svc.cluster.local,weather.tools.svc.cluster.local:80,mcp.example.com " +
 		"--allowed-origins=https://app.example.com --max-listen-streams=10000 --keepalive=15s " +
 		"--catalog-configmap=tools/weather-catalog --report-configmap=tools/weather-catalog-status " +
-		"--pod-name=$(POD_NAME) --drain-delay=5s --drain-jitter=2.5s --drain-budget=30s --legacy-clients=Serve"
+		"--pod-name=$(POD_NAME) --drain-delay=5s --drain-jitter=2.5s --drain-budget=30s " +
+		"--drain-token-file=/var/run/switchboard/drain/token --legacy-clients=Serve"
 	if got != want {
 		t.Fatalf("args\n got: %s\nwant: %s", got, want)
 	}
@@ -103,8 +104,8 @@ func TestContainer(t *testing.T) {
 	if c.StartupProbe == nil || c.ReadinessProbe == nil || c.StartupProbe.HTTPGet.Port.StrVal != "admin" {
 		t.Fatal("startup and readiness probes on the admin port are required")
 	}
-	if h := c.Lifecycle.PreStop.HTTPGet; h == nil || h.Path != DrainPath || h.Port.IntVal != mcpv1alpha1.SidecarAdminPort {
-		t.Fatalf("preStop must GET the drain endpoint: %+v", c.Lifecycle.PreStop)
+	if h := c.Lifecycle.PreStop.Exec; h == nil || h.Command[0] != SidecarBinary || h.Command[1] != "drain" {
+		t.Fatalf("preStop must run the drain command: %+v", c.Lifecycle.PreStop)
 	}
 	sc := c.SecurityContext
 	if !*sc.RunAsNonRoot || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem ||
@@ -182,30 +183,126 @@ func TestReinjectWithNewSettingsReplacesTheSidecar(t *testing.T) {
 	}
 }
 
-// TestDrainTokenReinjected: injecting again with another drain token replaces the hook the
-// first injection gave the server container (a stale token would make its preStop fail), and
-// the sidecar gets the new token too.
-func TestDrainTokenReinjected(t *testing.T) {
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server"}}}}
-	cfg := testConfig()
-	once, _ := Pod(pod, cfg)
-	cfg.DrainToken = "rotated"
-	twice, _ := Pod(once, cfg)
-	hdr := twice.Spec.Containers[0].Lifecycle.PreStop.HTTPGet.HTTPHeaders
-	if len(hdr) != 1 || hdr[0].Value != "Bearer rotated" {
-		t.Fatalf("server preStop headers %v", hdr)
+// TestServerContainerHoldsNoSecrets: the injected pod spec carries no secret, and the MCP
+// server container (untrusted: a rug-pulled image) gets neither the drain token nor the
+// sidecar's API credentials. The drain token is the Secret <server>-drain-token mounted into
+// the sidecar only, read by its exec preStop; the server container's preStop only waits for the
+// drain (GET /drain/wait, which cannot start one). The sidecar's API token is its own: the
+// pod's ServiceAccount token projected into the sidecar only (Managed pods turn automounting
+// off), or, in External pods, whose ServiceAccount is the user's and is automounted into the
+// server container, the token Secret of the dedicated ServiceAccount <server>-sidecar.
+func TestServerContainerHoldsNoSecrets(t *testing.T) {
+	external := testServer()
+	external.Spec.Mode = mcpv1alpha1.WorkloadExternal
+	external.Spec.Container.Image = ""
+	for name, cfg := range map[string]Config{"managed": testConfig(), "external": ConfigFor(external, "switchboard-sidecar:v0.1.0")} {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "server", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 9000}}},
+				{Name: "helper", Image: "y"},
+			}}}
+			out, reason := Pod(pod, cfg)
+			if reason != "" {
+				t.Fatal(reason)
+			}
+			raw, _ := yaml.Marshal(out)
+			for _, secret := range []string{"Bearer", DrainTokenEnv, "test-drain-token"} {
+				if strings.Contains(string(raw), secret) {
+					t.Errorf("the pod spec, readable with view, holds %q:\n%s", secret, raw)
+				}
+			}
+			vols := map[string]corev1.Volume{}
+			for _, v := range out.Spec.Volumes {
+				vols[v.Name] = v
+			}
+			if v := vols[DrainTokenVolume]; v.Secret == nil || v.Secret.SecretName != "weather-drain-token" {
+				t.Fatalf("drain token volume: %+v", v)
+			}
+			api := vols[TokenVolume]
+			if api.Projected == nil {
+				t.Fatalf("API token volume: %+v", api)
+			}
+			for _, src := range api.Projected.Sources {
+				switch {
+				case name == "managed" && src.Secret != nil:
+					t.Errorf("a Managed sidecar's token is the pod's own ServiceAccount's: %+v", src)
+				case name == "external" && src.ServiceAccountToken != nil:
+					t.Errorf("an External pod's ServiceAccount is the user's, also held by the server container: %+v", src)
+				case name == "external" && src.Secret != nil && src.Secret.Name != "weather-sidecar-token":
+					t.Errorf("External sidecar token from %q", src.Secret.Name)
+				}
+			}
+			sidecar := out.Spec.InitContainers[0]
+			mounted := map[string]bool{}
+			for _, m := range sidecar.VolumeMounts {
+				mounted[m.Name] = true
+			}
+			if !mounted[DrainTokenVolume] || !mounted[TokenVolume] {
+				t.Fatalf("sidecar mounts: %+v", sidecar.VolumeMounts)
+			}
+			if h := sidecar.Lifecycle.PreStop; h.Exec == nil || strings.Join(h.Exec.Command[:2], " ") != SidecarBinary+" drain" {
+				t.Fatalf("sidecar preStop: %+v", h)
+			}
+			for _, c := range out.Spec.Containers {
+				for _, m := range c.VolumeMounts {
+					if m.Name == DrainTokenVolume || m.Name == TokenVolume {
+						t.Errorf("container %s mounts %s", c.Name, m.Name)
+					}
+				}
+				for _, e := range c.Env {
+					if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+						t.Errorf("container %s gets Secret %s", c.Name, e.ValueFrom.SecretKeyRef.Name)
+					}
+				}
+			}
+			h := out.Spec.Containers[0].Lifecycle.PreStop.HTTPGet
+			if h == nil || h.Path != DrainWaitPath || len(h.HTTPHeaders) != 0 {
+				t.Fatalf("server preStop: %+v", out.Spec.Containers[0].Lifecycle.PreStop)
+			}
+		})
 	}
-	sc := twice.Spec.InitContainers[0]
-	if h := sc.Lifecycle.PreStop.HTTPGet.HTTPHeaders; len(h) != 1 || h[0].Value != "Bearer rotated" {
-		t.Fatalf("sidecar preStop headers %v", h)
+}
+
+// TestDrainHookReinjected: a pod injected by an earlier version (httpGet /drain with the token
+// in a header) gets the current hooks when injected again.
+func TestDrainHookReinjected(t *testing.T) {
+	old := &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/drain", Port: intstr.FromInt32(mcpv1alpha1.SidecarAdminPort),
+		HTTPHeaders: []corev1.HTTPHeader{{Name: "Authorization", Value: "Bearer old"}}}}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Lifecycle: &corev1.Lifecycle{PreStop: old}}}}}
+	out, _ := Pod(pod, testConfig())
+	if h := out.Spec.Containers[0].Lifecycle.PreStop.HTTPGet; h == nil || h.Path != DrainWaitPath || len(h.HTTPHeaders) != 0 {
+		t.Fatalf("server preStop: %+v", out.Spec.Containers[0].Lifecycle.PreStop)
 	}
-	if e := sc.Env[len(sc.Env)-1]; e.Name != DrainTokenEnv || e.Value != "rotated" {
-		t.Fatalf("sidecar env %v", sc.Env)
+	// A hook of the user's own stays.
+	own := &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/stop"}}}
+	pod.Spec.Containers[0].Lifecycle.PreStop = own
+	out, _ = Pod(pod, testConfig())
+	if !reflect.DeepEqual(out.Spec.Containers[0].Lifecycle.PreStop, own) {
+		t.Fatalf("the user's preStop was replaced: %+v", out.Spec.Containers[0].Lifecycle.PreStop)
 	}
-	// Without a token (the Secret not created yet) the hooks send no header.
-	cfg.DrainToken = ""
-	bare, _ := Pod(pod, cfg)
-	if h := bare.Spec.Containers[0].Lifecycle.PreStop.HTTPGet.HTTPHeaders; len(h) != 0 {
-		t.Fatalf("headers without a token: %v", h)
+}
+
+// TestServiceSelectsInjectedPodsOnly: an External server's Service selects only pods the
+// webhook injected (label InjectedLabel, which only a successful injection sets): a labelled
+// pod the webhook skipped (e.g. PortConflict: its own container serves 8800) gets no Service
+// traffic. The NetworkPolicy still covers every labelled pod.
+func TestServiceSelectsInjectedPodsOnly(t *testing.T) {
+	s := testServer()
+	s.Spec.Mode = mcpv1alpha1.WorkloadExternal
+	sel := labels.SelectorFromSet(ServiceSelectorFor(s))
+	opted := map[string]string{LabelServer: s.Name}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: opted}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server"}}}}
+	injected, _ := Pod(pod, ConfigFor(s, "x"))
+	if !sel.Matches(labels.Set(injected.Labels)) {
+		t.Fatalf("the Service (%s) does not select an injected pod %v", sel, injected.Labels)
+	}
+	conflict := pod.DeepCopy()
+	conflict.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: mcpv1alpha1.SidecarMCPPort}}
+	skipped, reason := Pod(conflict, ConfigFor(s, "x"))
+	if reason != SkipPortConflict || sel.Matches(labels.Set(skipped.Labels)) {
+		t.Fatalf("the Service (%s) selects a pod the webhook skipped (%s): %v", sel, reason, skipped.Labels)
+	}
+	if !labels.SelectorFromSet(SelectorFor(s)).Matches(labels.Set(skipped.Labels)) {
+		t.Fatal("the NetworkPolicy must still cover every opted-in pod")
 	}
 }

@@ -35,8 +35,11 @@ type ObjectNames struct {
 	// SessionSecret holds the key that signs the sidecars' 2025-era session ids:
 	// <server>-sidecar-session.
 	SessionSecret string
-	// DrainTokenSecret holds the token the preStop hooks send to /drain: <server>-drain-token.
+	// DrainTokenSecret holds the token the sidecar's preStop sends to /drain: <server>-drain-token.
 	DrainTokenSecret string
+	// SidecarTokenSecret is the token Secret (kubernetes.io/service-account-token) of the
+	// ServiceAccount <server>-sidecar, for the sidecars of External servers: <server>-sidecar-token.
+	SidecarTokenSecret string
 }
 
 // NamesFor returns the names of the children of s.
@@ -46,11 +49,24 @@ func NamesFor(s *mcpv1alpha1.MCPServer) ObjectNames {
 		Namespace:  s.Namespace,
 		Deployment: n, Service: n, PodDisruptionBudget: n, NetworkPolicy: n,
 		ServiceAccount: n + "-sidecar", Role: n + "-sidecar", RoleBinding: n + "-sidecar",
-		CatalogConfigMap: n + "-catalog",
-		StatusConfigMap:  n + "-catalog-status",
-		SessionSecret:    n + "-sidecar-session",
-		DrainTokenSecret: n + "-drain-token",
+		CatalogConfigMap:   n + "-catalog",
+		StatusConfigMap:    n + "-catalog-status",
+		SessionSecret:      n + "-sidecar-session",
+		DrainTokenSecret:   n + "-drain-token",
+		SidecarTokenSecret: n + "-sidecar-token",
 	}
+}
+
+// ServiceSelectorFor selects the pods the Service sends clients to. Managed: SelectorFor (every
+// pod of the Deployment has the sidecar in its template). External: the opt-in label and
+// InjectedLabel, which only the webhook's successful injection sets, so a labelled pod the
+// webhook skipped never receives the Service's traffic.
+func ServiceSelectorFor(s *mcpv1alpha1.MCPServer) map[string]string {
+	sel := SelectorFor(s)
+	if s.Spec.Mode == mcpv1alpha1.WorkloadExternal {
+		sel[InjectedLabel] = "true"
+	}
+	return sel
 }
 
 // LabelsFor are the labels of every child of s and of its managed pods.

@@ -117,7 +117,7 @@ func TestEnvLabelledPodIsInjected(t *testing.T) {
 	if pod.Spec.InitContainers[0].Image != testImage {
 		t.Fatalf("sidecar image %q", pod.Spec.InitContainers[0].Image)
 	}
-	if h := pod.Spec.Containers[0].Lifecycle; h == nil || h.PreStop == nil || h.PreStop.HTTPGet.Path != inject.DrainPath {
+	if h := pod.Spec.Containers[0].Lifecycle; h == nil || h.PreStop == nil || h.PreStop.HTTPGet.Path != inject.DrainWaitPath {
 		t.Fatalf("the MCP server container has no drain hook: %+v", h)
 	}
 }
@@ -206,5 +206,50 @@ func TestEnvWebhookDown(t *testing.T) {
 	pod := createPod(t, userPod(ns, "not-opted-in", map[string]string{"app": "other"}))
 	if len(pod.Spec.InitContainers) > 0 {
 		t.Fatal("a pod that did not opt in was changed")
+	}
+}
+
+// TestEnvSkippedPodGetsNoServiceTraffic: through the real API server and webhook, a labelled pod
+// the webhook cannot inject (its container declares the sidecar's port 8800: PortConflict) and
+// that even claims to be injected is stored without the injected label, so the External
+// server's Service selector (inject.ServiceSelectorFor) does not select it; an injected pod of
+// the same server is selected.
+func TestEnvSkippedPodGetsNoServiceTraffic(t *testing.T) {
+	ns := namespace(t, "")
+	externalServer(t, ns, "search")
+	server := &mcpv1alpha1.MCPServer{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "search"}, server); err != nil {
+		t.Fatal(err)
+	}
+	createPod(t, userPod(ns, "search-ok", map[string]string{inject.LabelServer: "search"}))
+	bad := userPod(ns, "search-conflict", map[string]string{inject.LabelServer: "search", inject.InjectedLabel: "true"})
+	bad.Spec.Containers[0].Ports = append(bad.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: mcpv1alpha1.SidecarMCPPort})
+	if got := createPod(t, bad); injected(got) {
+		t.Fatal("a pod whose container serves 8800 was injected")
+	}
+	var pods corev1.PodList
+	if err := k8s.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels(inject.ServiceSelectorFor(server))); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pods.Items {
+		names = append(names, p.Name)
+	}
+	if strings.Join(names, ",") != "search-ok" {
+		t.Fatalf("the Service selects %v, want only the injected pod search-ok", names)
+	}
+}
+
+// TestEnvSidecarServiceAccountDenied: a pod of an External server that runs as the server's
+// sidecar ServiceAccount (bound to the sidecar Role) is rejected: its automounted token would
+// give the MCP server container the sidecar's rights.
+func TestEnvSidecarServiceAccountDenied(t *testing.T) {
+	ns := namespace(t, "")
+	externalServer(t, ns, "search")
+	pod := userPod(ns, "search-0", map[string]string{inject.LabelServer: "search"})
+	pod.Spec.ServiceAccountName = "search-sidecar"
+	err := k8s.Create(context.Background(), pod)
+	if err == nil || !strings.Contains(err.Error(), "search-sidecar") {
+		t.Fatalf("want the pod rejected naming the ServiceAccount, got %v", err)
 	}
 }

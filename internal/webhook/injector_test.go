@@ -25,7 +25,6 @@ import (
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/golden"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
-	"github.com/switchboard-mcp/switchboard/internal/kube"
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 )
 
@@ -69,9 +68,6 @@ func newInjector(t *testing.T, rec events.EventRecorder) *Injector {
 	for _, s := range fixtureServers() {
 		b = b.WithObjects(s)
 	}
-	// weather's drain token exists (the controller created it); search's does not yet.
-	b = b.WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "weather-drain-token", Namespace: "tools"},
-		Data: map[string][]byte{kube.DrainTokenKey: []byte(strings.Repeat("0123456789abcdef", 4))}})
 	return &Injector{Reader: b.Build(), Recorder: rec, SidecarImage: testImage,
 		ExcludedNamespaces: []string{"kube-system", "switchboard-system"}}
 }
@@ -179,7 +175,6 @@ func TestInjectedPodRunsTheControllersSidecar(t *testing.T) {
 	pod, _ := admit(t, newInjector(t, nil), readPod(t, "custom-port.yaml"), false)
 	weather := fixtureServers()[1]
 	cfg := inject.ConfigFor(weather, testImage)
-	cfg.DrainToken = strings.Repeat("0123456789abcdef", 4) // the fixture Secret's
 	if got, want := pod.Annotations[inject.InjectedAnnotation], inject.Hash(withServer(cfg, "weather")); got != want {
 		t.Fatalf("injected %s, want %s", got, want)
 	}
@@ -273,5 +268,21 @@ func TestExcludedNamespace(t *testing.T) {
 		if len(resp.Patches) > 0 || !reflect.DeepEqual(got, pod) {
 			t.Fatalf("pod in %s was changed: %+v", ns, resp.Patches)
 		}
+	}
+}
+
+// TestSkippedPodLosesInjectedLabel: only injection marks a pod injected. A labelled pod the
+// webhook skips (here PortConflict) that carries the injected label of its own is admitted
+// without it, so the External server's Service does not select it.
+func TestSkippedPodLosesInjectedLabel(t *testing.T) {
+	pod := readPod(t, "plain.yaml")
+	pod.Labels[inject.InjectedLabel] = "true"
+	pod.Spec.Containers[0].Ports = append(pod.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: mcpv1alpha1.SidecarMCPPort})
+	got, _ := admit(t, newInjector(t, nil), pod, false)
+	if len(got.Spec.InitContainers) != 0 {
+		t.Fatal("a pod with a port conflict was injected")
+	}
+	if v, ok := got.Labels[inject.InjectedLabel]; ok {
+		t.Fatalf("a skipped pod keeps %s=%s", inject.InjectedLabel, v)
 	}
 }

@@ -8,13 +8,14 @@ import (
 const (
 	resultInjected = "injected"
 	resultSkipped  = "skipped"
+	resultDenied   = "denied"
 )
 
-// injections counts the webhook's decisions: result is injected or skipped, reason is Injected
+// injections counts the webhook's decisions: result is injected, skipped or denied, reason is Injected
 // or the skip reason code. Dry-run requests are not counted.
 var injections = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "switchboard_injections_total",
-	Help: "Pods the injection webhook decided on, by result (injected, skipped) and reason code.",
+	Help: "Pods the injection webhook decided on, by result (injected, skipped, denied) and reason code.",
 }, []string{"result", "reason"})
 
 func init() {
