@@ -110,8 +110,10 @@ type phase func(context.Context, *scope) (ctrl.Result, error)
 // ExposeToLabel; it reads the content of a user's Secret only once the Secret is exposed to a
 // server, to check the key. RBAC cannot select by label, so it still holds get/list/watch on every
 // Secret it may see: list/watch for those label-selected caches, and get because RBAC lets it
-// grant a sidecar's Role only what it holds itself. It creates two Secrets of its own per server
-// (<server>-drain-token, <server>-sidecar-session) and patches the first.
+// grant a sidecar's Role only what it holds itself. It creates and patches Secrets of its own per
+// server: the drain token (<server>-drain-token), the session key (<server>-sidecar-session), and
+// for External servers the token Secret of <server>-sidecar (<server>-sidecar-token, filled in by
+// the cluster's token controller; no serviceaccounts/token right is needed).
 
 // Reconcile turns one MCPServer into its children and tells the truth in its status.
 func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
