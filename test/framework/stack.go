@@ -230,7 +230,8 @@ func SidecarArgs(pod *corev1.Pod, mcpAddr, adminAddr, upstream string) ([]string
 }
 
 // SidecarEnv is the sidecar container's environment as the kubelet would set it, for the
-// variables with a literal value (the drain token); the pod name comes from SidecarArgs.
+// variables with a literal value; the pod name comes from SidecarArgs. (The drain token is a
+// file mounted from a Secret, not a variable: these tests never drain over HTTP.)
 func SidecarEnv(pod *corev1.Pod) []string {
 	var env []string
 	for _, c := range pod.Spec.InitContainers {
