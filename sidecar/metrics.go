@@ -148,7 +148,7 @@ func NewMetrics() *Metrics {
 		}, []string{"revision"}),
 		draining: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchboard_sidecar_draining",
-			Help: "1 from the start of the graceful drain until the process exits.",
+			Help: "1 from the start of the graceful drain until the process exits, or until a replica that was not terminated serves again.",
 		}),
 		drainStreamsEnded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_sidecar_drain_streams_ended_total",
