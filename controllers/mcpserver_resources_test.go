@@ -45,6 +45,10 @@ func TestDeploymentFor(t *testing.T) {
 	if tmpl.Labels["team"] != "maps" || tmpl.Labels[inject.LabelManagedBy] != inject.ManagedBy || *tmpl.Spec.ServiceAccountName != "custom" || tmpl.Spec.NodeSelector["zone"] != "a" {
 		t.Fatalf("pod overrides: %+v", tmpl)
 	}
+	// Only the sidecar holds API credentials: its projected token; nothing is automounted.
+	if a := tmpl.Spec.AutomountServiceAccountToken; a == nil || *a {
+		t.Fatal("a Managed pod must not automount its ServiceAccount token into the MCP server container")
+	}
 	// 5 s delay + 1 s jitter + 60 s budget + 5 s margin.
 	if *tmpl.Spec.TerminationGracePeriodSeconds != 71 {
 		t.Fatalf("grace %d", *tmpl.Spec.TerminationGracePeriodSeconds)
