@@ -154,7 +154,7 @@ func TestServerReconcilesIntoChildren(t *testing.T) {
 	}
 	sc := pod.InitContainers[0]
 	if sc.Image != testSidecarImage || sc.StartupProbe == nil || sc.ReadinessProbe == nil ||
-		sc.Lifecycle.PreStop.HTTPGet.Path != "/drain" || !*sc.SecurityContext.ReadOnlyRootFilesystem {
+		sc.Lifecycle.PreStop.Exec == nil || sc.Lifecycle.PreStop.Exec.Command[1] != "drain" || !*sc.SecurityContext.ReadOnlyRootFilesystem {
 		t.Fatalf("sidecar: %+v", sc)
 	}
 	args := strings.Join(sc.Args, " ")
