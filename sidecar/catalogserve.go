@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -275,27 +274,15 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 	s.forward(w, r, req)
 }
 
-// toolName returns params.name when it is a string given exactly once and
-// no other member spells "name" in another case: a parser that matched
-// names case-insensitively could otherwise call a tool the catalog did not
-// route.
+// toolName returns params.name when it is a string given exactly once.
+// (parseRequest has refused params in which another member spells "name"
+// in another case, which a case-insensitive upstream would read instead.)
 func toolName(params []byte) (string, bool) {
-	var name []byte
-	n, other := 0, false
-	_ = eachMember(params, func(m member) bool {
-		switch {
-		case keyIs(m.key, "name"):
-			n++
-			name = params[m.start:m.end]
-		case len(m.key) == 6 && strings.EqualFold(string(m.key[1:5]), "name"):
-			other = true
-		}
-		return true
-	})
-	if n != 1 || other {
+	raw, ok, _ := field(params, "name")
+	if !ok {
 		return "", false
 	}
-	return stringValue(name)
+	return stringValue(raw)
 }
 
 // serveComplete answers completion/complete for a declared prompt or a

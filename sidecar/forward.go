@@ -46,18 +46,24 @@ func copyHeaders(dst, src http.Header) {
 // reconnect (through the Service) to a replica that is staying.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 	if req.method == "tools/call" {
+		var e *rpcError
 		switch {
 		case req.legacy:
 			// The headers a 2026 client sends for annotated arguments
 			// (paramheaders.go).
-			s.setParamHeaders(r, req)
-		case !s.upstreamSeesParamHeaders(r.Context()):
-			// The upstream will not see the client's Mcp-Param-* headers:
-			// they are checked here, as it would check them.
-			if e := s.checkParamHeaders(r, req); e != nil {
-				s.fail(w, req.id, e)
-				return
+			e = s.setParamHeaders(r, req)
+		default:
+			// The client's Mcp-Param-* headers must name unambiguous
+			// arguments (strictjson.go); when the upstream will not see
+			// them, they are checked here, as it would check them.
+			e = s.checkBoundArgs(r, req)
+			if e == nil && !s.upstreamSeesParamHeaders(r.Context()) {
+				e = s.checkParamHeaders(r, req)
 			}
+		}
+		if e != nil {
+			s.failReq(w, req, e)
+			return
 		}
 	}
 	if req.session != nil {

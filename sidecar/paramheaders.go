@@ -184,30 +184,21 @@ func isToken(h string) bool {
 }
 
 // setParamHeaders replaces whatever Mcp-Param-* headers a translated
-// tools/call carries with those its arguments call for.
-func (s *Server) setParamHeaders(r *http.Request, req *request) {
+// tools/call carries with those its arguments call for. It refuses
+// arguments in which a bound member is ambiguous (boundArgsErr).
+func (s *Server) setParamHeaders(r *http.Request, req *request) *rpcError {
 	h := r.Header
 	for k := range h {
 		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
 			delete(h, k)
 		}
 	}
-	// The body as it goes upstream: a catalog rename is already in it.
-	params, _, _ := field(req.body, "params")
-	name, ok := toolName(params)
-	if !ok {
-		return
-	}
-	bindings := s.params.lookup(r.Context(), name, s.hub.ToolsGeneration())
-	if len(bindings) == 0 {
-		return
-	}
-	args, ok, _ := field(params, "arguments")
-	if !ok {
-		return
+	args, bindings := s.boundArgs(r, req)
+	if e := boundArgsErr(args, bindings); e != nil {
+		return e
 	}
 	for _, b := range bindings {
-		v := args
+		v, ok := args, true
 		for _, p := range b.path {
 			if v, ok, _ = field(v, p); !ok {
 				break
@@ -220,6 +211,58 @@ func (s *Server) setParamHeaders(r *http.Request, req *request) {
 			h[b.header] = []string{hv}
 		}
 	}
+	return nil
+}
+
+// checkBoundArgs refuses a 2026 tools/call that carries Mcp-Param-*
+// headers when a bound member of its arguments is ambiguous (boundArgsErr):
+// whoever trusts the header must find the same value in the body as the
+// upstream reads. Calls without such headers skip the tool lookup.
+func (s *Server) checkBoundArgs(r *http.Request, req *request) *rpcError {
+	for k := range r.Header {
+		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
+			return boundArgsErr(s.boundArgs(r, req))
+		}
+	}
+	return nil
+}
+
+// boundArgs returns the arguments of a tools/call as it goes upstream (a
+// catalog rename is already in its body) and the upstream tool's bindings.
+func (s *Server) boundArgs(r *http.Request, req *request) ([]byte, []paramBinding) {
+	params, _, _ := field(req.body, "params")
+	name, ok := toolName(params)
+	if !ok {
+		return nil, nil
+	}
+	args, ok, _ := field(params, "arguments")
+	if !ok || !isObject(args) {
+		return nil, nil
+	}
+	return args, s.params.lookup(r.Context(), name, s.hub.ToolsGeneration())
+}
+
+// boundArgsErr refuses arguments in which a member on the path of a bound
+// property is given twice or in another case (strictjson.go): the
+// Mcp-Param-* header would then carry one value while a case-insensitive
+// or last-duplicate-wins upstream reads another.
+func boundArgsErr(args []byte, bindings []paramBinding) *rpcError {
+	for _, b := range bindings {
+		v := args
+		for _, p := range b.path {
+			if !isObject(v) {
+				break
+			}
+			if k := ambiguousMember(v, []string{p}); k != "" {
+				return ambiguousParam("params.arguments", k)
+			}
+			var ok bool
+			if v, ok, _ = field(v, p); !ok {
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // paramHeaderValue formats an argument for its header: strings, booleans

@@ -46,6 +46,9 @@ func parseRequest(body []byte) (*request, *rpcError) {
 	if !json.Valid(body) {
 		return nil, newErr(http.StatusBadRequest, codeParseError, "Parse error: body is not valid JSON")
 	}
+	if e := checkText(body); e != nil {
+		return nil, e
+	}
 	i := skipWS(body, 0)
 	if i < len(body) && body[i] == '[' {
 		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: batches are not supported")
@@ -56,28 +59,23 @@ func parseRequest(body []byte) (*request, *rpcError) {
 	r := &request{body: body}
 	var version, method []byte
 	var hasMethod, hasID, hasOutcome, dup bool
-	var seen [4]bool // jsonrpc, id, method, params
+	variant := ""
+	var seen [len(envelopeMembers)]bool
 	_ = eachMember(body, func(m member) bool {
-		var k int
-		switch {
-		case keyIs(m.key, "jsonrpc"):
-			k = 0
-		case keyIs(m.key, "id"):
-			k = 1
-		case keyIs(m.key, "method"):
-			k = 2
-		case keyIs(m.key, "params"):
-			k = 3
-		case keyIs(m.key, "result"), keyIs(m.key, "error"):
-			hasOutcome = true
+		// Members are matched as a case-insensitive decoder would match
+		// them (strictjson.go): "Method" is refused, not ignored.
+		k, exact := memberIndex(m.key, envelopeMembers[:])
+		if k < 0 {
 			return true
-		default:
-			return true
+		}
+		if !exact {
+			variant = string(m.key)
+			return false
 		}
 		dup = dup || seen[k]
 		seen[k] = true
 		v := body[m.start:m.end]
-		switch k {
+		switch k { // envelopeMembers' order
 		case 0:
 			version = v
 		case 1:
@@ -86,9 +84,14 @@ func parseRequest(body []byte) (*request, *rpcError) {
 			method, hasMethod = v, true
 		case 3:
 			r.params = v
+		default: // result, error
+			hasOutcome = true
 		}
 		return true
 	})
+	if variant != "" {
+		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: member "+variant+" differs from a JSON-RPC member only in case")
+	}
 	// The id is echoed on every error from here on, when it is usable.
 	if hasID && !validID(r.id) {
 		r.id = nil
@@ -114,11 +117,10 @@ func parseRequest(body []byte) (*request, *rpcError) {
 		return r, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: params must be an object")
 	}
 	if r.params != nil {
-		meta, ok, dup := field(r.params, "_meta")
-		if dup {
-			return r, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: duplicate _meta")
+		if e := checkParams(r.params); e != nil {
+			return r, e
 		}
-		if ok {
+		if meta, ok, _ := field(r.params, "_meta"); ok {
 			r.meta = meta
 			if isObject(meta) {
 				if pv, ok, _ := field(meta, mcp.MetaKeyProtocolVersion); ok {

@@ -95,7 +95,7 @@ func TestParseRequest(t *testing.T) {
 		id   string
 	}{
 		{`{"jsonrpc":"2.0","id":"x","method":"a"}`, 0, `"x"`},
-		{`{"jsonrpc":"2.0","id":1,"method":"a","Method":"b"}`, 0, `1`}, // keys are case-sensitive
+		{`{"jsonrpc":"2.0","id":1,"method":"a","Method":"b"}`, codeInvalidRequest, ``}, // a case variant: refused (strictjson.go)
 		{`{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}`, codeInvalidRequest, `1`},
 		{`{"jsonrpc":"1.0","id":1,"method":"a"}`, codeInvalidRequest, `1`},
 		{`{"jsonrpc":"2.0","id":null,"method":"a"}`, codeInvalidRequest, ``},
