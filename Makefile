@@ -86,8 +86,9 @@ conformance: ## Run the official MCP conformance suite (2026-07-28) through the 
 
 FUZZTIME ?= 2m
 .PHONY: fuzz
-fuzz: ## Fuzz the sidecar's request parser/validator and SSE reader, FUZZTIME each.
+fuzz: ## Fuzz the sidecar's request parser/validator, its parser differential and SSE reader, FUZZTIME each.
 	go test ./sidecar -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME)
+	go test ./sidecar -run '^$$' -fuzz '^FuzzParserDifferential$$' -fuzztime $(FUZZTIME)
 	go test ./sidecar -run '^$$' -fuzz '^FuzzSSEReader$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
