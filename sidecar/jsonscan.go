@@ -11,8 +11,10 @@ import (
 // name) and to splice fields into results without decoding or re-encoding the
 // rest: every member it does not touch is copied as the raw bytes it came in.
 //
-// Unlike encoding/json it matches keys exactly (case-sensitively), so the
-// sidecar and an upstream never disagree about which member is "method".
+// Unlike encoding/json it matches keys exactly (case-sensitively). An
+// upstream decoder may match them case-insensitively or keep another
+// duplicate, so parseRequest refuses bodies that such a decoder could read
+// differently (strictjson.go).
 
 var errNotObject = errors.New("not a JSON object")
 

@@ -143,9 +143,15 @@ func memberIndex(raw []byte, known []string) (i int, exact bool) {
 }
 
 // ambiguousMember returns the first member of obj that names one of known
-// (at most 32 names) in another case, or a second time; "" when
-// every known member is given at most once and exactly.
+// (at most 32 names) in another case, or a second time; "" when every known
+// member is given at most once and exactly.
 func ambiguousMember(obj []byte, known []string) string {
+	return scanKnown(obj, known, nil)
+}
+
+// scanKnown is ambiguousMember calling found (when not nil) with the index
+// and value of each known member, in the same pass.
+func scanKnown(obj []byte, known []string, found func(i int, v []byte)) string {
 	var seen uint32
 	bad := ""
 	_ = eachMember(obj, func(m member) bool {
@@ -158,28 +164,40 @@ func ambiguousMember(obj []byte, known []string) string {
 			return false
 		}
 		seen |= 1 << i
+		if found != nil {
+			found(i, obj[m.start:m.end])
+		}
 		return true
 	})
 	return bad
 }
 
 // checkParams applies the member rule to params and to the objects in it the
-// sidecar reads (_meta, ref).
-func checkParams(params []byte) *rpcError {
-	if k := ambiguousMember(params, paramsMembers); k != "" {
-		return ambiguousParam("params", k)
+// sidecar reads (_meta, ref), in one pass over params (its arguments may be
+// most of a large body). It returns the value of params._meta (nil: absent).
+func checkParams(params []byte) (meta []byte, e *rpcError) {
+	var ref []byte
+	if k := scanKnown(params, paramsMembers, func(i int, v []byte) {
+		switch paramsMembers[i] {
+		case "_meta":
+			meta = v
+		case "ref":
+			ref = v
+		}
+	}); k != "" {
+		return nil, ambiguousParam("params", k)
 	}
-	for _, sub := range [...]struct {
-		name  string
-		known []string
-	}{{"_meta", metaMembers}, {"ref", refMembers}} {
-		if v, ok, _ := field(params, sub.name); ok && isObject(v) {
-			if k := ambiguousMember(v, sub.known); k != "" {
-				return ambiguousParam("params."+sub.name, k)
-			}
+	if isObject(meta) {
+		if k := ambiguousMember(meta, metaMembers); k != "" {
+			return nil, ambiguousParam("params._meta", k)
 		}
 	}
-	return nil
+	if isObject(ref) {
+		if k := ambiguousMember(ref, refMembers); k != "" {
+			return nil, ambiguousParam("params.ref", k)
+		}
+	}
+	return meta, nil
 }
 
 func ambiguousParam(where, key string) *rpcError {

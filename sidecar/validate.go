@@ -117,10 +117,11 @@ func parseRequest(body []byte) (*request, *rpcError) {
 		return r, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: params must be an object")
 	}
 	if r.params != nil {
-		if e := checkParams(r.params); e != nil {
+		meta, e := checkParams(r.params)
+		if e != nil {
 			return r, e
 		}
-		if meta, ok, _ := field(r.params, "_meta"); ok {
+		if meta != nil {
 			r.meta = meta
 			if isObject(meta) {
 				if pv, ok, _ := field(meta, mcp.MetaKeyProtocolVersion); ok {
