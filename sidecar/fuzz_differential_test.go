@@ -112,27 +112,37 @@ func mustField(obj []byte, name string) []byte {
 
 // goView decodes as a Go upstream written with encoding/json does (as
 // mark3labs/mcp-go does): into structs, names matched case-insensitively,
-// the last duplicate winning.
+// the last duplicate winning. Values are kept raw, so that a member of a
+// type the structs do not expect (which such an upstream refuses) does not
+// hide the others.
 func goView(body []byte) (view, bool) {
 	var g struct {
 		ID     json.RawMessage `json:"id"`
 		Method json.RawMessage `json:"method"`
-		Params *struct {
-			Name json.RawMessage `json:"name"`
-			URI  json.RawMessage `json:"uri"`
-			Meta *struct {
-				Version json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
-			} `json:"_meta"`
-		} `json:"params"`
+		Params json.RawMessage `json:"params"`
 	}
 	if err := json.Unmarshal(body, &g); err != nil {
 		return view{}, false
 	}
 	v := view{id: g.ID, method: g.Method}
-	if g.Params != nil {
-		v.name, v.uri = g.Params.Name, g.Params.URI
-		if g.Params.Meta != nil {
-			v.version = g.Params.Meta.Version
+	if isObject(g.Params) {
+		var p struct {
+			Name json.RawMessage `json:"name"`
+			URI  json.RawMessage `json:"uri"`
+			Meta json.RawMessage `json:"_meta"`
+		}
+		if err := json.Unmarshal(g.Params, &p); err != nil {
+			return view{}, false
+		}
+		v.name, v.uri = p.Name, p.URI
+		if isObject(p.Meta) {
+			var m struct {
+				Version json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+			}
+			if err := json.Unmarshal(p.Meta, &m); err != nil {
+				return view{}, false
+			}
+			v.version = m.Version
 		}
 	}
 	return v, true

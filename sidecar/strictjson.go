@@ -135,6 +135,10 @@ func memberIndex(raw []byte, known []string) (i int, exact bool) {
 		k = []byte(s)
 	}
 	for i, name := range known {
+		// Most keys differ from most names in their first ASCII letter.
+		if len(k) > 0 && len(name) > 0 && k[0]|name[0] < utf8.RuneSelf && lowerASCII(k[0]) != lowerASCII(name[0]) {
+			continue
+		}
 		if foldEqual(k, name) {
 			return i, string(k) == name
 		}
