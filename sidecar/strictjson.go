@@ -43,7 +43,8 @@ var envelopeMembers = [...]string{"jsonrpc", "id", "method", "params", "result",
 var paramsMembers = []string{"_meta", "name", "uri", "arguments", "cursor", "ref", "notifications",
 	"requestState", "inputResponses", "protocolVersion", "capabilities", "level", "requestId"}
 
-// metaMembers are the params._meta keys the sidecar reads or sets.
+// metaMembers are the params._meta keys the sidecar reads or sets, the
+// protocol version first (checkParams).
 var metaMembers = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, metaKeyLogLevel}
 
 // refMembers are the params.ref members completion/complete is routed by.
@@ -177,9 +178,10 @@ func scanKnown(obj []byte, known []string, found func(i int, v []byte)) string {
 }
 
 // checkParams applies the member rule to params and to the objects in it the
-// sidecar reads (_meta, ref), in one pass over params (its arguments may be
-// most of a large body). It returns the value of params._meta (nil: absent).
-func checkParams(params []byte) (meta []byte, e *rpcError) {
+// sidecar reads (_meta, ref), reading each once (arguments may be most of a
+// large body). It returns params._meta and its protocolVersion claim (nil:
+// absent), which parseRequest would otherwise look up again.
+func checkParams(params []byte) (meta, version []byte, e *rpcError) {
 	var ref []byte
 	if k := scanKnown(params, paramsMembers, func(i int, v []byte) {
 		switch paramsMembers[i] {
@@ -189,19 +191,23 @@ func checkParams(params []byte) (meta []byte, e *rpcError) {
 			ref = v
 		}
 	}); k != "" {
-		return nil, ambiguousParam("params", k)
+		return nil, nil, ambiguousParam("params", k)
 	}
 	if isObject(meta) {
-		if k := ambiguousMember(meta, metaMembers); k != "" {
-			return nil, ambiguousParam("params._meta", k)
+		if k := scanKnown(meta, metaMembers, func(i int, v []byte) {
+			if i == 0 { // metaMembers[0]: the protocol version
+				version = v
+			}
+		}); k != "" {
+			return nil, nil, ambiguousParam("params._meta", k)
 		}
 	}
 	if isObject(ref) {
 		if k := ambiguousMember(ref, refMembers); k != "" {
-			return nil, ambiguousParam("params.ref", k)
+			return nil, nil, ambiguousParam("params.ref", k)
 		}
 	}
-	return meta, nil
+	return meta, version, nil
 }
 
 func ambiguousParam(where, key string) *rpcError {

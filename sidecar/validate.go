@@ -117,17 +117,13 @@ func parseRequest(body []byte) (*request, *rpcError) {
 		return r, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: params must be an object")
 	}
 	if r.params != nil {
-		meta, e := checkParams(r.params)
+		meta, version, e := checkParams(r.params)
 		if e != nil {
 			return r, e
 		}
-		if meta != nil {
-			r.meta = meta
-			if isObject(meta) {
-				if pv, ok, _ := field(meta, mcp.MetaKeyProtocolVersion); ok {
-					r.metaVersion, r.hasVersion = stringValue(pv)
-				}
-			}
+		r.meta = meta
+		if version != nil {
+			r.metaVersion, r.hasVersion = stringValue(version)
 		}
 	}
 	return r, nil
