@@ -136,12 +136,18 @@ func memberIndex(raw []byte, known []string) (i int, exact bool) {
 		k = []byte(s)
 	}
 	for i, name := range known {
-		// Most keys differ from most names in their first ASCII letter.
-		if len(k) > 0 && len(name) > 0 && k[0]|name[0] < utf8.RuneSelf && lowerASCII(k[0]) != lowerASCII(name[0]) {
+		if string(k) == name {
+			return i, true
+		}
+		// Most keys differ from most names in their first or last ASCII
+		// letter: no need to fold them.
+		if len(k) == 0 || len(name) == 0 ||
+			k[0]|name[0] < utf8.RuneSelf && lowerASCII(k[0]) != lowerASCII(name[0]) ||
+			k[len(k)-1]|name[len(name)-1] < utf8.RuneSelf && lowerASCII(k[len(k)-1]) != lowerASCII(name[len(name)-1]) {
 			continue
 		}
 		if foldEqual(k, name) {
-			return i, string(k) == name
+			return i, false
 		}
 	}
 	return -1, false
