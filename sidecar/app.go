@@ -277,6 +277,7 @@ func (a *App) Run(ctx context.Context) error {
 		IdleTimeout:    idleTimeout,
 		MaxHeaderBytes: a.cfg.MaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
+		ConnState:      a.closeIdleWhenDraining,
 	}
 	adminSrv := &http.Server{
 		Handler:           a.adminHandler(),
@@ -333,6 +334,23 @@ func (a *App) closeWhenDraining(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// closeIdleWhenDraining closes a connection as soon as it goes idle while
+// draining. Every response begun during the drain says Connection: close,
+// so net/http closes its connection itself; a connection that still goes
+// idle carried a response whose headers went out before the drain began
+// (a forwarded call in flight, an SSE answer). Its client was never told to
+// close it and may reuse it at any moment: left open, the Shutdown after the
+// drain closes it under a request being sent (the client sees EOF or a
+// reset, and a POST is not retried). Closed right after its last response,
+// the client sees the end before it has a next request to send. (What
+// SetKeepAlivesEnabled(false) does per connection, without also closing at
+// once the idle connections that a next request would tell to close.)
+func (a *App) closeIdleWhenDraining(c net.Conn, st http.ConnState) {
+	if st == http.StateIdle && a.Server.draining.Load() {
+		_ = c.Close()
+	}
 }
 
 func (a *App) adminHandler() http.Handler {

@@ -9,8 +9,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -548,4 +550,62 @@ func TestSIGTERMDrains(t *testing.T) {
 		}
 	}
 	waitExit(t, e.sc)
+}
+
+// TestDrainClosesConnectionsOfEarlierResponses: a call whose SSE response
+// started before the drain (so without Connection: close) and ends during it
+// leaves its keep-alive connection to a client that was never told to close
+// it. The sidecar closes that connection right after the response, during
+// the drain, instead of leaving it idle for the Shutdown after the drain to
+// close under the client's next request (a rolling update then loses that
+// request: EOF or a reset, and a POST is not retried).
+func TestDrainClosesConnectionsOfEarlierResponses(t *testing.T) {
+	e := &env{upAddr: slowUpstream(t, false)}
+	e.startSidecar(t, "--drain-delay", "100ms", "--drain-jitter", "0s", "--drain-budget", "300ms")
+	conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(e.mcp, "http://"), "/mcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(hang))
+	id := "stuck-1"
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{%s,"name":"stuck","arguments":{}}}`,
+		id, strings.Replace(meta, `"_meta":{`, `"_meta":{"progressToken":"p",`, 1))
+	req := rpcReq(t, e.mcp, id, "tools/call", "stuck", "")
+	req.Body = io.NopCloser(strings.NewReader(body))
+	req.ContentLength = int64(len(body))
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("before the drain: HTTP %d, close %v", resp.StatusCode, resp.Close)
+	}
+	// The progress event came: the response started before the drain.
+	rb := bufio.NewReader(resp.Body)
+	if line, err := rb.ReadString('\n'); err != nil || !strings.HasPrefix(line, "event:") && !strings.HasPrefix(line, "data:") && !strings.HasPrefix(line, "id:") {
+		t.Fatalf("no first event: %q %v", line, err)
+	}
+	drained := drainAsync(e.admin)
+	// The budget's end answers the call; the response ends cleanly.
+	if _, err := io.Copy(io.Discard, rb); err != nil {
+		t.Fatalf("response cut: %v", err)
+	}
+	select {
+	case st := <-drained:
+		if st["state"] != "drained" {
+			t.Fatalf("GET /drain answered %v", st)
+		}
+	case <-time.After(hang):
+		t.Fatal("GET /drain did not return")
+	}
+	// Drained, not shut down: the connection that carried the call must be
+	// closed already, not kept for a next request.
+	if n, err := br.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("connection still open after the drain (read %d bytes, %v): the client may send its next request on it", n, err)
+	}
 }
