@@ -50,10 +50,12 @@ type Upstream struct {
 	// info is the last server/discover result; swapped atomically.
 	info atomic.Pointer[upstreamInfo]
 
-	// readyMu guards readyAt and readyErr (the readiness probe cache).
-	readyMu  sync.Mutex
-	readyAt  time.Time
-	readyErr error
+	// readyMu guards readyAt, readyErr and readyChecking (the readiness
+	// probe cache; readyChecking: a check is running).
+	readyMu       sync.Mutex
+	readyChecking bool
+	readyAt       time.Time
+	readyErr      error
 }
 
 // upstreamInfo is what the sidecar caches from the upstream's discover result.
@@ -235,15 +237,29 @@ func (u *Upstream) Discover(ctx context.Context) (*upstreamInfo, error) {
 }
 
 // Ready reports whether the upstream answers server/discover, reusing a
-// result younger than readyCacheFor.
+// result younger than readyCacheFor. The check runs on its own deadline
+// (discoverTimeout), not the prober's: a probe timing out while the upstream
+// is slow to answer (a loaded node) says nothing about the upstream, and
+// caching that cancellation as its failure made a serving replica unready
+// for readyCacheFor — during a rollout, with the other replica draining, the
+// Service then had no ready endpoint and new connections were refused. While
+// a check runs, other probes get the last result instead of queueing behind
+// it.
 func (u *Upstream) Ready(ctx context.Context) error {
 	u.readyMu.Lock()
-	defer u.readyMu.Unlock()
-	if !u.readyAt.IsZero() && time.Since(u.readyAt) < readyCacheFor {
-		return u.readyErr
+	if !u.readyAt.IsZero() && (u.readyChecking || time.Since(u.readyAt) < readyCacheFor) {
+		err := u.readyErr
+		u.readyMu.Unlock()
+		return err
 	}
-	_, err := u.Discover(ctx)
-	u.readyAt, u.readyErr = time.Now(), err
+	u.readyChecking = true
+	u.readyMu.Unlock()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discoverTimeout)
+	_, err := u.Discover(dctx)
+	cancel()
+	u.readyMu.Lock()
+	u.readyAt, u.readyErr, u.readyChecking = time.Now(), err, false
+	u.readyMu.Unlock()
 	return err
 }
 
