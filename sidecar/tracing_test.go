@@ -257,12 +257,12 @@ func allSpanText(spans tracetest.SpanStubs) string {
 	for _, sp := range spans {
 		b.WriteString(sp.Name + "\n" + sp.Status.Description + "\n")
 		for _, kv := range sp.Attributes {
-			b.WriteString(string(kv.Key) + "=" + kv.Value.Emit() + "\n")
+			b.WriteString(string(kv.Key) + "=" + kv.Value.String() + "\n")
 		}
 		for _, ev := range sp.Events {
 			b.WriteString(ev.Name + "\n")
 			for _, kv := range ev.Attributes {
-				b.WriteString(string(kv.Key) + "=" + kv.Value.Emit() + "\n")
+				b.WriteString(string(kv.Key) + "=" + kv.Value.String() + "\n")
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -294,7 +295,7 @@ func closedWithin(t *testing.T, c net.Conn) string {
 	t.Helper()
 	_ = c.SetReadDeadline(time.Now().Add(hang))
 	b, err := io.ReadAll(c)
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 		t.Fatalf("the sidecar kept the connection open (read %q)", b)
 	}
 	return string(b)

@@ -582,6 +582,7 @@ func TestDrainClosesConnectionsOfEarlierResponses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || resp.Close {
 		t.Fatalf("before the drain: HTTP %d, close %v", resp.StatusCode, resp.Close)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,7 +31,7 @@ func drainCmd(t *testing.T, admin, tokenFile string) (int, string, string) {
 		t.Fatalf("sidecar drain did not return: %s %s", out.String(), errOut.String())
 	}
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)

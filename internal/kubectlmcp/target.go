@@ -104,7 +104,7 @@ func serverPod(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, n
 		return nil, fmt.Errorf("the Service of MCPServer %s/%s: %w", ns, server, err)
 	}
 	if !metav1.IsControlledBy(svc, &s) {
-		return nil, fmt.Errorf("Service %s/%s is not controlled by MCPServer %s: refusing to send it a credential", ns, svc.Name, server)
+		return nil, fmt.Errorf("service %s/%s is not controlled by MCPServer %s: refusing to send it a credential", ns, svc.Name, server)
 	}
 	es, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -689,7 +690,7 @@ func TestBridgeSlowBody(t *testing.T) {
 	}
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	b, err := io.ReadAll(c)
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 		t.Fatalf("the bridge kept the slow connection open (read %q)", b)
 	}
 }

@@ -94,15 +94,43 @@ func TestLegacyClientGetsListChangedOnMCPToolEdit(t *testing.T) {
 		}
 		wait(st.name)
 		describe(st.description, st.listed)
+		if st.state == "Disabled" {
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "get_forecast" }) {
+				t.Error("get_forecast is still listed while an alias of its upstream tool is Disabled")
+			}
+		}
 	}
 	if _, err := stack.Kubectl(ctx, "", "delete", "mcptool", "weather-forecast-legacy"); err != nil {
 		t.Fatal(err)
 	}
-	// Deleting a disabled tool changes nothing anyone sees: no notification is due. Drain what
-	// may still come so the next test starts quiet.
+	// Disabled belongs to the upstream tool (docs/security.md, section 4): while the alias
+	// legacy_forecast was Disabled, get_forecast (the sample's own MCPTool of the same upstream
+	// tool) was withheld too. Deleting the disabled alias serves it again, so a list_changed is due.
+	wait("delete")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tools, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "get_forecast" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("get_forecast is not listed again after its disabled alias was deleted")
+		}
+		select {
+		case <-changed:
+		case <-time.After(time.Second):
+		}
+	}
+	// Drain what may still come so the next test starts quiet.
 	select {
 	case <-changed:
-		t.Error("deleting a disabled tool sent tools/list_changed")
 	case <-time.After(quiet):
 	}
 }
