@@ -216,6 +216,28 @@ func rpcReq(t *testing.T, url string, id any, method, name, extraParams string) 
 // (from a JSON body or the last message of an SSE body).
 func do(t *testing.T, req *http.Request) (int, http.Header, map[string]any) {
 	t.Helper()
+	status, header, b := send(t, req)
+	var msg map[string]any
+	if strings.HasPrefix(header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(d), &m) == nil && (m["result"] != nil || m["error"] != nil) {
+					msg = m
+				}
+			}
+		}
+	} else if len(b) > 0 {
+		if err := json.Unmarshal(b, &msg); err != nil {
+			t.Fatalf("HTTP %d body is not JSON: %q", status, b)
+		}
+	}
+	return status, header, msg
+}
+
+// send sends req (bounded by hang) and returns the status, headers and whole body of the answer.
+func send(t *testing.T, req *http.Request) (int, http.Header, []byte) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
@@ -227,22 +249,7 @@ func do(t *testing.T, req *http.Request) (int, http.Header, map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var msg map[string]any
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		for _, line := range strings.Split(string(b), "\n") {
-			if d, ok := strings.CutPrefix(line, "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(d), &m) == nil && (m["result"] != nil || m["error"] != nil) {
-					msg = m
-				}
-			}
-		}
-	} else if len(b) > 0 {
-		if err := json.Unmarshal(b, &msg); err != nil {
-			t.Fatalf("HTTP %d body is not JSON: %q", resp.StatusCode, b)
-		}
-	}
-	return resp.StatusCode, resp.Header, msg
+	return resp.StatusCode, resp.Header, b
 }
 
 // sse is an open event stream read by a background goroutine.

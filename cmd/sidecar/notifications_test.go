@@ -245,8 +245,9 @@ func tenantEnv(t *testing.T, kind string, sidecarArgs ...string) (*env, probeFun
 	return e, probe
 }
 
-// bridgeProbe asks the stdio child through a bridge session of its own.
-func bridgeProbe(t *testing.T, url string) probeFunc {
+// bridgeSession opens a 2025-11-25 session of its own on the stdio bridge at url,
+// waiting for the bridge to answer.
+func bridgeSession(t *testing.T, url string) string {
 	t.Helper()
 	var sid string
 	eventually.True(t, "the stdio bridge to answer initialize", func() bool {
@@ -261,6 +262,13 @@ func bridgeProbe(t *testing.T, url string) probeFunc {
 		sid = resp.Header.Get("Mcp-Session-Id")
 		return resp.StatusCode == http.StatusOK && sid != ""
 	})
+	return sid
+}
+
+// bridgeProbe asks the stdio child through a bridge session of its own.
+func bridgeProbe(t *testing.T, url string) probeFunc {
+	t.Helper()
+	sid := bridgeSession(t, url)
 	return func(t *testing.T, tool, key string) string {
 		t.Helper()
 		st, _, body := rawPost(t, url, `{"jsonrpc":"2.0","id":"probe","method":"tools/call","params":{"name":"`+tool+`","arguments":{"key":`+jsonQuote(key)+`}}}`,
@@ -322,18 +330,8 @@ func rawPost(t *testing.T, url, body string, hdr ...string) (int, string, []byte
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hang)
-	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), b
+	status, header, b := send(t, req)
+	return status, header.Get("Content-Type"), b
 }
 
 // modernHeaders are what a 2026-07-28 client sends with a message of method m.
@@ -602,19 +600,7 @@ func TestStdioBridgeForwardsOnlyClientNotifications(t *testing.T) {
 	addr := freePort(t)
 	startEnv(t, []string{tenantStdioEnv + "=1"}, sidecarBin, "stdio", "--listen", addr, "--", exe)
 	url := "http://" + addr + "/mcp"
-	var sid string
-	eventually.True(t, "the stdio bridge to answer initialize", func() bool {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		sid = resp.Header.Get("Mcp-Session-Id")
-		return resp.StatusCode == http.StatusOK && sid != ""
-	})
+	sid := bridgeSession(t, url)
 	hdr := []string{"Mcp-Session-Id", sid, "MCP-Protocol-Version", "2025-11-25"}
 	seen := func(marker string) string {
 		st, _, body := rawPost(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"seen","arguments":{"key":"`+marker+`"}}}`, hdr...)

@@ -355,17 +355,7 @@ func diffCases() []diffCase {
 // answer (nil when the body is not one: an upstream's plain-text error).
 func diffDo(t *testing.T, req *http.Request) (int, map[string]any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hang)
-	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	status, _, b := send(t, req)
 	var msg map[string]any
 	for _, line := range strings.Split(string(b), "\n") { // JSON, or the last message of an SSE body
 		line = strings.TrimPrefix(line, "data: ")
@@ -374,7 +364,7 @@ func diffDo(t *testing.T, req *http.Request) (int, map[string]any) {
 			msg = m
 		}
 	}
-	return resp.StatusCode, msg
+	return status, msg
 }
 
 // diffTarget is one upstream behind its own sidecar.
