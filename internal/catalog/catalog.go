@@ -50,6 +50,10 @@ type Catalog struct {
 	Tools         []Tool     `json:"tools"`
 	Resources     []Resource `json:"resources"`
 	Prompts       []Prompt   `json:"prompts"`
+	// Auth is set when the server requires callers to authenticate (access.go).
+	Auth *Auth `json:"auth,omitempty"`
+	// Access is set when MCPAccessPolicies target the server (access.go).
+	Access *Access `json:"access,omitempty"`
 }
 
 // Server holds server-wide settings.
@@ -375,6 +379,7 @@ func Validate(c *Catalog) error {
 			}
 		}
 	}
+	errs = append(errs, validateAccess(c)...)
 	return errors.Join(errs...)
 }
 
