@@ -79,3 +79,17 @@ func Bearer(h http.Header) (string, error) {
 	}
 	return tok, nil
 }
+
+type ctxKey struct{}
+
+// WithIdentity returns ctx carrying the verified caller.
+func WithIdentity(ctx context.Context, id *Identity) context.Context {
+	return context.WithValue(ctx, ctxKey{}, id)
+}
+
+// FromContext returns the verified caller of a request, nil when the server does not
+// authenticate callers (auth mode Off).
+func FromContext(ctx context.Context) *Identity {
+	id, _ := ctx.Value(ctxKey{}).(*Identity)
+	return id
+}
