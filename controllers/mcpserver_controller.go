@@ -56,6 +56,8 @@ type MCPServerReconciler struct {
 	Recorder events.EventRecorder
 	// SidecarImage is the default sidecar image (--sidecar-image).
 	SidecarImage string
+	// TrustDomain is the SPIFFE trust domain of the cluster's ServiceAccounts (--trust-domain).
+	TrustDomain string
 }
 
 // scope is what the phases of one reconcile share: the server, and what each phase computed or
@@ -72,8 +74,10 @@ type scope struct {
 
 	items      items
 	resolution resolution
-	catalog    *catalog.Catalog
-	encoded    []byte
+	// policies are the MCPAccessPolicies that target the server.
+	policies []mcpv1alpha1.MCPAccessPolicy
+	catalog  *catalog.Catalog
+	encoded  []byte
 	// revision is the catalog revision stored in the catalog ConfigMap after this reconcile.
 	revision        string
 	tooLarge        bool
@@ -106,6 +110,12 @@ type phase func(context.Context, *scope) (ctrl.Result, error)
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=switchboard-sidecar-tokenreviewer
+// ClusterRoleBindings: one per server whose sidecars validate ServiceAccount tokens, binding
+// the ClusterRole switchboard-sidecar-tokenreviewer (create tokenreviews, shipped with the
+// manager) to the sidecar's ServiceAccount (tokenReviewBindingFor). bind is granted on exactly
+// that ClusterRole, so the manager cannot bind any other; it holds no tokenreviews right itself.
 // Secrets: the manager caches only its own (label selected) and the metadata of those labelled
 // ExposeToLabel; it reads the content of a user's Secret only once the Secret is exposed to a
 // server, to check the key. RBAC cannot select by label, so it still holds get/list/watch on every
@@ -119,7 +129,11 @@ type phase func(context.Context, *scope) (ctrl.Result, error)
 func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	server := &mcpv1alpha1.MCPServer{}
 	if err := r.Get(ctx, req.NamespacedName, server); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			// A ClusterRoleBinding cannot be owned by a namespaced server: remove it here.
+			return ctrl.Result{}, r.removeTokenReviewBinding(ctx, req.Namespace, req.Name)
+		}
+		return ctrl.Result{}, err
 	}
 	s := &scope{server: server, before: server.DeepCopy(), names: inject.NamesFor(server), now: time.Now()}
 	s.cfg = inject.ConfigFor(server, r.SidecarImage)
@@ -127,8 +141,8 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		retErr = errors.Join(retErr, r.patchStatus(ctx, s, retErr))
 	}()
 	if !server.DeletionTimestamp.IsZero() {
-		// Owner references garbage-collect the children; nothing to do.
-		return ctrl.Result{}, nil
+		// Owner references garbage-collect the children, but not the cluster-scoped binding.
+		return ctrl.Result{}, r.removeTokenReviewBinding(ctx, server.Namespace, server.Name)
 	}
 	// The phases apply the children and read what the status is decided from; they write
 	// nothing else.
@@ -186,7 +200,14 @@ func (r *MCPServerReconciler) compileCatalog(ctx context.Context, s *scope) (ctr
 		p, ok := s.sourceProblems[res.Name]
 		return ok && !p.inCatalog
 	})
+	var policies mcpv1alpha1.MCPAccessPolicyList
+	if err := r.List(ctx, &policies, client.InNamespace(s.server.Namespace), client.MatchingFields{policyTargetIndex: s.server.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.policies = policies.Items
 	s.catalog = catalogFor(s.server, served)
+	s.catalog.Auth = authFor(s.server, s.names, r.TrustDomain)
+	s.catalog.Access = accessFor(s.server, s.policies, r.TrustDomain)
 	if s.encoded, err = catalog.Encode(s.catalog); err != nil {
 		return ctrl.Result{}, fmt.Errorf("encoding the catalog: %w", err)
 	}
@@ -256,6 +277,14 @@ func (r *MCPServerReconciler) children(s *scope) []childStep {
 		out = append(out, apply(networkPolicyFor(s.server, s.names)))
 	} else {
 		out = append(out, remove(&networkingv1.NetworkPolicy{}, "NetworkPolicy", s.names.NetworkPolicy))
+	}
+	if wantsTokenReview(s.server) {
+		out = append(out, apply(tokenReviewBindingFor(s.server, s.names)))
+	} else {
+		out = append(out, childStep{kind: "ClusterRoleBinding", name: tokenReviewBindingName(s.server.Namespace, s.server.Name),
+			sync: func(ctx context.Context) error {
+				return r.removeTokenReviewBinding(ctx, s.server.Namespace, s.server.Name)
+			}})
 	}
 	return out
 }
@@ -548,6 +577,24 @@ func (r *MCPServerReconciler) deleteOwned(ctx context.Context, s *scope, obj cli
 
 func ptrTo[T any](v T) *T { return &v }
 
+// removeTokenReviewBinding deletes the server's ClusterRoleBinding to the TokenReview
+// ClusterRole, if the cache holds one (so a server that never had one costs no request).
+func (r *MCPServerReconciler) removeTokenReviewBinding(ctx context.Context, namespace, name string) error {
+	crb := &rbacv1.ClusterRoleBinding{}
+	err := r.Get(ctx, client.ObjectKey{Name: tokenReviewBindingName(namespace, name)}, crb)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !boundFor(crb, namespace, name) {
+		return nil // not ours to delete
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleting the sidecar's TokenReview binding", "clusterRoleBinding", crb.Name)
+	return client.IgnoreNotFound(r.Delete(ctx, crb, client.Preconditions{UID: ptrTo(crb.UID)}))
+}
+
 // SetupWithManager watches the server, its children, its pods, and the tools, resources and
 // prompts that reference it.
 func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceCache, concurrency int) error {
@@ -573,7 +620,16 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceC
 		Watches(&corev1.Pod{}, fromPod).
 		Watches(&mcpv1alpha1.MCPTool{}, toServer, items).
 		Watches(&mcpv1alpha1.MCPResource{}, toServer, items).
-		Watches(&mcpv1alpha1.MCPPrompt{}, toServer, items)
+		Watches(&mcpv1alpha1.MCPPrompt{}, toServer, items).
+		Watches(&mcpv1alpha1.MCPAccessPolicy{}, enqueueTargets(), items).
+		// Every binding's server, also each one that exists when the manager starts: a server
+		// deleted while the manager was down is NotFound, and its binding removed.
+		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if ns, name, ok := bindingServer(o); ok {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+			}
+			return nil
+		}))
 	return watchSources(b, sources).
 		Named("mcpserver").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).

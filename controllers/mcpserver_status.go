@@ -631,6 +631,7 @@ var warningReasons = []string{
 	mcpv1alpha1.ReasonSourceRefused, mcpv1alpha1.ReasonSecretNotOwned, mcpv1alpha1.ReasonStaleSidecars,
 	mcpv1alpha1.ReasonToolsMissingUpstream, mcpv1alpha1.ReasonUpstreamMismatch, mcpv1alpha1.ReasonPinnedToolsDrifted,
 	mcpv1alpha1.ReasonProgressDeadlineExceeded,
+	mcpv1alpha1.ReasonTargetNotFound, mcpv1alpha1.ReasonAuthenticationOff, mcpv1alpha1.ReasonInvalidPolicy,
 }
 
 func eventType(reason string) string {

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -30,6 +31,9 @@ type Options struct {
 	// Namespaces the manager watches (--watch-namespaces); all when empty. The cache of exposed
 	// ConfigMaps and Secrets watches the same.
 	Namespaces []string
+	// TrustDomain is the SPIFFE trust domain of the cluster's ServiceAccounts (--trust-domain);
+	// DefaultTrustDomain when empty.
+	TrustDomain string
 }
 
 // Leader election (cmd/manager) uses a Lease in the manager's own namespace (a namespaced Role:
@@ -48,6 +52,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 			return nil, fmt.Errorf("indexing %T by %s: %w", obj, serverRefIndex, err)
 		}
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &mcpv1alpha1.MCPAccessPolicy{}, policyTargetIndex, policyTargets); err != nil {
+		return nil, fmt.Errorf("indexing MCPAccessPolicy by %s: %w", policyTargetIndex, err)
+	}
+	trustDomain := cmp.Or(opts.TrustDomain, DefaultTrustDomain)
 	sources, err := newSourceCache(mgr, opts.Namespaces)
 	if err != nil {
 		return nil, fmt.Errorf("making the cache of exposed ConfigMaps and Secrets: %w", err)
@@ -62,6 +70,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		Scheme:       mgr.GetScheme(),
 		Recorder:     mgr.GetEventRecorder("switchboard"),
 		SidecarImage: opts.SidecarImage,
+		TrustDomain:  trustDomain,
 	}
 	if err := servers.SetupWithManager(mgr, sources, max(opts.MaxConcurrentReconciles, 1)); err != nil {
 		return nil, err
@@ -75,6 +84,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		if err := r.SetupWithManager(mgr, name); err != nil {
 			return nil, err
 		}
+	}
+	policies := &MCPAccessPolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("switchboard"), TrustDomain: trustDomain}
+	if err := policies.SetupWithManager(mgr); err != nil {
+		return nil, err
 	}
 	return servers, nil
 }

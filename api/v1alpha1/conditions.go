@@ -194,3 +194,23 @@ const (
 	// token or session key, or an object an MCPServer controls). Point spec.source elsewhere.
 	ReasonSourceRefused = "SourceRefused"
 )
+
+// Reasons of MCPAccessPolicy conditions: Accepted in each status.ancestors entry, and Ready,
+// Stalled and Reconciling in status.conditions, which summarise them.
+const (
+	// ReasonPolicyAccepted (Accepted=True) is ReasonAccepted: the policy is compiled into the
+	// target's catalog and enforced by its sidecars.
+
+	// ReasonTargetNotFound: spec.targetRefs names an MCPServer that does not exist in the
+	// policy's namespace; create it or fix the reference. Resolved automatically when the server
+	// appears.
+	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonAuthenticationOff: the target's spec.auth.mode is not Required, so its sidecars know
+	// no caller and cannot enforce the policy; set spec.auth.mode: Required (with
+	// serviceAccountTokens or jwt) on the MCPServer.
+	ReasonAuthenticationOff = "AuthenticationOff"
+	// ReasonInvalidPolicy: an entry of the policy can never match a caller of the target (an
+	// identity in another trust domain than the cluster's); the message names it. The policy
+	// grants nothing on the target, which stays isolated (default deny), until it is fixed.
+	ReasonInvalidPolicy = "Invalid"
+)

@@ -1,5 +1,6 @@
-// Package v1alpha1 contains the Switchboard API: MCPServer and the MCPTool, MCPResource and
-// MCPPrompt objects that declare its catalog.
+// Package v1alpha1 contains the Switchboard API: MCPServer, the MCPTool, MCPResource and
+// MCPPrompt objects that declare its catalog, and the MCPAccessPolicies that say which caller
+// may use what.
 // +kubebuilder:object:generate=true
 // +groupName=mcp.switchboard.dev
 package v1alpha1
@@ -27,6 +28,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&MCPTool{}, &MCPToolList{},
 		&MCPResource{}, &MCPResourceList{},
 		&MCPPrompt{}, &MCPPromptList{},
+		&MCPAccessPolicy{}, &MCPAccessPolicyList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -121,6 +121,152 @@ type MCPServerSpec struct {
 	// On by default in Managed mode; opt-in (enabled: true) in External mode.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// auth makes the sidecar authenticate every caller (an OAuth 2.1 resource server, as the MCP
+	// authorization spec describes): with mode Required, every MCP request needs a bearer token
+	// of a ServiceAccount of this cluster (serviceAccountTokens) or of an OIDC issuer (jwt).
+	// MCPAccessPolicies that target the server then decide what each caller may use. Off (the
+	// default, or auth unset): no caller is authenticated and MCPAccessPolicies are not enforced.
+	// Changes apply live, without restarting pods.
+	// +optional
+	Auth *AuthSpec `json:"auth,omitempty"`
+}
+
+// AuthMode says whether the sidecar authenticates callers.
+// +kubebuilder:validation:Enum=Off;Required
+type AuthMode string
+
+const (
+	// AuthOff authenticates no caller: anyone who reaches the Service may use the whole catalog.
+	AuthOff AuthMode = "Off"
+	// AuthRequired refuses every MCP request without a valid bearer token (HTTP 401 naming the
+	// Protected Resource Metadata document).
+	AuthRequired AuthMode = "Required"
+)
+
+// Limits of spec.auth.
+const (
+	// MaxAuthAudiences bounds spec.auth.audiences and each issuer's audiences.
+	MaxAuthAudiences = 8
+	// MaxJWTIssuers bounds spec.auth.jwt.
+	MaxJWTIssuers = 8
+)
+
+// AuthSpec is how the sidecar authenticates callers.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Required' || has(self.serviceAccountTokens) || (has(self.jwt) && size(self.jwt) > 0)",message="auth.mode Required accepts no token: set auth.serviceAccountTokens: {} (this cluster's ServiceAccounts) or auth.jwt (OIDC issuers)"
+type AuthSpec struct {
+	// mode is Off (the default: no caller is authenticated) or Required (every MCP request needs
+	// a valid bearer token; MCPAccessPolicies are enforced).
+	// +optional
+	// +kubebuilder:default=Off
+	Mode AuthMode `json:"mode,omitempty"`
+
+	// audiences are the token audiences the server accepts (a token must carry one of them):
+	// for ServiceAccount tokens, and for every issuer in jwt that lists none of its own.
+	// Default: the server's URL, status.url (http://<name>.<namespace>.svc/mcp), which is also
+	// the resource the Protected Resource Metadata document names.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=512
+	Audiences []string `json:"audiences,omitempty"`
+
+	// serviceAccountTokens, when present (serviceAccountTokens: {}), accepts projected
+	// ServiceAccount tokens of this cluster whose audience is one of audiences. The sidecar
+	// validates them with a TokenReview; the manager binds the ClusterRole
+	// switchboard-sidecar-tokenreviewer to the sidecar's ServiceAccount for that. A caller is
+	// then ServiceAccount <namespace>/<name> and spiffe://<trust domain>/ns/<namespace>/sa/<name>.
+	// +optional
+	ServiceAccountTokens *ServiceAccountTokens `json:"serviceAccountTokens,omitempty"`
+
+	// jwt lists the OIDC issuers whose JWTs are accepted, in the shape of the API server's
+	// structured authentication configuration (apiserver.config.k8s.io
+	// AuthenticationConfiguration.jwt).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(j, self.filter(k, k.issuer.url == j.issuer.url).size() == 1)",message="auth.jwt lists an issuer url twice; merge the entries (an issuer takes several audiences)"
+	JWT []JWTAuthenticator `json:"jwt,omitempty"`
+
+	// forwardToken passes the caller's Authorization header on to the MCP server. Off by
+	// default: the MCP server gets the verified identity as headers instead, never the token
+	// (no token passthrough). Turn it on only for an MCP server that is the token's audience
+	// itself.
+	// +optional
+	ForwardToken bool `json:"forwardToken,omitempty"`
+}
+
+// ServiceAccountTokens accepts this cluster's ServiceAccount tokens; it has no fields yet.
+type ServiceAccountTokens struct{}
+
+// JWTAuthenticator is one OIDC issuer whose JWTs are accepted.
+type JWTAuthenticator struct {
+	// issuer is the token issuer and the audiences its tokens must carry.
+	// +required
+	Issuer Issuer `json:"issuer"`
+
+	// claimMappings maps the token's claims to the caller's username and groups, which
+	// MCPAccessPolicies match (rules[].source.users and groups).
+	// +optional
+	ClaimMappings *ClaimMappings `json:"claimMappings,omitempty"`
+}
+
+// Issuer is an OIDC issuer.
+type Issuer struct {
+	// url is the issuer, https, exactly as the tokens' iss claim carries it; the sidecar finds
+	// its keys through <url>/.well-known/openid-configuration.
+	// +required
+	// +kubebuilder:validation:MinLength=9
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') && isURL(self) && url(self).getHostname() != ''",message="auth.jwt[].issuer.url must be an https URL, e.g. https://issuer.example.com"
+	URL string `json:"url"`
+
+	// audiences the token's aud claim must contain one of. Default: spec.auth.audiences (and so
+	// the server's URL).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=512
+	Audiences []string `json:"audiences,omitempty"`
+
+	// certificateAuthority is the PEM bundle that verifies the issuer's TLS certificate (for
+	// discovery and keys). Default: the system roots.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	CertificateAuthority string `json:"certificateAuthority,omitempty"`
+}
+
+// ClaimMappings maps token claims to the caller's username and groups.
+type ClaimMappings struct {
+	// username is the claim that names the caller and the prefix put before it. Default: claim
+	// sub with prefix "<issuer url>#", so no issuer's users can be mistaken for another's.
+	// +optional
+	Username *PrefixedClaim `json:"username,omitempty"`
+
+	// groups is the claim (a string or a list of strings) holding the caller's groups and the
+	// prefix put before each. Default: none.
+	// +optional
+	Groups *PrefixedClaim `json:"groups,omitempty"`
+}
+
+// PrefixedClaim is a claim and the prefix put before its value(s).
+// +kubebuilder:validation:XValidation:rule="has(self.prefix)",message="claimMappings prefix is required when claim is set (as in the API server's authentication configuration): set a prefix such as \"oidc:\", or \"\" for none"
+type PrefixedClaim struct {
+	// claim is the name of the token claim.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Claim string `json:"claim"`
+
+	// prefix is put before the claim's value. Required (an empty string means none), and never
+	// system: (the prefix of this cluster's own users and groups): an OIDC caller must never be
+	// able to look like a ServiceAccount or a system group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('system:')",message="claimMappings prefix must not start with system: (reserved for this cluster's own users and groups); choose a prefix such as oidc:"
+	Prefix *string `json:"prefix,omitempty"`
 }
 
 // NetworkPolicySpec shapes the NetworkPolicy the controller applies to the server's pods.
@@ -571,6 +717,7 @@ type MCPServerStatus struct {
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.status.upstream.serverName`,priority=1,description="The MCP server's serverInfo.name"
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.upstream.serverVersion`,priority=1,description="The MCP server's serverInfo.version"
 // +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.status.upstream.protocolVersion`,priority=1,description="Protocol revision the sidecars speak with the MCP server"
+// +kubebuilder:printcolumn:name="Auth",type=string,JSONPath=`.spec.auth.mode`,priority=1,description="Whether callers must authenticate (Off when empty)"
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.catalogRevision`,priority=1
 // +kubebuilder:printcolumn:name="Up-To-Date",type=integer,JSONPath=`.status.catalogUpToDateReplicas`,priority=1,description="Ready replicas serving the current catalog"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -41,6 +41,7 @@ func main() {
 		burst           int
 		concurrency     int
 		pprofAddr       string
+		trustDomain     string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
@@ -59,6 +60,9 @@ func main() {
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "",
 		"Address of Go's /debug/pprof endpoints (CPU and heap profiles), e.g. 127.0.0.1:6060; empty or 0 disables them. "+
 			"They are unauthenticated: bind them to the loopback interface.")
+	flag.StringVar(&trustDomain, "trust-domain", controllers.DefaultTrustDomain,
+		"SPIFFE trust domain of this cluster's ServiceAccounts: a caller authenticated as ServiceAccount ns/sa is also "+
+			"spiffe://<trust-domain>/ns/<ns>/sa/<sa> (MCPAccessPolicy rules[].source.identities).")
 	flag.StringVar(&certMode, "webhook-cert-mode", string(webhook.CertSelfSigned),
 		"Where the webhook's serving certificate comes from: self-signed (the manager issues, rotates and injects it), "+
 			"cert-manager (mounted from a cert-manager Certificate; caBundle injected by cert-manager), or none (no injection webhook).")
@@ -125,7 +129,7 @@ func main() {
 		os.Exit(1)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if _, err := controllers.Setup(ctx, mgr, controllers.Options{SidecarImage: sidecarImage, MaxConcurrentReconciles: concurrency, Namespaces: namespaces}); err != nil {
+	if _, err := controllers.Setup(ctx, mgr, controllers.Options{SidecarImage: sidecarImage, MaxConcurrentReconciles: concurrency, Namespaces: namespaces, TrustDomain: trustDomain}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}

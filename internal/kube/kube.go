@@ -37,6 +37,7 @@ func CacheOptions() cache.Options {
 			&appsv1.Deployment{}:            ours,
 			&rbacv1.Role{}:                  ours,
 			&rbacv1.RoleBinding{}:           ours,
+			&rbacv1.ClusterRoleBinding{}:    ours,
 			&policyv1.PodDisruptionBudget{}: ours,
 			&networkingv1.NetworkPolicy{}:   ours,
 			&corev1.Secret{}:                ours,
