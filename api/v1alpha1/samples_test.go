@@ -56,6 +56,30 @@ func TestStdioSampleIsValid(t *testing.T) {
 	}
 }
 
+// TestAuthSampleIsValid applies config/samples/auth (a server that authenticates callers and a
+// policy) with server-side dry-run.
+func TestAuthSampleIsValid(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := env.Kubectl(ctx, "apply", "--dry-run=server", "--namespace=default",
+		"-k", filepath.Join(root, "config", "samples", "auth")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply -k config/samples/auth: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"mcpserver.mcp.switchboard.dev/weather-private created (server dry run)",
+		"mcpaccesspolicy.mcp.switchboard.dev/weather-private created (server dry run)",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("kubectl output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // TestReadmeRejectionExample runs the README's example of a rejected object and checks the
 // message the README quotes.
 func TestReadmeRejectionExample(t *testing.T) {
