@@ -347,14 +347,14 @@ func TestArgoCDHealth(t *testing.T) {
 		if err := yaml.UnmarshalStrict(raw, &cm); err != nil {
 			t.Fatal(err)
 		}
-		for _, kind := range []string{"MCPServer", "MCPTool", "MCPResource", "MCPPrompt"} {
+		for _, kind := range []string{"MCPServer", "MCPTool", "MCPResource", "MCPPrompt", "MCPAccessPolicy"} {
 			key := "resource.customizations.health." + mcpv1alpha1.GroupVersion.Group + "_" + kind
 			if cm.Data[key] != string(script) {
 				t.Errorf("%s is not argocd-health.lua verbatim", key)
 			}
 		}
-		if len(cm.Data) != 4 {
-			t.Errorf("argocd-cm.yaml has %d keys, want the 4 health checks", len(cm.Data))
+		if len(cm.Data) != 5 {
+			t.Errorf("argocd-cm.yaml has %d keys, want the 5 health checks", len(cm.Data))
 		}
 	})
 }

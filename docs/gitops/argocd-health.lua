@@ -1,5 +1,5 @@
--- Argo CD health for Switchboard's kinds: MCPServer, MCPTool, MCPResource and MCPPrompt
--- (group mcp.switchboard.dev). Install it with argocd-cm.yaml beside this file.
+-- Argo CD health for Switchboard's kinds: MCPServer, MCPTool, MCPResource, MCPPrompt and
+-- MCPAccessPolicy (group mcp.switchboard.dev). Install it with argocd-cm.yaml beside this file.
 --
 -- Order (the first rule that applies wins):
 --   1. no status yet, or only conditions of an older generation       -> Progressing
@@ -20,6 +20,7 @@ local degradedReasons = {
   CatalogRejected = true, CatalogTooLarge = true,
   ServerNotFound = true, NameConflict = true, NotAccepted = true, SourceNotFound = true,
   SourceNotExposed = true, SourceRefused = true, SecretNotOwned = true,
+  TargetNotFound = true, AuthenticationOff = true, Invalid = true,
 }
 
 local function health(status, c)
