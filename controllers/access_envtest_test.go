@@ -201,12 +201,16 @@ func TestAccessPolicyStatusReasons(t *testing.T) {
 	ghost := authServer(ns, "ghost")
 	mustCreate(t, ghost)
 	policyAccepted(t, missing, "ghost", metav1.ConditionTrue, mcpv1alpha1.ReasonAccepted)
+	d := deploymentOf(t, ns, "open")
 	edit(t, openServer, func() {
 		openServer.Spec.Auth = &mcpv1alpha1.AuthSpec{Mode: mcpv1alpha1.AuthRequired, ServiceAccountTokens: &mcpv1alpha1.ServiceAccountTokens{}}
 	})
 	policyAccepted(t, off, "open", metav1.ConditionTrue, mcpv1alpha1.ReasonAccepted)
 	accessIs(t, ns, "open", &catalog.Access{Rules: []catalog.AccessRule{
 		{Policy: "off/0", Source: catalog.AccessSource{ServiceAccounts: []string{ns + "/agent"}}, Tools: []string{"*"}}}})
+	if after := deploymentOf(t, ns, "open"); after.Generation != d.Generation || !equalTemplates(&after.Spec.Template, &d.Spec.Template) {
+		t.Errorf("turning authentication on changed the pod template (generation %d -> %d)", d.Generation, after.Generation)
+	}
 	for _, p := range []*mcpv1alpha1.MCPAccessPolicy{off, missing} {
 		if res := kstatusOf(t, p); res.Status != kstatus.CurrentStatus {
 			t.Errorf("kstatus of %s: %s (%s), want Current", p.Name, res.Status, res.Message)

@@ -67,7 +67,8 @@ type Access struct {
 
 // AccessRule grants tools, resources and prompts to the callers its Source matches.
 type AccessRule struct {
-	// Policy names the MCPAccessPolicy (and rule index) the rule comes from: "<name>/<index>".
+	// Policy names the MCPAccessPolicy and rule the rule comes from: "<name>/<rule name>", or
+	// "<name>/<rule index>" for a rule without a name.
 	Policy string       `json:"policy"`
 	Source AccessSource `json:"source"`
 	// Tools and Prompts are names clients see (after renames); Resources are URIs or URI

@@ -141,8 +141,8 @@ func TestChartLints(t *testing.T) {
 func TestChartDefaults(t *testing.T) {
 	objs, _ := render(t)
 
-	if crds := kinds(objs, "CustomResourceDefinition"); len(crds) != 4 {
-		t.Errorf("want the 4 CRDs, got %d", len(crds))
+	if crds := kinds(objs, "CustomResourceDefinition"); len(crds) != 5 {
+		t.Errorf("want the 5 CRDs, got %d", len(crds))
 	}
 	deployments := kinds(objs, "Deployment")
 	if len(deployments) != 1 {
@@ -177,6 +177,11 @@ func TestChartDefaults(t *testing.T) {
 	}
 	if !reflect.DeepEqual(cr.Object["rules"], find(gen, "ClusterRole", "").Object["rules"]) {
 		t.Errorf("the chart's ClusterRole rules differ from config/rbac/role.yaml")
+	}
+	// The sidecars' TokenReview role: the same as config/rbac's, under the name the manager binds.
+	reviewer := find(objs, "ClusterRole", "switchboard-sidecar-tokenreviewer")
+	if reviewer == nil || !reflect.DeepEqual(reviewer.Object["rules"], find(generated(t, "config/rbac/sidecar_tokenreviewer_role.yaml"), "ClusterRole", "").Object["rules"]) {
+		t.Errorf("the chart's switchboard-sidecar-tokenreviewer differs from config/rbac: %v", reviewer)
 	}
 	role := find(objs, "Role", "sb-switchboard-manager-own")
 	if role == nil || !reflect.DeepEqual(role.Object["rules"], find(gen, "Role", "").Object["rules"]) {
@@ -266,6 +271,26 @@ func TestChartNamespaceScoped(t *testing.T) {
 	}
 	if find(objs, "ClusterRole", "sb-switchboard-webhook") == nil {
 		t.Error("the webhook still needs its small ClusterRole for the webhook configuration")
+	}
+	// Binding the sidecars' TokenReview role is cluster-scoped: a ClusterRole of exactly those
+	// rules, and none of them in the namespaced Roles.
+	binder := find(objs, "ClusterRole", "sb-switchboard-tokenreview-binder")
+	if binder == nil || find(objs, "ClusterRoleBinding", "sb-switchboard-tokenreview-binder") == nil {
+		t.Fatal("a namespace-scoped install lacks the ClusterRole (and binding) that lets the manager bind the TokenReview role")
+	}
+	for _, rule := range binder.Object["rules"].([]any) {
+		res := rule.(map[string]any)["resources"].([]any)
+		if !slices.Contains(res, any("clusterrolebindings")) && !slices.Contains(res, any("clusterroles")) {
+			t.Errorf("the binder ClusterRole holds more than binding rights: %v", rule)
+		}
+	}
+	for _, r := range kinds(objs, "Role") {
+		for _, rule := range r.Object["rules"].([]any) {
+			res := rule.(map[string]any)["resources"].([]any)
+			if slices.Contains(res, any("clusterrolebindings")) || slices.Contains(res, any("clusterroles")) {
+				t.Errorf("Role %s/%s holds cluster-scoped RBAC rules", r.GetNamespace(), r.GetName())
+			}
+		}
 	}
 	var d appsv1.Deployment
 	into(t, find(objs, "Deployment", ""), &d)
