@@ -58,6 +58,9 @@ type MCPServerReconciler struct {
 	SidecarImage string
 	// TrustDomain is the SPIFFE trust domain of the cluster's ServiceAccounts (--trust-domain).
 	TrustDomain string
+	// Namespaces the manager reconciles (--watch-namespaces); all when empty. The TokenReview
+	// bindings are cluster-scoped: those of servers elsewhere belong to another manager.
+	Namespaces []string
 }
 
 // scope is what the phases of one reconcile share: the server, and what each phase computed or
@@ -625,7 +628,7 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceC
 		// Every binding's server, also each one that exists when the manager starts: a server
 		// deleted while the manager was down is NotFound, and its binding removed.
 		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if ns, name, ok := bindingServer(o); ok {
+			if ns, name, ok := bindingServer(o); ok && (len(r.Namespaces) == 0 || slices.Contains(r.Namespaces, ns)) {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 			}
 			return nil

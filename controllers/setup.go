@@ -71,6 +71,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		Recorder:     mgr.GetEventRecorder("switchboard"),
 		SidecarImage: opts.SidecarImage,
 		TrustDomain:  trustDomain,
+		Namespaces:   opts.Namespaces,
 	}
 	if err := servers.SetupWithManager(mgr, sources, max(opts.MaxConcurrentReconciles, 1)); err != nil {
 		return nil, err
