@@ -134,10 +134,21 @@ func TestAccessPolicyIsLive(t *testing.T) {
 		t.Fatalf("a policy edit changed the pod template (generation %d -> %d)", d.Generation, after.Generation)
 	}
 
+	// Retargeted: the server it no longer names is compiled again too (old and new targets).
+	mustCreate(t, authServer(ns, "maps"))
+	edit(t, p, func() { p.Spec.TargetRefs[0].Name = "maps" })
+	accessIs(t, ns, "weather", nil)
+	accessIs(t, ns, "maps", &catalog.Access{Rules: []catalog.AccessRule{
+		{Policy: "readers/all", Source: catalog.AccessSource{ServiceAccounts: []string{"agents/*", ns + "/agent"}, Users: []string{"oidc:alice"}}, Tools: []string{"*"}}}})
+	policyAccepted(t, p, "maps", metav1.ConditionTrue, mcpv1alpha1.ReasonAccepted)
+	if a := ancestorFor(p.Status.Ancestors, "weather"); a != nil {
+		t.Errorf("status still speaks of a server the policy no longer targets: %+v", a)
+	}
+
 	if err := k8s.Delete(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	accessIs(t, ns, "weather", nil)
+	accessIs(t, ns, "maps", nil)
 }
 
 // TestAccessPolicyStatusReasons: every reason a policy is not enforced, as the controller
