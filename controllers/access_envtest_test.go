@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -426,4 +428,50 @@ func TestManagerMayBindOnlyTheTokenReviewer(t *testing.T) {
 	if err := manager.Create(context.Background(), &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: "x"}}); !apierrors.IsForbidden(err) {
 		t.Errorf("the manager may review tokens itself: %v", err)
 	}
+}
+
+// TestSettledAuthServerSendsNoRequest: a server with auth, a policy and a TokenReview binding
+// settles like any other (a reconcile sends no write), and a binding someone deletes comes back.
+func TestSettledAuthServerSendsNoRequest(t *testing.T) {
+	tokenReviewerRole(t)
+	ns := newNamespace(t)
+	server := authServer(ns, "quiet")
+	p := newPolicy(ns, "readers", []string{"quiet"}, saRule("", []string{"agent"}, "*"))
+	mustCreate(t, server, p)
+	policyAccepted(t, p, "quiet", metav1.ConditionTrue, mcpv1alpha1.ReasonAccepted)
+	accessIs(t, ns, "quiet", &catalog.Access{Rules: []catalog.AccessRule{
+		{Policy: "readers/0", Source: catalog.AccessSource{ServiceAccounts: []string{ns + "/agent"}}, Tools: []string{"*"}}}})
+	key := client.ObjectKeyFromObject(server)
+
+	var n atomic.Int32
+	counting := *servers
+	counting.Client = writeCounter{Client: servers.Client, n: &n}
+	eventually.Succeeds(t, "a reconcile that sends no write", func() error {
+		n.Store(0)
+		if _, err := counting.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
+			return err
+		}
+		if w := n.Load(); w > 0 {
+			return fmt.Errorf("the reconcile sent %d writes", w)
+		}
+		return nil
+	})
+
+	crb, err := bindingOf(ns, "quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(context.Background(), crb); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Succeeds(t, "the deleted binding to come back", func() error {
+		again, err := bindingOf(ns, "quiet")
+		if err != nil {
+			return err
+		}
+		if again.UID == crb.UID {
+			return fmt.Errorf("still the old binding")
+		}
+		return nil
+	})
 }
