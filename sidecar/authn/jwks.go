@@ -26,10 +26,12 @@ type remoteKeys struct {
 	client *http.Client
 	flight singleflight.Group
 
-	// mu guards keys and fetched.
+	// mu guards keys, fetched and fetches.
 	mu      sync.Mutex
 	keys    []jose.JSONWebKey
 	fetched time.Time // the last fetch attempt
+	// fetches counts fetch attempts (tests: an unknown-kid flood must not multiply them).
+	fetches int
 }
 
 var allowedJOSE = func() []jose.SignatureAlgorithm {
@@ -108,6 +110,7 @@ func (k *remoteKeys) mayRefresh() bool {
 func (k *remoteKeys) refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
 	k.mu.Lock()
 	k.fetched = time.Now()
+	k.fetches++
 	k.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), VerifyTimeout)
 	defer cancel()

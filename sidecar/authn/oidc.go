@@ -42,7 +42,8 @@ type issuer struct {
 	// mu guards verifier, next and backoff.
 	mu       sync.Mutex
 	verifier *oidc.IDTokenVerifier
-	next     time.Time // no discovery before
+	keys     *remoteKeys // the verifier's
+	next     time.Time   // no discovery before
 	backoff  time.Duration
 }
 
@@ -92,7 +93,7 @@ func (is *issuer) ready() (*oidc.IDTokenVerifier, error) {
 func (is *issuer) discover() (*oidc.IDTokenVerifier, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), VerifyTimeout)
 	defer cancel()
-	v, err := is.discoverOnce(ctx)
+	v, keys, err := is.discoverOnce(ctx)
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	if err != nil {
@@ -101,24 +102,24 @@ func (is *issuer) discover() (*oidc.IDTokenVerifier, error) {
 		is.log.Warn("OIDC discovery failed; tokens of this issuer are refused until it succeeds", "issuer", is.cfg.URL, "retryIn", is.backoff, "err", err)
 		return nil, transient{fmt.Errorf("issuer %s: discovery: %w", is.cfg.URL, err)}
 	}
-	is.verifier, is.backoff = v, 0
+	is.verifier, is.keys, is.backoff = v, keys, 0
 	is.log.Info("OIDC issuer discovered", "issuer", is.cfg.URL)
 	return v, nil
 }
 
-func (is *issuer) discoverOnce(ctx context.Context) (*oidc.IDTokenVerifier, error) {
+func (is *issuer) discoverOnce(ctx context.Context) (*oidc.IDTokenVerifier, *remoteKeys, error) {
 	p, err := oidc.NewProvider(oidc.ClientContext(ctx, is.client), is.cfg.URL)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var d struct {
 		JWKSURI string `json:"jwks_uri"`
 	}
 	if err := p.Claims(&d); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if u, err := url.Parse(d.JWKSURI); err != nil || u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("jwks_uri %q is not an https URL", d.JWKSURI)
+		return nil, nil, fmt.Errorf("jwks_uri %q is not an https URL", d.JWKSURI)
 	}
 	keys := &remoteKeys{url: d.JWKSURI, client: is.client}
 	if _, err := keys.refresh(ctx); err != nil {
@@ -129,7 +130,7 @@ func (is *issuer) discoverOnce(ctx context.Context) (*oidc.IDTokenVerifier, erro
 		SkipClientIDCheck:    true, // any of cfg.Audiences, checked below
 		SkipExpiryCheck:      true, // exp and nbf with ClockSkew, below
 		SupportedSigningAlgs: AllowedAlgorithms,
-	}), nil
+	}), keys, nil
 }
 
 func (is *issuer) verify(ctx context.Context, token string, _ *peeked) (*Identity, time.Time, error) {
