@@ -135,6 +135,9 @@ func (a *Authenticator) Auth() *catalog.Auth {
 // the ServiceAccount verifier when its audiences are unchanged, are kept with their caches;
 // results of replaced ones are forgotten. New issuers are discovered in the background.
 func (a *Authenticator) Configure(auth *catalog.Auth) {
+	if c := a.cfg.Load(); c != nil && c.auth == auth {
+		return // the request path calls this with the live catalog's Auth: nothing changed
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	old := a.cfg.Load()

@@ -199,6 +199,10 @@ func mapClaims(j catalog.JWTIssuer, claims map[string]json.RawMessage, now time.
 			id.Groups = append(id.Groups, j.GroupsPrefix+g)
 		}
 	}
+	// The names travel to the upstream as header values.
+	if !printable(id.Subject) || slices.ContainsFunc(id.Groups, func(g string) bool { return !printable(g) }) {
+		return nil, errors.New("a mapped name has control characters or is too long")
+	}
 	// system: names are the cluster's own (system:masters, system:serviceaccount:...): an
 	// issuer must not mint them.
 	if strings.HasPrefix(id.Subject, "system:") {
@@ -275,3 +279,20 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// MaxNameBytes bounds a mapped username or group.
+const MaxNameBytes = 1024
+
+// printable reports whether a name is short and free of control characters (it becomes a
+// header value for the upstream).
+func printable(s string) bool {
+	if len(s) > MaxNameBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
