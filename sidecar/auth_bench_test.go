@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -44,11 +45,12 @@ func BenchmarkForwardAuth(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ov := NewOverlay(OverlayOptions{})
+			quiet := slog.New(slog.DiscardHandler)
+			ov := NewOverlay(OverlayOptions{Logger: quiet})
 			if err := ov.Apply(data, ""); err != nil {
 				b.Fatal(err)
 			}
-			s, err := NewServer(Options{Upstream: up.URL + "/mcp", Overlay: ov, Authn: authn.New(authn.Options{})})
+			s, err := NewServer(Options{Upstream: up.URL + "/mcp", Overlay: ov, Logger: quiet, Authn: authn.New(authn.Options{Logger: quiet})})
 			if err != nil {
 				b.Fatal(err)
 			}
