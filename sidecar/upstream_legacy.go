@@ -565,7 +565,9 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 		newID = "sb-" + strconv.FormatInt(t.seq.Add(1), 10)
 		if in.allowed = mayNeedInput(method); in.allowed {
 			in.body = body
-			in.authHeader = headerValue(req.Header, "Authorization")
+			// With the catalog's auth the token is gone by now (auth.go): the verified
+			// subject binds the held call instead.
+			in.authHeader = headerValue(req.Header, "Authorization") + "\x00" + headerValue(req.Header, headerSubject)
 			if bytes.Contains(body, []byte(`"requestState"`)) || bytes.Contains(body, []byte(`"inputResponses"`)) {
 				nb, token, answers, err := retryInput(body)
 				if err != nil {
