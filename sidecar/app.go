@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 )
 
 // Defaults for the command-line contract (docs/sidecar.md).
@@ -101,6 +103,11 @@ type Config struct {
 	PodName          string // key of this sidecar's report
 	Kubeconfig       string // explicit kubeconfig (else KUBECONFIG, ~/.kube/config, in-cluster)
 	PageSize         int    // page size of merged lists (DefaultPageSize when 0)
+	// AuthRevalidateAfter bounds how long a ServiceAccount token's TokenReview is reused
+	// (authn.DefaultRevalidateAfter when 0); AuthCacheEntries bounds the verified and refused
+	// tokens remembered (authn.DefaultMaxCacheEntries when 0).
+	AuthRevalidateAfter time.Duration
+	AuthCacheEntries    int
 
 	// UpstreamTransport reaches the MCP server (plain HTTP to Upstream
 	// when nil); see UpstreamTransport.
@@ -204,8 +211,16 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	var overlay *Overlay
+	var authenticator *authn.Authenticator
 	if cat != nil {
 		overlay = cat.overlay
+		// Callers are authenticated when the catalog says so (spec.auth); ServiceAccount
+		// tokens are reviewed with the sidecar's own Kubernetes client.
+		reviews, err := tokenReviews(cfg.Kubeconfig)
+		if err != nil {
+			cfg.Logger.Info("No Kubernetes client: ServiceAccount tokens will be refused", "err", err)
+		}
+		authenticator = authn.New(authn.Options{TokenReviews: reviews, RevalidateAfter: cfg.AuthRevalidateAfter, MaxCacheEntries: cfg.AuthCacheEntries, Logger: cfg.Logger})
 	}
 	sessionServer := cfg.SessionServer
 	if sessionServer == "" {
@@ -217,6 +232,7 @@ func New(cfg Config) (*App, error) {
 	srv, err := NewServer(Options{
 		upstream:                   up,
 		Overlay:                    overlay,
+		Authn:                      authenticator,
 		Upstream:                   cfg.Upstream,
 		AllowedOrigins:             cfg.AllowedOrigins,
 		AllowedHosts:               cfg.AllowedHosts,
@@ -265,6 +281,7 @@ func (a *App) Addrs() (mcpAddr, adminAddr net.Addr) { return a.mcpLn.Addr(), a.a
 func (a *App) Run(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle(a.cfg.Path, a.closeWhenDraining(a.Server))
+	mux.Handle(authn.MetadataPrefix+a.cfg.Path, a.closeWhenDraining(http.HandlerFunc(a.Server.ServeMetadata)))
 	mcpSrv := &http.Server{
 		Handler:           mux,
 		ConnContext:       a.Server.ConnContext,

@@ -3,6 +3,8 @@ package sidecar
 import (
 	"net/http"
 	"net/http/httputil"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 )
 
 // forwardingHeaders tell a server who its client is. The upstream listens
@@ -19,9 +21,12 @@ var forwardingHeaders = [...]string{"Forwarded", "X-Forwarded-For", "X-Forwarded
 // takes as the client, and what net/http/httputil's ReverseProxy sends with
 // Rewrite and SetXForwarded; unlike Envoy the client's list is dropped, not
 // appended to, since servers differ in which end of it they read.
+//
+// It also replaces the client's identity headers (auth.go) with the verified caller's.
 func setForwarded(out, in *http.Request) {
 	for _, k := range forwardingHeaders {
 		out.Header.Del(k)
 	}
 	(&httputil.ProxyRequest{In: in, Out: out}).SetXForwarded()
+	setIdentityHeaders(out.Header, authn.FromContext(in.Context()))
 }

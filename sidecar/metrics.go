@@ -29,6 +29,7 @@ type Metrics struct {
 	connections        prometheus.Gauge
 	connectionsRefused prometheus.Counter
 	requestsRefused    prometheus.Counter
+	authRefused        *prometheus.CounterVec
 	bodyReadTimeouts   prometheus.Counter
 
 	catalogApplied      prometheus.Counter
@@ -110,6 +111,10 @@ func NewMetrics() *Metrics {
 			Name: "switchboard_sidecar_requests_refused_total",
 			Help: "Requests answered 503 because --max-inflight-requests were being served.",
 		}),
+		authRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_auth_refused_total",
+			Help: "Requests answered 401 because the catalog's auth needs a bearer token: reason no_token or invalid_token.",
+		}, []string{"reason"}),
 		bodyReadTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_sidecar_body_read_timeouts_total",
 			Help: "Requests whose body did not arrive within --body-read-timeout (answered 408, connection closed).",
@@ -165,7 +170,7 @@ func NewMetrics() *Metrics {
 	m.Registry.MustRegister(m.listenStreams, m.notificationsSent, m.fanoutSeconds,
 		m.upstreamSeconds, m.errors, m.inflight, m.relayConnected,
 		m.subscriptions, m.subscriptionBytes, m.subscriptionsRefused,
-		m.connections, m.connectionsRefused, m.requestsRefused, m.bodyReadTimeouts,
+		m.connections, m.connectionsRefused, m.requestsRefused, m.bodyReadTimeouts, m.authRefused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.upstreamBy = map[string]prometheus.Observer{"other": m.upstreamSeconds.WithLabelValues("other")}
 	for k := range methods {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 )
 
 // Request limits.
@@ -70,8 +72,10 @@ type Options struct {
 	// proxy. With it the sidecar owns the lists, tools/call routing,
 	// resources/read and prompts/get.
 	Overlay *Overlay
-	Hub     *Hub
-	Logger  *slog.Logger
+	// Authn verifies callers when the live catalog has Auth (auth.go); nil: never.
+	Authn  *authn.Authenticator
+	Hub    *Hub
+	Logger *slog.Logger
 	// upstream is a client shared with the overlay (NewUpstream when nil).
 	upstream *Upstream
 	Metrics  *Metrics

@@ -17,6 +17,14 @@ import (
 // ServeHTTP serves the MCP endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	procs.Active()
+	// With the catalog's auth, nothing below runs for a caller without a valid token: no
+	// body is read, no slot taken (auth.go).
+	if auth := s.currentAuth(); auth != nil {
+		var ok bool
+		if r, ok = s.authenticate(w, r, auth); !ok {
+			return
+		}
+	}
 	if r.Method != http.MethodPost {
 		if s.pol.serveLegacy && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && len(r.Header[headerSessionID]) > 0 {
 			// A 2025-era session's notification stream, or its end. (Without

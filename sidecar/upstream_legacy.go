@@ -525,7 +525,9 @@ func withID(msg, id []byte) []byte {
 // legacyForwardHeaders are the client headers a legacy upstream gets (the
 // X-Forwarded-* ones as setForwarded made them: the sidecar's, not the client's).
 var legacyForwardHeaders = []string{"Authorization", "Traceparent", "Tracestate", "Baggage",
-	"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
+	"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
+	// The verified caller, as setIdentityHeaders made them (auth.go).
+	headerSubject, headerGroups, headerServiceAccount, headerSPIFFE, headerIssuer}
 
 // reservedMetaPrefix is the _meta key prefix of the 2026 request envelope.
 const reservedMetaPrefix = "io.modelcontextprotocol/"
@@ -563,7 +565,9 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 		newID = "sb-" + strconv.FormatInt(t.seq.Add(1), 10)
 		if in.allowed = mayNeedInput(method); in.allowed {
 			in.body = body
-			in.authHeader = headerValue(req.Header, "Authorization")
+			// With the catalog's auth the token is gone by now (auth.go): the verified
+			// subject binds the held call instead.
+			in.authHeader = headerValue(req.Header, "Authorization") + "\x00" + headerValue(req.Header, headerSubject)
 			if bytes.Contains(body, []byte(`"requestState"`)) || bytes.Contains(body, []byte(`"inputResponses"`)) {
 				nb, token, answers, err := retryInput(body)
 				if err != nil {

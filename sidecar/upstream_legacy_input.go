@@ -92,8 +92,8 @@ type callInput struct {
 	answers map[string]json.RawMessage
 	// given are all of them, for the next requestState.
 	given map[string]json.RawMessage
-	// authHeader is the call's Authorization header (a held call keeps its
-	// digest).
+	// authHeader is the call's Authorization header and verified subject
+	// (X-Switchboard-Subject), NUL-separated (a held call keeps its digest).
 	authHeader string
 }
 

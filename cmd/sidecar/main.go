@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/stdio"
 )
@@ -67,6 +68,8 @@ func main() {
 	fs.StringVar(&cfg.PodName, "pod-name", "", "this pod's name: the key of its propagation report")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, then in-cluster)")
 	fs.IntVar(&cfg.PageSize, "page-size", sidecar.DefaultPageSize, "entries per page of the merged lists")
+	fs.DurationVar(&cfg.AuthRevalidateAfter, "auth-revalidate-after", authn.DefaultRevalidateAfter, "with the catalog's auth: how long a ServiceAccount token's TokenReview is reused before it is asked again (a deleted pod or ServiceAccount is refused at most this long after)")
+	fs.IntVar(&cfg.AuthCacheEntries, "auth-cache-entries", authn.DefaultMaxCacheEntries, "with the catalog's auth: verified and refused tokens remembered (by SHA-256), least recently used first out")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP traces URL (e.g. http://collector:4318/v1/traces); empty: no traces")
 	fs.IntVar(&cfg.TraceSamplingPerMillion, "trace-sampling-per-million", sidecar.DefaultTraceSamplingPerMillion, "traces sampled per million of those the sidecar starts (a client's sampled flag is followed, up to --trace-client-sampled-per-second)")

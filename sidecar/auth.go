@@ -1,0 +1,152 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	authv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+)
+
+// The headers that tell the upstream who the verified caller is (docs/sidecar.md). Every
+// header starting with identityHeaderPrefix that a client sends is removed, whatever the auth
+// mode, so an upstream can trust them.
+const (
+	identityHeaderPrefix = "X-Switchboard-"
+	headerSubject        = "X-Switchboard-Subject"
+	headerGroups         = "X-Switchboard-Groups" // one field per group
+	headerServiceAccount = "X-Switchboard-Service-Account"
+	headerSPIFFE         = "X-Switchboard-Spiffe-Id"
+	headerIssuer         = "X-Switchboard-Issuer"
+)
+
+// currentAuth is the live catalog's Auth (nil: auth mode Off), and keeps the Authenticator
+// configured with it.
+func (s *Server) currentAuth() *catalog.Auth {
+	if s.opts.Authn == nil || s.opts.Overlay == nil {
+		return nil
+	}
+	c, _ := s.opts.Overlay.Catalog()
+	s.opts.Authn.Configure(c.Auth)
+	return c.Auth
+}
+
+// authenticate verifies the request's bearer token before anything else is done with the
+// request (its Host and Origin aside, which the challenge's URL is built from). On failure it
+// answers 401 with the challenge and returns false; on success it returns the request carrying
+// the caller (authn.FromContext), without its Authorization header unless auth.ForwardToken.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, auth *catalog.Auth) (*http.Request, bool) {
+	if e := s.checkHostOrigin(r); e != nil {
+		s.fail(w, nil, e)
+		return nil, false
+	}
+	tok, err := authn.Bearer(r.Header)
+	var id *authn.Identity
+	if err == nil {
+		id, err = s.opts.Authn.Verify(r.Context(), tok)
+	}
+	if err != nil {
+		reason := "invalid_token"
+		if errors.Is(err, authn.ErrNoToken) {
+			reason = "no_token"
+		}
+		s.m.authRefused.WithLabelValues(reason).Inc()
+		s.log.Debug("Caller not authenticated", "reason", reason, "err", err)
+		w.Header().Set("WWW-Authenticate", authn.Challenge(authn.MetadataURL(r, auth.Resource, r.URL.Path), err))
+		// The body is not read: the connection closes after the answer rather than net/http
+		// reading an unauthenticated body to reuse it.
+		if r.Method == http.MethodPost {
+			w.Header().Set("Connection", "close")
+		}
+		s.fail(w, nil, newErr(http.StatusUnauthorized, codeInvalidRequest, "Unauthorized: a valid bearer token is required"))
+		return nil, false
+	}
+	if !auth.ForwardToken {
+		r.Header.Del("Authorization")
+	}
+	return r.WithContext(authn.WithIdentity(r.Context(), id)), true
+}
+
+// ServeMetadata serves the Protected Resource Metadata document (RFC 9728) of the MCP
+// endpoint, without a token; Host and Origin are checked as for the endpoint.
+func (s *Server) ServeMetadata(w http.ResponseWriter, r *http.Request) {
+	if e := s.checkHostOrigin(r); e != nil {
+		s.fail(w, nil, e)
+		return
+	}
+	if s.currentAuth() == nil {
+		http.NotFound(w, r)
+		return
+	}
+	s.opts.Authn.ServeMetadata(w, r)
+}
+
+// setIdentityHeaders removes every identity header from h (a request to the upstream, with the
+// client's headers copied in) and, when the caller is known, sets the caller's.
+func setIdentityHeaders(h http.Header, id *authn.Identity) {
+	for k := range h {
+		if len(k) >= len(identityHeaderPrefix) && strings.EqualFold(k[:len(identityHeaderPrefix)], identityHeaderPrefix) {
+			delete(h, k)
+		}
+	}
+	if id == nil {
+		return
+	}
+	h[headerSubject] = []string{id.Subject}
+	if len(id.Groups) > 0 {
+		h[headerGroups] = id.Groups
+	}
+	if id.ServiceAccount != "" {
+		h[headerServiceAccount] = []string{id.ServiceAccount}
+	}
+	if id.SPIFFE != "" {
+		h[headerSPIFFE] = []string{id.SPIFFE}
+	}
+	h[headerIssuer] = []string{id.Issuer}
+}
+
+// tokenReviews returns a client for TokenReviews, loaded as kubeClient loads its own: a REST
+// client for authentication.k8s.io/v1 only (not client-go's clientset, which registers every
+// API group at start-up; see kubeClient).
+func tokenReviews(kubeconfig string) (authn.TokenReviewer, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = kubeQPS, kubeBurst
+	cfg.UserAgent = "switchboard-sidecar"
+	cfg.APIPath = "/apis"
+	cfg.GroupVersion = &authv1.SchemeGroupVersion
+	scheme := runtime.NewScheme()
+	if err := authv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	if cfg.ContentType == "" {
+		cfg.ContentType = runtime.ContentTypeJSON
+	}
+	rc, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return restTokenReviews{rc}, nil
+}
+
+type restTokenReviews struct{ rc rest.Interface }
+
+func (c restTokenReviews) Create(ctx context.Context, tr *authv1.TokenReview, _ metav1.CreateOptions) (*authv1.TokenReview, error) {
+	out := &authv1.TokenReview{}
+	return out, c.rc.Post().Resource("tokenreviews").Body(tr).Do(ctx).Into(out)
+}
