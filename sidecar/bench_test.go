@@ -49,7 +49,7 @@ func BenchmarkForwardLegacy(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sid, err := s.sessions.mint("2025-11-25", []byte(`{"roots":{"listChanged":true}}`))
+	sid, err := s.sessions.mint("2025-11-25", []byte(`{"roots":{"listChanged":true}}`), "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func BenchmarkLegacyWork(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sid, err := s.sessions.mint("2025-11-25", []byte(`{"roots":{"listChanged":true}}`))
+	sid, err := s.sessions.mint("2025-11-25", []byte(`{"roots":{"listChanged":true}}`), "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -163,12 +163,13 @@ func BenchmarkLegacyWork(b *testing.B) {
 		if e := validate(h, r, s.pol); e != nil || !r.legacy {
 			b.Fatal(e)
 		}
-		sess, e := s.legacySession(h)
+		hr := &http.Request{Header: h}
+		sess, e := s.legacySession(hr)
 		if e != nil {
 			b.Fatal(e)
 		}
 		r.session = sess
-		if e := s.toModern(&http.Request{Header: h}, r, sess.upCaps, "info"); e != nil {
+		if e := s.toModern(hr, r, sess.upCaps, "info"); e != nil {
 			b.Fatal(e)
 		}
 		_ = s.finish(r, resp)

@@ -141,7 +141,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: invalid cursor"))
 		return
 	}
-	c, _ := s.opts.Overlay.Catalog()
+	c, g := s.catalogGrant(r)
 	info, err := s.upstreamInfoFor(r.Context())
 	if err != nil {
 		if s.endedByDrain(w, r, req) {
@@ -173,10 +173,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 	if method == "tools/list" && c.Server.ToolPinning == catalog.ToolPinningEnforce {
 		s.opts.Overlay.checkDigests(c, up)
 	}
-	items, next, more := page(spec.merge(c, up), offset, s.opts.Overlay.opts.PageSize)
+	items, next, more := page(filterEntries(g, method, spec.merge(c, up)), offset, s.opts.Overlay.opts.PageSize)
 	h := req.spec.hint(&c.Server.Caching)
-	if private {
-		// Something in the answer depends on the caller.
+	if private || c.Access != nil {
+		// Something in the answer depends on the caller (with a policy, the whole list does).
 		h.CacheScope = catalog.ScopePrivate
 	}
 	var b bytes.Buffer
@@ -243,11 +243,12 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 		s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: tools/call requires params.name, a string, exactly once"))
 		return
 	}
-	c, _ := s.opts.Overlay.Catalog()
+	c, g := s.catalogGrant(r)
 	upstream, _, ok := routeTool(c, name)
-	if !ok {
-		e := newErr(http.StatusBadRequest, codeInvalidParams, "Unknown tool: "+name)
-		s.failReq(w, req, e)
+	if !ok || !g.Tool(name) {
+		// Not granted is unknown: before the pinning check, whose answer would tell that
+		// the tool exists.
+		s.failReq(w, req, errUnknownTool(name))
 		return
 	}
 	markRouted(w) // a catalog name: it may name the span (tracing.go)
@@ -292,16 +293,24 @@ func (s *Server) serveComplete(w http.ResponseWriter, r *http.Request, req *requ
 	raw, _, _ := field(req.params, "ref")
 	typ, _, _ := field(raw, "type")
 	t, _ := stringValue(typ)
-	c, _ := s.opts.Overlay.Catalog()
+	c, g := s.catalogGrant(r)
 	served := false
 	switch t {
 	case "ref/prompt":
 		n, _, _ := field(raw, "name")
 		name, _ := stringValue(n)
+		if !g.Prompt(name) {
+			s.failReq(w, req, errUnknownPrompt(name))
+			return
+		}
 		served = findPrompt(c, name) != nil
 	case "ref/resource":
 		u, _, _ := field(raw, "uri")
 		uri, _ := stringValue(u)
+		if !g.Template(uri) && !g.Resource(uri) {
+			s.failReq(w, req, errResourceNotFound(uri))
+			return
+		}
 		for i := range c.Resources {
 			if res := &c.Resources[i]; res.Key() == uri && !res.Source.Upstream {
 				served = true
@@ -330,7 +339,11 @@ func mcpHeaderValue(v string) string {
 // and forwards the rest, whose hints the HintFunc picks.
 func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request) {
 	uri, _ := paramString(req, "uri")
-	c, _ := s.opts.Overlay.Catalog()
+	c, g := s.catalogGrant(r)
+	if !g.Resource(uri) {
+		s.failReq(w, req, errResourceNotFound(uri))
+		return
+	}
 	res := findResource(c, uri)
 	if res == nil || res.Source.Upstream {
 		s.forward(w, r, req)
@@ -338,9 +351,7 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 	}
 	body, mime, err := s.opts.Overlay.content(res)
 	if err != nil {
-		e := newErr(http.StatusBadRequest, codeInvalidParams, "Resource not found")
-		e.data = map[string]string{"uri": uri}
-		s.failReq(w, req, e)
+		s.failReq(w, req, errResourceNotFound(uri))
 		return
 	}
 	type content struct {
@@ -382,7 +393,11 @@ func readHint(c *catalog.Catalog, r *catalog.Resource) catalog.CacheHint {
 // servePromptGet renders declared prompts and forwards the rest.
 func (s *Server) servePromptGet(w http.ResponseWriter, r *http.Request, req *request) {
 	name, _ := paramString(req, "name")
-	c, _ := s.opts.Overlay.Catalog()
+	c, g := s.catalogGrant(r)
+	if !g.Prompt(name) {
+		s.failReq(w, req, errUnknownPrompt(name))
+		return
+	}
 	p := findPrompt(c, name)
 	if p == nil {
 		s.forward(w, r, req)

@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/access"
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 )
 
@@ -84,7 +87,10 @@ type Hub struct {
 	all       *streamSet
 	byKind    map[Kind]*streamSet
 	byURI     map[string]*streamSet
-	closing   bool
+	// callers groups the registered streams by caller (access.Key; "" for streams without a
+	// verified caller), so that a change is weighed once per caller, not once per stream.
+	callers map[string]*callerGroup
+	closing bool
 	// subCount and subBytes are the subscriptions the replica holds (streams' and 2025-era
 	// sessions'), within opts.MaxSubscriptions and opts.MaxSubscriptionBytes.
 	subCount int
@@ -135,6 +141,7 @@ func NewHub(o HubOptions) *Hub {
 		all:        newStreamSet(),
 		byKind:     map[Kind]*streamSet{},
 		byURI:      map[string]*streamSet{},
+		callers:    map[string]*callerGroup{},
 		uriChanged: make(chan struct{}, 1),
 	}
 	for _, k := range listKinds {
@@ -205,6 +212,15 @@ type stream struct {
 	subB int64
 	// onClose runs once when the stream ends (nil: nothing to do).
 	onClose func(*stream)
+	// caller is the verified caller that opened the stream (nil with authentication off);
+	// group is its caller group once registered (guarded by Hub.mu).
+	caller *authn.Identity
+	group  *callerGroup
+	// expires is when the caller's authorization ends (zero: never): nothing is written to
+	// the stream from then on, and expiry ends it (expireAt).
+	expires time.Time
+	// timer ends the stream at expires (guarded by mu).
+	timer *time.Timer
 
 	// mu guards w, pending and closed, and serialises frames on the wire.
 	mu     sync.Mutex
@@ -230,6 +246,9 @@ func (s *stream) start(w frameWriter) bool {
 	if s.closed {
 		return false
 	}
+	if s.expired() {
+		s.pending = nil // never written after expiry; the expiry timer ends the stream
+	}
 	var scratch []byte
 	for _, ev := range s.pending {
 		var err error
@@ -240,6 +259,12 @@ func (s *stream) start(w frameWriter) bool {
 	s.pending = nil
 	s.w = w
 	return true
+}
+
+// expired reports whether the caller's authorization has ended (no clock read for streams
+// without an expiry).
+func (s *stream) expired() bool {
+	return !s.expires.IsZero() && !time.Now().Before(s.expires)
 }
 
 // frameWriter puts whole SSE events on one stream's transport.
@@ -318,6 +343,15 @@ func (h *Hub) add(s *stream) bool {
 		return false
 	}
 	h.all.add(s)
+	key := access.Key(s.caller)
+	g := h.callers[key]
+	if g == nil {
+		g = &callerGroup{id: s.caller}
+		h.callers[key] = g
+		g.key = key
+	}
+	g.n++
+	s.group = g
 	for _, k := range listKinds {
 		if s.kinds&k != 0 {
 			h.byKind[k].add(s)
@@ -349,6 +383,11 @@ func (h *Hub) remove(s *stream) {
 		return
 	}
 	h.admitted--
+	if g := s.group; g != nil {
+		if g.n--; g.n == 0 {
+			delete(h.callers, g.key)
+		}
+	}
 	for _, k := range listKinds {
 		h.byKind[k].remove(s)
 	}
@@ -408,6 +447,9 @@ func (h *Hub) close(s *stream, final []byte) bool {
 		return false
 	}
 	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 	if s.w != nil {
 		s.w.end(final)
 	}
@@ -424,6 +466,14 @@ func (h *Hub) send(s *stream, ev []byte, scratch []byte) ([]byte, bool) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		return scratch, false
+	}
+	if s.expired() {
+		// Nothing after the authorization ends, even if the timer has not fired yet.
+		s.mu.Unlock()
+		if h.close(s, expiredEvent(s)) {
+			h.m.streamsExpired.Inc()
+		}
 		return scratch, false
 	}
 	if s.w == nil { // registered, not started yet: kept for start
@@ -446,10 +496,11 @@ func (h *Hub) send(s *stream, ev []byte, scratch []byte) ([]byte, bool) {
 // Publish fans one change out to exactly the streams whose filter asks for
 // it: list kinds to streams that set the matching flag, KindResourceUpdated
 // to streams subscribed to uri. It returns once every write has been
-// attempted, with the number of streams written.
+// attempted, with the number of streams written. It does not look at callers:
+// the catalog overlay, which knows what each caller may see, publishes with
+// PublishViews and PublishUpdate.
 func (h *Hub) Publish(k Kind, uri string) int {
-	method, ok := kindMethod[k]
-	if !ok {
+	if _, ok := kindMethod[k]; !ok {
 		return 0
 	}
 	if k == KindTools {
@@ -465,9 +516,15 @@ func (h *Hub) Publish(k Kind, uri string) int {
 	}
 	targets := set.snapshot()
 	h.mu.Unlock()
+	return h.publishTargets(k, uri, targets, start)
+}
+
+// publishTargets writes one change to targets, traced when tracing is on.
+func (h *Hub) publishTargets(k Kind, uri string, targets []*stream, start time.Time) int {
 	if len(targets) == 0 {
 		return 0
 	}
+	method := kindMethod[k]
 	if span := h.opts.Tracing.startFanoutIfOn(method, uri); span != nil {
 		n := h.publish(k, method, uri, targets, start)
 		span.SetAttributes(attrStreams.Int(n))
@@ -475,6 +532,83 @@ func (h *Hub) Publish(k Kind, uri string) int {
 		return n
 	}
 	return h.publish(k, method, uri, targets, start)
+}
+
+// callerGroup is the registered streams of one caller (access.Key): a change is weighed once
+// per caller. Guarded by Hub.mu.
+type callerGroup struct {
+	key string
+	id  *authn.Identity // nil: streams without a verified caller
+	n   int             // streams in the group
+}
+
+// PublishViews publishes the list changes of one catalog computation caller by caller: changed
+// says which lists changed in the view of one caller (nil: a stream nobody authenticated), and
+// is called once per caller with open streams, never per stream; tools is whether the tools
+// list itself changed (paramheaders.go re-reads the upstream's annotations then). A caller
+// whose view did not change gets nothing. It returns the streams written.
+func (h *Hub) PublishViews(tools bool, changed func(*authn.Identity) Kind) int {
+	if tools {
+		h.toolsGen.Add(1)
+	}
+	start := time.Now()
+	h.mu.Lock()
+	groups := make([]*callerGroup, 0, len(h.callers))
+	for _, g := range h.callers {
+		groups = append(groups, g)
+	}
+	h.mu.Unlock()
+	kinds := make(map[*callerGroup]Kind, len(groups))
+	var any Kind
+	for _, g := range groups {
+		if k := changed(g.id); k != 0 {
+			kinds[g] = k
+			any |= k
+		}
+	}
+	n := 0
+	for _, k := range listKinds {
+		if any&k == 0 {
+			continue
+		}
+		h.mu.Lock()
+		set := h.byKind[k]
+		targets := make([]*stream, 0, set.len())
+		for _, s := range set.list {
+			if kinds[s.group]&k != 0 {
+				targets = append(targets, s)
+			}
+		}
+		h.mu.Unlock()
+		n += h.publishTargets(k, "", targets, start)
+	}
+	return n
+}
+
+// PublishUpdate publishes notifications/resources/updated for uri to the streams subscribed to
+// it whose caller may read it now (allowed, called once per caller).
+func (h *Hub) PublishUpdate(uri string, allowed func(*authn.Identity) bool) int {
+	start := time.Now()
+	h.mu.Lock()
+	set := h.byURI[uri]
+	if set.len() == 0 {
+		h.mu.Unlock()
+		return 0
+	}
+	decided := map[*callerGroup]bool{}
+	targets := make([]*stream, 0, set.len())
+	for _, s := range set.list {
+		ok, seen := decided[s.group]
+		if !seen {
+			ok = allowed(s.caller)
+			decided[s.group] = ok
+		}
+		if ok {
+			targets = append(targets, s)
+		}
+	}
+	h.mu.Unlock()
+	return h.publishTargets(KindResourceUpdated, uri, targets, start)
 }
 
 // publish writes the notification of one change to targets.
@@ -593,6 +727,50 @@ func finalEvent(s *stream) []byte {
 		return legacyRetryEvent
 	}
 	return completeEvent(s.id)
+}
+
+// codeAuthorizationEnded is the JSON-RPC error code that ends a listen stream whose caller's
+// authorization ended. Provisional: the MCP draft "Authorization lifetime for subscription
+// streams" names the error AuthorizationEnded but allocates no code yet, and the spec reserves
+// -32020..-32099 for codes it defines (and discourages -32000..-32019), so this one sits outside
+// the JSON-RPC reserved range until the spec gives it a number.
+const codeAuthorizationEnded = -31001
+
+// reasonTokenExpiry is AuthorizationEnded's data.reason when the caller's token expired.
+const reasonTokenExpiry = "token_expiry"
+
+// expiredEvent is what ends a stream when its caller's token expires: for a listen stream the
+// listen request's AuthorizationEnded error; a 2025-era GET stream just ends (it has no request
+// to answer; the client's next request needs a fresh token).
+func expiredEvent(s *stream) []byte {
+	if s.legacy {
+		return nil
+	}
+	b := make([]byte, 0, 200+len(s.id))
+	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"...)
+	b = append(b, s.id...)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, codeAuthorizationEnded, 10)
+	b = append(b, `,"message":"Authorization ended: the access token expired","data":{"reason":"`+reasonTokenExpiry+`"}}}`+"\n\n"...)
+	return b
+}
+
+// expireAt arms the stream's expiry once its transport is attached: at expires it is ended with
+// expiredEvent (immediately when that is past).
+func (h *Hub) expireAt(s *stream) {
+	if s.expires.IsZero() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.timer = time.AfterFunc(time.Until(s.expires), func() {
+		if h.close(s, expiredEvent(s)) {
+			h.m.streamsExpired.Inc()
+		}
+	})
 }
 
 // legacyRetryEvent tells a 2025-era client to reconnect after 1 s when the

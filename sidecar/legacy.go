@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 )
 
 // This file serves 2025-era clients (Streamable HTTP 2025-11-25,
@@ -35,10 +37,11 @@ const headerSessionID = "Mcp-Session-Id"
 
 // legacySession returns the verified session of a 2025-era request: nil
 // without the header; an error answered with 404 (spec: the client then
-// initializes again) when the id is not one of ours or has expired, and
-// 400 when the header is repeated.
-func (s *Server) legacySession(h http.Header) (*legacySession, *rpcError) {
-	vs := h[headerSessionID]
+// initializes again) when the id is not one of ours, has expired, or is
+// bound to another caller than the request's, and 400 when the header is
+// repeated.
+func (s *Server) legacySession(r *http.Request) (*legacySession, *rpcError) {
+	vs := r.Header[headerSessionID]
 	switch len(vs) {
 	case 0:
 		return nil, nil
@@ -47,6 +50,10 @@ func (s *Server) legacySession(h http.Header) (*legacySession, *rpcError) {
 		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header given more than once")
 	}
 	sess, err := s.sessions.open(vs[0])
+	if err == nil && !sess.boundTo(subjectOf(r)) {
+		// Another caller's session: as if this server had never issued it.
+		err = errSessionInvalid
+	}
 	if err == nil && s.states.isEnded(sess.key) {
 		err = errSessionEnded
 	}
@@ -56,11 +63,19 @@ func (s *Server) legacySession(h http.Header) (*legacySession, *rpcError) {
 	return sess, nil
 }
 
+// subjectOf is the subject of r's verified caller ("" without one).
+func subjectOf(r *http.Request) string {
+	if id := authn.FromContext(r.Context()); id != nil {
+		return id.Subject
+	}
+	return ""
+}
+
 // serveLegacy answers one 2025-era POST.
 func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, req *request) {
 	spec := req.spec
 	if req.method != "initialize" {
-		sess, e := s.legacySession(r.Header)
+		sess, e := s.legacySession(r)
 		if e != nil {
 			s.fail(w, req.id, e)
 			return
@@ -347,7 +362,7 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		serverInfo = sidecarClientInfo
 	}
 	version := negotiate(p.ProtocolVersion)
-	id, err := s.sessions.mint(version, p.Capabilities)
+	id, err := s.sessions.mint(version, p.Capabilities, subjectOf(r))
 	if err != nil {
 		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: "+err.Error()))
 		return
@@ -395,7 +410,7 @@ var logLevels = map[string]bool{"debug": true, "info": true, "notice": true, "wa
 // replica, and every GET stream the session has open here. A URI over
 // MaxURIBytes is Invalid params; past the session's bounds or the replica's,
 // the subscribe is refused (-32603) and what the session holds stays.
-func (s *Server) serveSubscribe(w http.ResponseWriter, _ *http.Request, req *request) {
+func (s *Server) serveSubscribe(w http.ResponseWriter, r *http.Request, req *request) {
 	uri, ok := paramString(req, "uri")
 	if !ok || uri == "" {
 		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: "+req.method+" requires params.uri"))
@@ -404,6 +419,11 @@ func (s *Server) serveSubscribe(w http.ResponseWriter, _ *http.Request, req *req
 	if len(uri) > MaxURIBytes {
 		s.m.refuseSubscription(refusedURI)
 		s.failReq(w, req, uriError(http.StatusOK))
+		return
+	}
+	if req.method == "resources/subscribe" && !s.requestGrant(r).Resource(uri) {
+		// As a read of it would be answered.
+		s.failReq(w, req, errResourceNotFound(uri))
 		return
 	}
 	if req.session == nil {
@@ -481,7 +501,7 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, nil, newErr(http.StatusNotAcceptable, codeInvalidRequest, "Not Acceptable: GET must accept text/event-stream"))
 		return
 	}
-	sess, e := s.legacySession(r.Header)
+	sess, e := s.legacySession(r)
 	if e == nil && sess == nil {
 		e = newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
 	}
@@ -505,7 +525,10 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 	if caps.Resources != nil && caps.Resources.ListChanged {
 		kinds |= KindResources
 	}
-	st := &stream{legacy: true, kinds: kinds}
+	st := &stream{legacy: true, kinds: kinds, caller: authn.FromContext(r.Context())}
+	if st.caller != nil {
+		st.expires = st.caller.Expiry
+	}
 	// The stream holds its own copy of the session's subscriptions (in the hub's indexes), so it
 	// takes its share of the replica's budget: a session's URIs times its streams is bounded.
 	var refuse *rpcError
@@ -567,7 +590,7 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 // end and its local state is dropped. (The id stays valid on replicas that
 // never saw the DELETE until it expires: no state is shared.)
 func (s *Server) serveLegacyDelete(w http.ResponseWriter, r *http.Request) {
-	sess, e := s.legacySession(r.Header)
+	sess, e := s.legacySession(r)
 	if e == nil && sess == nil {
 		e = newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
 	}

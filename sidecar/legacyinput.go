@@ -190,7 +190,7 @@ func (s *Server) serveCancelled(w http.ResponseWriter, _ *http.Request, req *req
 // another replica sent, an id the sidecar never used) is refused with 400,
 // as the 2025 transport says for input a server cannot accept.
 func (s *Server) serveClientResponse(w http.ResponseWriter, r *http.Request, req *request) {
-	sess, e := s.legacySession(r.Header)
+	sess, e := s.legacySession(r)
 	if e == nil && sess == nil {
 		e = newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: a response needs the Mcp-Session-Id of the session whose request it answers")
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 )
 
 // serveListen opens a subscriptions/listen stream owned by the sidecar.
@@ -30,6 +32,20 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 		s.m.refuseSubscription(reason)
 		s.fail(w, req.id, e)
 		return
+	}
+	caller := authn.FromContext(r.Context())
+	if len(want.ResourceSubscriptions) > 0 {
+		g := s.requestGrant(r)
+		var denied []string
+		for _, u := range want.ResourceSubscriptions {
+			if !g.Resource(u) {
+				denied = append(denied, u)
+			}
+		}
+		if denied != nil {
+			s.fail(w, req.id, errSubscriptionDenied(denied))
+			return
+		}
 	}
 	info := s.up.current()
 	if info == nil {
@@ -60,7 +76,10 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 		uris = slices.Compact(slices.Sorted(slices.Values(want.ResourceSubscriptions)))
 	}
 	agreedJSON, _ := json.Marshal(agreed)
-	st := &stream{id: bytes.Clone(req.id), kinds: kinds, uris: uris}
+	st := &stream{id: bytes.Clone(req.id), kinds: kinds, uris: uris, caller: caller}
+	if caller != nil {
+		st.expires = caller.Expiry
+	}
 	if !s.hub.charge(st) {
 		s.m.refuseSubscription(refusedReplica)
 		s.fail(w, req.id, errSubscriptionLimit(http.StatusServiceUnavailable))
@@ -69,7 +88,7 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 	st.onClose = s.hub.uncharge
 	// A listen that honours nothing, or arrives while draining, gets its
 	// acknowledgement and then its complete result at once.
-	if !s.attachStream(w, r, st, ackEvent(st.id, agreedJSON), kinds == 0 && len(uris) == 0, func() {
+	if !s.attachStream(w, r, st, ackEvent(st.id, agreedJSON, st.expires), kinds == 0 && len(uris) == 0, func() {
 		s.fail(w, req.id, errSubscriptionLimit(http.StatusServiceUnavailable))
 	}) {
 		s.hub.uncharge(st) // never registered, or already closed
@@ -151,6 +170,7 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 			cw.end(final) // not registered, or closed by the drain meanwhile
 			return false
 		}
+		s.hub.expireAt(st)
 		go s.hub.watch(st, conn)
 		return true
 	}
@@ -171,6 +191,7 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 		rw.end(final)
 		return false
 	}
+	s.hub.expireAt(st)
 	attaching = false
 	s.hub.endAttach() // registered: EndAll ends it from here on
 	select {
@@ -207,13 +228,20 @@ func setListenHeaders(h http.Header) {
 	h.Set("X-Accel-Buffering", "no")
 }
 
-// ackEvent renders notifications/subscriptions/acknowledged.
-func ackEvent(id, agreed []byte) []byte {
-	b := make([]byte, 0, 200+len(id)+len(agreed))
+// ackEvent renders notifications/subscriptions/acknowledged. With a caller whose authorization
+// ends (until not zero), it carries authorizedUntil (RFC 3339): the stream ends then (the MCP
+// draft "Authorization lifetime for subscription streams").
+func ackEvent(id, agreed []byte, until time.Time) []byte {
+	b := make([]byte, 0, 240+len(id)+len(agreed))
 	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+notifAcknowledged+"\",\"params\":{\"_meta\":{\""+metaSubscriptionID+"\":"...)
 	b = append(b, id...)
 	b = append(b, `},"notifications":`...)
 	b = append(b, agreed...)
+	if !until.IsZero() {
+		b = append(b, `,"authorizedUntil":"`...)
+		b = until.UTC().AppendFormat(b, time.RFC3339)
+		b = append(b, '"')
+	}
 	return append(b, "}}\n\n"...)
 }
 

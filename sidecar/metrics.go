@@ -39,7 +39,9 @@ type Metrics struct {
 	// catalogWithheldTools: tools pinning withholds (Enforce).
 	catalogWithheldTools prometheus.Gauge
 	// pinRefused: tools/call refused because pinning withholds the tool.
-	pinRefused      prometheus.Counter
+	pinRefused prometheus.Counter
+	// streamsExpired: listen and GET streams ended because their caller's token expired.
+	streamsExpired  prometheus.Counter
 	reportFailures  prometheus.Counter
 	catalogRevision *prometheus.GaugeVec
 
@@ -143,6 +145,10 @@ func NewMetrics() *Metrics {
 			Name: "switchboard_sidecar_pin_refused_calls_total",
 			Help: "tools/call requests refused because tool pinning withholds the tool (toolPinning Enforce).",
 		}),
+		streamsExpired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_streams_expired_total",
+			Help: "Listen and 2025-era GET streams ended because their caller's token expired (AuthorizationEnded, token_expiry).",
+		}),
 		reportFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_sidecar_catalog_report_failures_total",
 			Help: "Failed attempts to write the propagation report into the status ConfigMap.",
@@ -165,7 +171,7 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.5, 2, 10),
 		}),
 	}
-	m.Registry.MustRegister(m.catalogApplied, m.catalogRejected, m.catalogRejectedNow, m.catalogMissingTools, m.catalogWithheldTools, m.pinRefused, m.reportFailures,
+	m.Registry.MustRegister(m.catalogApplied, m.catalogRejected, m.catalogRejectedNow, m.catalogMissingTools, m.catalogWithheldTools, m.pinRefused, m.streamsExpired, m.reportFailures,
 		m.catalogRevision, m.draining, m.drainStreamsEnded, m.drainSeconds)
 	m.Registry.MustRegister(m.listenStreams, m.notificationsSent, m.fanoutSeconds,
 		m.upstreamSeconds, m.errors, m.inflight, m.relayConnected,

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"maps"
 	"net/http"
+	"reflect"
 	"regexp"
 	"slices"
 	"sync"
@@ -19,6 +21,8 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/access"
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 )
 
 // Overlay timing.
@@ -91,6 +95,15 @@ type Overlay struct {
 	// Owned by Run.
 	upLists map[string][]json.RawMessage // by list method; nil = unknown
 	last    *snapshot
+	// grants memoises callers' grants for the fan-out (safe for concurrent use).
+	grants access.Cache
+}
+
+// viewPublisher is a Publisher that knows the callers of its streams (the Hub): the overlay
+// then publishes each caller's own view.
+type viewPublisher interface {
+	PublishViews(tools bool, changed func(*authn.Identity) Kind) int
+	PublishUpdate(uri string, allowed func(*authn.Identity) bool) int
 }
 
 type appliedCatalog struct {
@@ -365,6 +378,15 @@ func (o *Overlay) fetchUpstream(ctx context.Context, kinds Kind) Kind {
 
 // snapshot is what the overlay compares between two computations.
 type snapshot struct {
+	// cat and rev are the catalog the snapshot was computed from (its Access decides what
+	// each caller sees).
+	cat *catalog.Catalog
+	rev string
+	// entries are the effective lists by access kind (resources and templates together),
+	// each entry with the hash of its content; views memoises callers' fingerprints of them
+	// (by access.Key). Both are used by Run's goroutine only.
+	entries [3][]access.Entry
+	views   map[string][3]uint64
 	lists   map[string]string // list method -> hash of the effective list
 	content map[string]string // URI of a declared resource -> hash of its content
 	missing []string
@@ -379,6 +401,37 @@ func hashEntries(es []entry) string {
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// accessEntries are a list's entries as package access fingerprints them.
+func accessEntries(es []entry, templates bool) []access.Entry {
+	out := make([]access.Entry, len(es))
+	for i, e := range es {
+		out[i] = access.Entry{Key: e.key, Template: templates, Hash: maphash.Bytes(entrySeed, e.raw)}
+	}
+	return out
+}
+
+// entrySeed seeds the entries' hashes (compared within the process only).
+var entrySeed = maphash.MakeSeed()
+
+// view is what a caller may see of the snapshot's lists, one fingerprint per access kind,
+// memoised: a fan-out weighs each caller once per computation.
+func (o *Overlay) view(s *snapshot, id *authn.Identity) [3]uint64 {
+	key := access.Key(id)
+	if v, ok := s.views[key]; ok {
+		return v
+	}
+	g := o.grants.Get(s.rev, s.cat.Access, id)
+	var v [3]uint64
+	for k := range v {
+		v[k] = g.Fingerprint(access.Kind(k), s.entries[k])
+	}
+	if s.views == nil {
+		s.views = map[string][3]uint64{}
+	}
+	s.views[key] = v
+	return v
 }
 
 func hashBytes(b []byte) string {
@@ -397,12 +450,21 @@ func (o *Overlay) compute() *snapshot {
 	}
 	pins := o.observeDigests(c, upTools)
 	s := &snapshot{
+		cat:     c,
+		rev:     rev,
 		lists:   map[string]string{"tools/list": hashEntries(tools)},
 		content: map[string]string{},
 		missing: missing,
 	}
+	s.entries[access.Tools] = accessEntries(tools, false)
 	for _, method := range listOrder[1:] {
-		s.lists[method] = hashEntries(methods[method].list.merge(c, o.upLists[method]))
+		list := methods[method].list.merge(c, o.upLists[method])
+		s.lists[method] = hashEntries(list)
+		k := access.Resources
+		if method == "prompts/list" {
+			k = access.Prompts
+		}
+		s.entries[k] = append(s.entries[k], accessEntries(list, method == "resources/templates/list")...)
 	}
 	for i := range c.Resources {
 		r := &c.Resources[i]
@@ -581,10 +643,31 @@ func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservativ
 		}
 	}
 	kinds |= conservative
-	for _, k := range listKinds {
-		if kinds&k != 0 {
-			o.opts.Hub.Publish(k, "")
+	vp, perCaller := o.opts.Hub.(viewPublisher)
+	switch {
+	case !perCaller:
+		for _, k := range listKinds {
+			if kinds&k != 0 {
+				o.opts.Hub.Publish(k, "")
+			}
 		}
+	case prev.cat.Access == nil && next.cat.Access == nil:
+		// Every caller sees the whole lists: the global diff is everyone's.
+		if kinds != 0 {
+			vp.PublishViews(kinds&KindTools != 0, func(*authn.Identity) Kind { return kinds })
+		}
+	case kinds != 0 || !reflect.DeepEqual(prev.cat.Access, next.cat.Access):
+		// Each caller is told what changed in its own view, and nobody else is woken.
+		vp.PublishViews(kinds&KindTools != 0, func(id *authn.Identity) Kind {
+			a, b := o.view(prev, id), o.view(next, id)
+			changed := conservative
+			for i, k := range [...]Kind{KindTools, KindPrompts, KindResources} {
+				if a[i] != b[i] {
+					changed |= k
+				}
+			}
+			return changed
+		})
 	}
 	changed := map[string]bool{}
 	for u, h := range next.content {
@@ -606,6 +689,13 @@ func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservativ
 		}
 	}
 	for _, u := range slices.Sorted(maps.Keys(changed)) {
+		if vp != nil && next.cat.Access != nil {
+			// Only to callers who may read it now.
+			vp.PublishUpdate(u, func(id *authn.Identity) bool {
+				return o.grants.Get(next.rev, next.cat.Access, id).Resource(u)
+			})
+			continue
+		}
 		o.opts.Hub.Publish(KindResourceUpdated, u)
 	}
 	if kinds != 0 || len(changed) > 0 {

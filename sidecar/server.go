@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/access"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 )
 
@@ -126,6 +127,8 @@ type Server struct {
 	// params are the upstream tools' x-mcp-header annotations, for the
 	// Mcp-Param-* headers of translated calls (paramheaders.go).
 	params *paramTools
+	// grants memoises callers' grants per catalog revision (authz.go).
+	grants access.Cache
 }
 
 // NewServer returns a Server for o.

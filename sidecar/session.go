@@ -20,7 +20,12 @@ import (
 // session affinity just works; nothing is stored anywhere.
 //
 //	id = "s1." + base64url(payload) + "." + base64url(HMAC-SHA256(key, "switchboard-session/1\n" + payload))
-//	payload = {"s": server, "v": version, "c": clientCapabilities, "e": expiry (unix s), "n": nonce}
+//	payload = {"s": server, "v": version, "c": clientCapabilities, "e": expiry (unix s), "n": nonce, "u": subject binding}
+//
+// With authentication on, "u" binds the session to the caller that opened it: base64url of
+// SHA-256("switchboard-subject/1\n" + Identity.Subject). An id presented by another subject (or
+// without a verified caller) is refused like an id the server never issued. Sessions opened
+// without a verified caller have no "u" (ids minted before binding existed verify unchanged).
 
 // Session limits.
 const (
@@ -97,6 +102,8 @@ type legacySession struct {
 	// (upstreamCaps, computed once).
 	upCaps  json.RawMessage
 	expires time.Time
+	// subject is the subject binding ("u"; "" when opened without a verified caller).
+	subject string
 }
 
 type sessionPayload struct {
@@ -105,6 +112,23 @@ type sessionPayload struct {
 	Caps    json.RawMessage `json:"c"`
 	Expires int64           `json:"e"`
 	Nonce   string          `json:"n"`
+	Subject string          `json:"u,omitempty"`
+}
+
+// subjectBinding is the "u" of a session opened by subject ("" for none). A hash: the id travels
+// in a header and logs, the subject need not.
+func subjectBinding(subject string) string {
+	if subject == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte("switchboard-subject/1\n" + subject))
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// boundTo reports whether the session may be used by subject ("" for a request without a
+// verified caller).
+func (s *legacySession) boundTo(subject string) bool {
+	return hmac.Equal([]byte(s.subject), []byte(subjectBinding(subject)))
 }
 
 func (c *sessionCodec) mac(payload []byte) []byte {
@@ -114,8 +138,8 @@ func (c *sessionCodec) mac(payload []byte) []byte {
 	return m.Sum(nil)
 }
 
-// mint returns a new session id.
-func (c *sessionCodec) mint(version string, caps json.RawMessage) (string, error) {
+// mint returns a new session id, bound to subject (the verified caller's; "" for none).
+func (c *sessionCodec) mint(version string, caps json.RawMessage, subject string) (string, error) {
 	if len(caps) == 0 || string(caps) == "null" {
 		caps = json.RawMessage(`{}`)
 	}
@@ -125,7 +149,7 @@ func (c *sessionCodec) mint(version string, caps json.RawMessage) (string, error
 	nonce := make([]byte, 12)
 	_, _ = rand.Read(nonce)
 	payload, err := json.Marshal(sessionPayload{Server: c.server, Version: version, Caps: caps,
-		Expires: c.now().Add(c.ttl).Unix(), Nonce: base64.RawURLEncoding.EncodeToString(nonce)})
+		Expires: c.now().Add(c.ttl).Unix(), Nonce: base64.RawURLEncoding.EncodeToString(nonce), Subject: subjectBinding(subject)})
 	if err != nil {
 		return "", err
 	}
@@ -185,7 +209,7 @@ func (c *sessionCodec) verify(id string) (*legacySession, error) {
 	if !c.now().Before(exp) {
 		return nil, errSessionExpired
 	}
-	return &legacySession{id: id, key: p.Nonce, version: p.Version, caps: p.Caps, upCaps: upstreamCaps(p.Caps), expires: exp}, nil
+	return &legacySession{id: id, key: p.Nonce, version: p.Version, caps: p.Caps, upCaps: upstreamCaps(p.Caps), expires: exp, subject: p.Subject}, nil
 }
 
 // sessionState is what this replica keeps about a session: its resource

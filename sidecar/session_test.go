@@ -15,7 +15,7 @@ func TestSessionIDs(t *testing.T) {
 	c := newSessionCodec(key, "ns/srv-catalog", time.Hour)
 	c.now = func() time.Time { return now }
 	caps := json.RawMessage(`{"roots":{"listChanged":true}}`)
-	id, err := c.mint("2025-06-18", caps)
+	id, err := c.mint("2025-06-18", caps, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestSessionIDs(t *testing.T) {
 	if err != nil || sess.version != "2025-06-18" || string(sess.caps) != string(caps) || !sess.expires.Equal(now.Add(time.Hour)) {
 		t.Fatalf("open(mint) = %+v, %v", sess, err)
 	}
-	if id2, _ := c.mint("2025-06-18", caps); id2 == id {
+	if id2, _ := c.mint("2025-06-18", caps, ""); id2 == id {
 		t.Error("two sessions got the same id")
 	}
 
@@ -74,7 +74,7 @@ func TestSessionIDs(t *testing.T) {
 		t.Errorf("at expiry: %v, want errSessionExpired", err)
 	}
 
-	if _, err := c.mint("2025-11-25", json.RawMessage(`{"x":"`+strings.Repeat("a", maxSessionCapsBytes)+`"}`)); err == nil {
+	if _, err := c.mint("2025-11-25", json.RawMessage(`{"x":"`+strings.Repeat("a", maxSessionCapsBytes)+`"}`), ""); err == nil {
 		t.Error("minted a session with capabilities over the bound")
 	}
 }
@@ -86,7 +86,7 @@ func mustMint(t *testing.T, c *sessionCodec) string {
 
 func mustMintVersion(t *testing.T, c *sessionCodec, v string) string {
 	t.Helper()
-	id, err := c.mint(v, nil)
+	id, err := c.mint(v, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func otherFirstChar(s string) string {
 // the cache.
 func BenchmarkSessionOpen(b *testing.B) {
 	c := newSessionCodec([]byte(strings.Repeat("k", 32)), "ns/srv-catalog", time.Hour)
-	id, err := c.mint("2025-11-25", json.RawMessage(`{"roots":{"listChanged":true},"sampling":{}}`))
+	id, err := c.mint("2025-11-25", json.RawMessage(`{"roots":{"listChanged":true},"sampling":{}}`), "")
 	if err != nil {
 		b.Fatal(err)
 	}
