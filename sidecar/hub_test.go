@@ -74,6 +74,7 @@ func TestEndAllWaitsForStreamsBeingOpened(t *testing.T) {
 type recordingWriter struct {
 	events [][]byte
 	ended  bool
+	final  []byte
 }
 
 func (w *recordingWriter) write(ev []byte, scratch []byte) ([]byte, error) {
@@ -81,7 +82,7 @@ func (w *recordingWriter) write(ev []byte, scratch []byte) ([]byte, error) {
 	return scratch, nil
 }
 
-func (w *recordingWriter) end([]byte) { w.ended = true }
+func (w *recordingWriter) end(final []byte) { w.ended, w.final = true, bytes.Clone(final) }
 
 // A stream is registered before its acknowledgement goes out: a change published between the
 // registration and the attachment of its transport is written right after the
