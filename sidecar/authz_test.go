@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -68,7 +69,7 @@ func authzCatalog(a *catalog.Access) *catalog.Catalog {
 }
 
 type authzEnv struct {
-	t     *testing.T
+	t     testing.TB
 	front *httptest.Server
 	ov    *Overlay
 	srv   *Server
@@ -78,7 +79,7 @@ type authzEnv struct {
 	calls map[string]int
 }
 
-func newAuthzEnv(t *testing.T, access *catalog.Access) *authzEnv {
+func newAuthzEnv(t testing.TB, access *catalog.Access) *authzEnv {
 	t.Helper()
 	env := &authzEnv{t: t, calls: map[string]int{}}
 	count := func(k string) {
@@ -113,10 +114,11 @@ func newAuthzEnv(t *testing.T, access *catalog.Access) *authzEnv {
 		&mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(up.Close)
 
-	hub := NewHub(HubOptions{Keepalive: -1})
+	quiet := slog.New(slog.DiscardHandler)
+	hub := NewHub(HubOptions{Keepalive: -1, Logger: quiet})
 	upc := NewUpstream(up.URL, 0)
-	ov := NewOverlay(OverlayOptions{Hub: hub, Upstream: upc})
-	srv, err := NewServer(Options{Upstream: up.URL, upstream: upc, Overlay: ov, Hub: hub})
+	ov := NewOverlay(OverlayOptions{Hub: hub, Upstream: upc, Logger: quiet})
+	srv, err := NewServer(Options{Upstream: up.URL, upstream: upc, Overlay: ov, Hub: hub, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
