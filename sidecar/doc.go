@@ -20,6 +20,9 @@
 //   - hub.go: the open streams, fan-out, keepalive and EndAll (drain).
 //   - catalogserve.go: the methods the catalog owns (lists, tools/call
 //     routing, resources/read, prompts/get, completion/complete) and hints.
+//   - authz.go: what the caller may use (package access decides from the
+//     catalog's Access and the verified caller) and the refusals, which
+//     look like unknown names.
 //   - overlay.go, merge.go: the live catalog, its diff and its pure rules.
 //   - sources.go: where catalogs and resource contents come from (ConfigMap
 //     or file, watched ConfigMaps/Secrets) and the propagation report.
@@ -28,7 +31,8 @@
 //   - server.go, app.go, metrics.go, gcfloor.go: the Server, the process
 //     (listeners, admin port, drain), metrics, GC tuning.
 //
-// Subpackages: stdio, the stdio bridge (`sidecar stdio`); procs, how many
+// Subpackages: access, a caller's grant under the catalog's access policies
+// (pure); authn, the verified caller; stdio, the stdio bridge (`sidecar stdio`); procs, how many
 // OS threads run Go code (one for requests, more for large fan-outs and
 // queueing load), used by the sidecar and the bridge.
 package sidecar
