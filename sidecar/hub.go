@@ -212,8 +212,10 @@ type stream struct {
 	subB int64
 	// onClose runs once when the stream ends (nil: nothing to do).
 	onClose func(*stream)
-	// caller is the verified caller that opened the stream (nil with authentication off);
-	// group is its caller group once registered (guarded by Hub.mu).
+	// caller is the verified caller that opened the stream (nil with authentication off)
+	// until add files the stream under its caller group, which keeps one Identity per caller
+	// (the stream then drops its own: an idle stream holds no copy of it). Guarded by Hub.mu
+	// once the stream is registered, as group is.
 	caller *authn.Identity
 	group  *callerGroup
 	// expires is when the caller's authorization ends (zero: never): nothing is written to
@@ -351,7 +353,7 @@ func (h *Hub) add(s *stream) bool {
 		g.key = key
 	}
 	g.n++
-	s.group = g
+	s.group, s.caller = g, nil
 	for _, k := range listKinds {
 		if s.kinds&k != 0 {
 			h.byKind[k].add(s)
@@ -600,7 +602,7 @@ func (h *Hub) PublishUpdate(uri string, allowed func(*authn.Identity) bool) int 
 	for _, s := range set.list {
 		ok, seen := decided[s.group]
 		if !seen {
-			ok = allowed(s.caller)
+			ok = allowed(s.group.id)
 			decided[s.group] = ok
 		}
 		if ok {
