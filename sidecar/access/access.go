@@ -9,6 +9,7 @@
 package access
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"regexp"
 	"slices"
@@ -262,30 +263,29 @@ func (c *Cache) Get(rev string, a *catalog.Access, id *authn.Identity) *Grant {
 }
 
 // Key is what identifies a caller for its grant: two identities with the same key get the same
-// grant from every Access. (Expiry and issuer play no part in matching.)
+// grant from every Access. (Expiry and issuer play no part in matching.) Each field is
+// length-prefixed, so no spelling of one field (a NUL in an OIDC username, say) can make two
+// different callers share a key. Groups keep their order: the same token always lists them
+// alike, and another order is only another cache entry.
 func Key(id *authn.Identity) string {
 	if id == nil {
 		return ""
 	}
-	n := len(id.Subject) + len(id.ServiceAccount) + len(id.SPIFFE) + 3
+	n := len(id.Subject) + len(id.ServiceAccount) + len(id.SPIFFE) + 4*binary.MaxVarintLen64
 	for _, g := range id.Groups {
-		n += len(g) + 1
+		n += len(g) + binary.MaxVarintLen64
 	}
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteString(id.Subject)
-	b.WriteByte(0)
-	b.WriteString(id.ServiceAccount)
-	b.WriteByte(0)
-	b.WriteString(id.SPIFFE)
-	b.WriteByte(0)
-	groups := id.Groups
-	if !slices.IsSorted(groups) {
-		groups = slices.Sorted(slices.Values(groups))
+	b := make([]byte, 0, n)
+	field := func(v string) {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
 	}
-	for _, g := range groups {
-		b.WriteString(g)
-		b.WriteByte(0)
+	field(id.Subject)
+	field(id.ServiceAccount)
+	field(id.SPIFFE)
+	b = binary.AppendUvarint(b, uint64(len(id.Groups)))
+	for _, g := range id.Groups {
+		field(g)
 	}
-	return b.String()
+	return string(b)
 }
