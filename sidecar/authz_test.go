@@ -54,13 +54,16 @@ func authzAccess() *catalog.Access {
 	}}
 }
 
-func authzCatalog(a *catalog.Access) *catalog.Catalog {
+func authzCatalog(a *catalog.Access) *catalog.Catalog { return authzCatalogText(a, "hello") }
+
+// authzCatalogText is authzCatalog whose declared resource file:///docs/readme.md has content text.
+func authzCatalogText(a *catalog.Access, text string) *catalog.Catalog {
 	h := catalog.CacheHint{TTLMs: 60000, CacheScope: catalog.ScopePublic}
 	return &catalog.Catalog{SchemaVersion: catalog.SchemaVersion,
 		Server: catalog.Server{Namespace: "ns", Name: "srv", ToolPolicy: catalog.ToolPolicyAll,
 			Caching: catalog.CacheDefaults{Discover: h, Tools: h, Prompts: h, Resources: h, ResourceTemplates: h, ResourceRead: h}},
 		Tools:     []catalog.Tool{{Name: "lookup", UpstreamName: "internal_raw"}},
-		Resources: []catalog.Resource{{URI: "file:///docs/readme.md", Name: "readme", Source: catalog.Source{Inline: &catalog.Inline{Text: "hello"}}}},
+		Resources: []catalog.Resource{{URI: "file:///docs/readme.md", Name: "readme", Source: catalog.Source{Inline: &catalog.Inline{Text: text}}}},
 		Prompts:   []catalog.Prompt{{Name: "summarize", Messages: []catalog.PromptMessage{{Role: "user", Text: "sum"}}}},
 		Auth: &catalog.Auth{Resource: "https://srv.example/mcp", TrustDomain: "cluster.local",
 			ServiceAccountTokens: &catalog.ServiceAccountTokens{Audiences: []string{"https://srv.example/mcp"}}},
@@ -152,9 +155,11 @@ func newAuthzEnv(t testing.TB, access *catalog.Access) *authzEnv {
 	return env
 }
 
-func (env *authzEnv) apply(a *catalog.Access) {
+func (env *authzEnv) apply(a *catalog.Access) { env.applyCatalog(authzCatalog(a)) }
+
+func (env *authzEnv) applyCatalog(c *catalog.Catalog) {
 	env.t.Helper()
-	b, err := catalog.Encode(authzCatalog(a))
+	b, err := catalog.Encode(c)
 	if err != nil {
 		env.t.Fatal(err)
 	}
@@ -765,5 +770,61 @@ func TestAuthzResourceUpdatedOnlyToReaders(t *testing.T) {
 	})
 	if n != 1 || len(writers[0].events) != 0 || len(writers[1].events) != 1 || asked.Load() != 2 {
 		t.Fatalf("sent %d; A got %d, B got %d; asked %d times", n, len(writers[0].events), len(writers[1].events), asked.Load())
+	}
+}
+
+// TestAuthzUpdateNotSentAfterRevocation: a revision that changes a resource's content and
+// revokes one caller's grant of it sends resources/updated to the callers who may still read it,
+// and not to the one who lost it (whose resources list changed instead).
+func TestAuthzUpdateNotSentAfterRevocation(t *testing.T) {
+	env := newAuthzEnv(t, authzAccess())
+	open := func(caller string) *listenStream {
+		body := `{"jsonrpc":"2.0","id":"U-` + caller + `","method":"subscriptions/listen","params":{` + modernMeta +
+			`,"notifications":{"resourcesListChanged":true,"resourceSubscriptions":["file:///docs/readme.md"]}}}`
+		req, _ := http.NewRequest(http.MethodPost, env.front.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "subscriptions/listen")
+		req.Header.Set("X-Test-Caller", caller)
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("listen of %s: %v %v", caller, err, resp)
+		}
+		ls := &listenStream{events: make(chan string, 64), cancel: cancel}
+		go func() {
+			defer close(ls.events)
+			defer resp.Body.Close()
+			rd := bufio.NewReader(resp.Body)
+			for {
+				line, err := rd.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if d, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data: "); ok && !strings.Contains(d, "acknowledged") {
+					ls.events <- d
+				}
+			}
+		}()
+		return ls
+	}
+	a, admin := open("a"), open("admin")
+	acc := authzAccess()
+	acc.Rules[0].Resources = []string{"db://tables/{table}"} // A loses the readme
+	env.applyCatalog(authzCatalogText(acc, "hello again"))
+	evs, _ := admin.await(1, 5*time.Second)
+	if len(evs) != 1 || !strings.Contains(evs[0], "notifications/resources/updated") {
+		t.Fatalf("admin (still granted): %v, want one resources/updated", evs)
+	}
+	evs, _ = a.await(1, 5*time.Second)
+	for _, e := range evs {
+		if strings.Contains(e, "notifications/resources/updated") {
+			t.Errorf("A got an update of a resource it may no longer read: %s", e)
+		}
+	}
+	if len(evs) != 1 || !strings.Contains(evs[0], "notifications/resources/list_changed") {
+		t.Errorf("A: %v, want one resources/list_changed (the readme left its list)", evs)
 	}
 }
