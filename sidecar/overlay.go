@@ -660,9 +660,11 @@ func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservativ
 		// Each caller is told what changed in its own view, and nobody else is woken.
 		vp.PublishViews(kinds&KindTools != 0, func(id *authn.Identity) Kind {
 			a, b := o.view(prev, id), o.view(next, id)
-			changed := conservative
+			g := o.grants.Get(next.rev, next.cat.Access, id)
+			var changed Kind
 			for i, k := range [...]Kind{KindTools, KindPrompts, KindResources} {
-				if a[i] != b[i] {
+				// A list that could not be re-read is announced to whoever may see any of it.
+				if a[i] != b[i] || conservative&k != 0 && g.Any(access.Kind(i)) {
 					changed |= k
 				}
 			}

@@ -70,6 +70,21 @@ func (g *Grant) Resource(uri string) bool {
 	return false
 }
 
+// Any reports whether the grant could let the caller see anything of kind k: a change to that
+// kind's lists that cannot be weighed (the server announced one, its list could not be read)
+// concerns it.
+func (g *Grant) Any(k Kind) bool {
+	switch {
+	case g.all:
+		return true
+	case k == Tools:
+		return g.toolsAll || len(g.tools) > 0
+	case k == Prompts:
+		return g.promptsAll || len(g.prompts) > 0
+	}
+	return g.resourcesAll || len(g.resources) > 0
+}
+
 // Kind names the three kinds a grant covers.
 type Kind uint8
 

@@ -135,6 +135,26 @@ func TestGrant(t *testing.T) {
 	}
 }
 
+func TestAny(t *testing.T) {
+	a := &catalog.Access{Rules: []catalog.AccessRule{
+		{Source: catalog.AccessSource{Users: []string{"t"}}, Tools: []string{"x"}},
+		{Source: catalog.AccessSource{Users: []string{"r"}}, Resources: []string{"*"}},
+	}}
+	for _, c := range []struct {
+		g                         *Grant
+		tools, prompts, resources bool
+	}{
+		{For(a, oidc("t")), true, false, false},
+		{For(a, oidc("r")), false, false, true},
+		{For(a, oidc("nobody")), false, false, false},
+		{All(), true, true, true},
+	} {
+		if c.g.Any(Tools) != c.tools || c.g.Any(Prompts) != c.prompts || c.g.Any(Resources) != c.resources {
+			t.Errorf("Any = %v %v %v, want %v %v %v", c.g.Any(Tools), c.g.Any(Prompts), c.g.Any(Resources), c.tools, c.prompts, c.resources)
+		}
+	}
+}
+
 func TestFingerprint(t *testing.T) {
 	entries := []Entry{{Key: "a", Hash: 1}, {Key: "b", Hash: 2}, {Key: "c", Hash: 3}}
 	grant := func(tools ...string) *Grant {
