@@ -469,9 +469,8 @@ func TestAuthzSessionBoundToSubject(t *testing.T) {
 	if unknown.Status != http.StatusNotFound {
 		t.Fatalf("an unknown session: HTTP %d", unknown.Status)
 	}
-	// mallory's subject is the same string as A's: her token is A's subject by name. The
-	// binding is by subject, so she is bound like A would be; she still sees only her grant.
-	for _, caller := range []string{"b", "admin", ""} {
+	// mallory's subject is the same string as A's, from another issuer: not A's session either.
+	for _, caller := range []string{"b", "admin", "mallory", ""} {
 		a := env.legacy(caller, sid, "tools/list", "")
 		if a.Status != unknown.Status || errOf(a, "") != errOf(unknown, "") {
 			t.Errorf("A's session presented by %q: %s, want as unknown: %s", caller, errOf(a, ""), errOf(unknown, ""))
@@ -494,7 +493,7 @@ func TestAuthzSessionBoundToSubject(t *testing.T) {
 		}
 	}
 	// A session minted for B's subject with the same key, presented by A.
-	forged, err := env.srv.sessions.mint("2025-11-25", nil, testCallers["b"].Subject)
+	forged, err := env.srv.sessions.mint("2025-11-25", nil, callerBinding(testCallers["b"]))
 	if err != nil {
 		t.Fatal(err)
 	}

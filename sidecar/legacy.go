@@ -50,7 +50,7 @@ func (s *Server) legacySession(r *http.Request) (*legacySession, *rpcError) {
 		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header given more than once")
 	}
 	sess, err := s.sessions.open(vs[0])
-	if err == nil && !sess.boundTo(subjectOf(r)) {
+	if err == nil && !sess.boundTo(callerBinding(authn.FromContext(r.Context()))) {
 		// Another caller's session: as if this server had never issued it.
 		err = errSessionInvalid
 	}
@@ -61,14 +61,6 @@ func (s *Server) legacySession(r *http.Request) (*legacySession, *rpcError) {
 		return nil, newErr(http.StatusNotFound, codeInvalidRequest, "Session not found: "+err.Error()+"; initialize a new session")
 	}
 	return sess, nil
-}
-
-// subjectOf is the subject of r's verified caller ("" without one).
-func subjectOf(r *http.Request) string {
-	if id := authn.FromContext(r.Context()); id != nil {
-		return id.Subject
-	}
-	return ""
 }
 
 // serveLegacy answers one 2025-era POST.
@@ -362,7 +354,7 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		serverInfo = sidecarClientInfo
 	}
 	version := negotiate(p.ProtocolVersion)
-	id, err := s.sessions.mint(version, p.Capabilities, subjectOf(r))
+	id, err := s.sessions.mint(version, p.Capabilities, callerBinding(authn.FromContext(r.Context())))
 	if err != nil {
 		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: "+err.Error()))
 		return

@@ -5,11 +5,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 )
 
 // 2025-era sessions are self-contained: the Mcp-Session-Id the sidecar
@@ -22,9 +25,9 @@ import (
 //	id = "s1." + base64url(payload) + "." + base64url(HMAC-SHA256(key, "switchboard-session/1\n" + payload))
 //	payload = {"s": server, "v": version, "c": clientCapabilities, "e": expiry (unix s), "n": nonce, "u": subject binding}
 //
-// With authentication on, "u" binds the session to the caller that opened it: base64url of
-// SHA-256("switchboard-subject/1\n" + Identity.Subject). An id presented by another subject (or
-// without a verified caller) is refused like an id the server never issued. Sessions opened
+// With authentication on, "u" binds the session to the caller that opened it (callerBinding: its
+// issuer and subject, hashed). An id presented by another caller (or without a verified caller)
+// is refused like an id the server never issued. Sessions opened
 // without a verified caller have no "u" (ids minted before binding existed verify unchanged).
 
 // Session limits.
@@ -102,7 +105,7 @@ type legacySession struct {
 	// (upstreamCaps, computed once).
 	upCaps  json.RawMessage
 	expires time.Time
-	// subject is the subject binding ("u"; "" when opened without a verified caller).
+	// subject is the caller binding ("u"; "" when opened without a verified caller).
 	subject string
 }
 
@@ -115,20 +118,28 @@ type sessionPayload struct {
 	Subject string          `json:"u,omitempty"`
 }
 
-// subjectBinding is the "u" of a session opened by subject ("" for none). A hash: the id travels
-// in a header and logs, the subject need not.
-func subjectBinding(subject string) string {
-	if subject == "" {
+// callerBinding is the "u" of a session opened by the verified caller id ("" for none): a hash
+// of its issuer and subject, each length-prefixed (two issuers that map a user to the same name
+// do not share sessions). A hash: the id travels in a header and logs, the caller's name need
+// not.
+func callerBinding(id *authn.Identity) string {
+	if id == nil {
 		return ""
 	}
-	h := sha256.Sum256([]byte("switchboard-subject/1\n" + subject))
+	b := make([]byte, 0, 32+len(id.Issuer)+len(id.Subject))
+	b = append(b, "switchboard-subject/1\n"...)
+	b = binary.AppendUvarint(b, uint64(len(id.Issuer)))
+	b = append(b, id.Issuer...)
+	b = binary.AppendUvarint(b, uint64(len(id.Subject)))
+	b = append(b, id.Subject...)
+	h := sha256.Sum256(b)
 	return base64.RawURLEncoding.EncodeToString(h[:])
 }
 
-// boundTo reports whether the session may be used by subject ("" for a request without a
-// verified caller).
-func (s *legacySession) boundTo(subject string) bool {
-	return hmac.Equal([]byte(s.subject), []byte(subjectBinding(subject)))
+// boundTo reports whether the session may be used with binding (callerBinding of the request's
+// caller).
+func (s *legacySession) boundTo(binding string) bool {
+	return hmac.Equal([]byte(s.subject), []byte(binding))
 }
 
 func (c *sessionCodec) mac(payload []byte) []byte {
@@ -138,8 +149,8 @@ func (c *sessionCodec) mac(payload []byte) []byte {
 	return m.Sum(nil)
 }
 
-// mint returns a new session id, bound to subject (the verified caller's; "" for none).
-func (c *sessionCodec) mint(version string, caps json.RawMessage, subject string) (string, error) {
+// mint returns a new session id, bound to binding (callerBinding of the verified caller).
+func (c *sessionCodec) mint(version string, caps json.RawMessage, binding string) (string, error) {
 	if len(caps) == 0 || string(caps) == "null" {
 		caps = json.RawMessage(`{}`)
 	}
@@ -149,7 +160,7 @@ func (c *sessionCodec) mint(version string, caps json.RawMessage, subject string
 	nonce := make([]byte, 12)
 	_, _ = rand.Read(nonce)
 	payload, err := json.Marshal(sessionPayload{Server: c.server, Version: version, Caps: caps,
-		Expires: c.now().Add(c.ttl).Unix(), Nonce: base64.RawURLEncoding.EncodeToString(nonce), Subject: subjectBinding(subject)})
+		Expires: c.now().Add(c.ttl).Unix(), Nonce: base64.RawURLEncoding.EncodeToString(nonce), Subject: binding})
 	if err != nil {
 		return "", err
 	}
