@@ -65,7 +65,7 @@ func TestAuthzServiceAccounts(t *testing.T) {
 	}
 	c.Auth = &catalog.Auth{Resource: authAudience, TrustDomain: "cluster.local",
 		ServiceAccountTokens: &catalog.ServiceAccountTokens{Audiences: []string{authAudience}},
-		JWT: []catalog.JWTIssuer{{URL: op.Issuer, Audiences: []string{authAudience}, CertificateAuthority: string(op.CAPEM), UsernameClaim: "sub"}}}
+		JWT:                  []catalog.JWTIssuer{{URL: op.Issuer, Audiences: []string{authAudience}, CertificateAuthority: string(op.CAPEM), UsernameClaim: "sub"}}}
 	c.Access = &catalog.Access{Rules: []catalog.AccessRule{
 		{Policy: "a/0", Source: catalog.AccessSource{ServiceAccounts: []string{"team-a/*"}}, Tools: []string{"test_simple_text"}},
 		{Policy: "b/0", Source: catalog.AccessSource{Identities: []string{"spiffe://cluster.local/ns/team-b/sa/agent-b"}}, Tools: []string{"test_image_content"}},
