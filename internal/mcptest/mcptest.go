@@ -27,6 +27,8 @@ var seq atomic.Int64
 type Client struct {
 	URL  string
 	HTTP *http.Client
+	// Token, when set, is sent as "Authorization: Bearer <Token>" on every request.
+	Token string
 }
 
 // New returns a client for url with its own connection pool.
@@ -58,6 +60,9 @@ func (c *Client) newRequest(ctx context.Context, method string, params map[strin
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", ProtocolVersion)
 	req.Header.Set("Mcp-Method", method)
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
 	for _, k := range []string{"name", "uri"} {
 		if v, ok := params[k].(string); ok {
 			req.Header.Set("Mcp-Name", v)

@@ -106,6 +106,11 @@ func StartStack(ctx context.Context, o StackOptions) (s *Stack, err error) {
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}); err != nil {
 		return s, err
 	}
+	// The ClusterRole an install ships for sidecars that validate ServiceAccount tokens (the
+	// controller binds it per server).
+	if out, err := env.Kubectl(ctx, "apply", "-f", filepath.Join(root, "config", "rbac", "sidecar_tokenreviewer_role.yaml")).CombinedOutput(); err != nil {
+		return s, fmt.Errorf("kubectl apply the TokenReview ClusterRole: %w\n%s", err, out)
+	}
 	if out, err := env.Kubectl(ctx, "apply", "--namespace="+o.Namespace, "-k", filepath.Join(root, "config", "samples")).CombinedOutput(); err != nil {
 		return s, fmt.Errorf("kubectl apply -k config/samples: %w\n%s", err, out)
 	}
