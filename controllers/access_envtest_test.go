@@ -295,7 +295,7 @@ func bindingGone(t *testing.T, ns, name string) {
 	t.Helper()
 	eventually.Succeeds(t, "binding of "+ns+"/"+name+" removed", func() error {
 		if _, err := bindingOf(ns, name); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
+			return fmt.Errorf("still there: %w", err)
 		}
 		return nil
 	})
@@ -362,7 +362,7 @@ func TestTokenReviewBinding(t *testing.T) {
 	bindingGone(t, ns, "managed")
 	eventually.Succeeds(t, "managed-sidecar loses the right", func() error {
 		if err := canReviewTokens(t, ns, "managed-sidecar"); !apierrors.IsForbidden(err) {
-			return fmt.Errorf("want Forbidden, got %v", err)
+			return fmt.Errorf("want Forbidden, got %w", err)
 		}
 		return nil
 	})

@@ -22,7 +22,7 @@ import (
 // ServiceAccount tokens the way the API server does. The manager may bind exactly this role.
 const TokenReviewerClusterRole = "switchboard-sidecar-tokenreviewer"
 
-// LabelServerNamespace, with inject.LabelServer, names the server a cluster-scoped object
+// LabelServerNamespace is the label that, with inject.LabelServer, names the server a cluster-scoped object
 // (the TokenReview ClusterRoleBinding) belongs to, since it cannot carry an owner reference to
 // a namespaced object.
 const LabelServerNamespace = "mcp.switchboard.dev/server-namespace"

@@ -536,12 +536,12 @@ func (env *authzEnv) open(caller string, modern bool, sid string, expiry time.Ti
 	if !expiry.IsZero() {
 		req.Header.Set("X-Test-Expiry", expiry.Format(time.RFC3339Nano))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // the stream's reader closes it
 	if err != nil {
 		cancel()
 		env.t.Fatal(err)
 	}
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
 		cancel()
 		env.t.Fatalf("stream of %q: HTTP %d %s", caller, resp.StatusCode, b)
@@ -788,8 +788,8 @@ func TestAuthzUpdateNotSentAfterRevocation(t *testing.T) {
 		req.Header.Set("X-Test-Caller", caller)
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-		if err != nil || resp.StatusCode != 200 {
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx)) //nolint:bodyclose // the reader goroutine closes it
+		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("listen of %s: %v %v", caller, err, resp)
 		}
 		ls := &listenStream{events: make(chan string, 64), cancel: cancel}

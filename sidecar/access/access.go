@@ -88,6 +88,7 @@ func (g *Grant) Any(k Kind) bool {
 // Kind names the three kinds a grant covers.
 type Kind uint8
 
+// The kinds, in the order of the fingerprints.
 const (
 	Tools Kind = iota
 	Prompts

@@ -41,10 +41,10 @@ const (
 	// JWKSMinRefreshInterval rate-limits JWKS fetches per issuer: a token naming an unknown key
 	// refetches the JWKS at most this often, so random kids cannot hammer the issuer.
 	JWKSMinRefreshInterval = 10 * time.Second
-	// discoveryBackoffMin and discoveryBackoffMax bound the wait between two discovery attempts
+	// discoveryBackoffFirst and discoveryBackoffLast bound the wait between two discovery attempts
 	// of an issuer that is down (doubling from the first to the second).
-	discoveryBackoffMin = time.Second
-	discoveryBackoffMax = time.Minute
+	discoveryBackoffFirst = time.Second
+	discoveryBackoffLast  = time.Minute
 )
 
 // IssuerKubernetes is Identity.Issuer of a ServiceAccount token validated by TokenReview.

@@ -73,7 +73,8 @@ func Bearer(h http.Header) (string, error) {
 	}
 	for i := 0; i < len(tok); i++ {
 		c := tok[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0 || c == '=' && i > 0) {
+		token68 := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0 || c == '=' && i > 0
+		if !token68 {
 			return "", errors.New("bearer token has characters outside token68")
 		}
 	}

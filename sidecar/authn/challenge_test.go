@@ -3,6 +3,7 @@ package authn
 import (
 	"crypto/tls"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestChallengeAndMetadataURL(t *testing.T) {
 		{"quotes escaped", `a"b\c`, "http://x/mcp", false, ErrNoToken,
 			`Bearer resource_metadata="http://a\"b\\c/.well-known/oauth-protected-resource/mcp"`},
 	} {
-		r := httptest.NewRequest("POST", "/mcp", nil)
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 		r.Host = tc.host
 		if tc.tls {
 			r.TLS = &tls.ConnectionState{}

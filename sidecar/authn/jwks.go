@@ -45,7 +45,7 @@ var allowedJOSE = func() []jose.SignatureAlgorithm {
 // VerifySignature returns the payload of a compact JWS signed with an allowed algorithm by a
 // key of the JWKS.
 func (k *remoteKeys) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
-	jws, err := jose.ParseSigned(raw, allowedJOSE)
+	jws, err := jose.ParseSignedCompact(raw, allowedJOSE)
 	if err != nil {
 		return nil, fmt.Errorf("malformed or unsupported JWS: %w", err)
 	}
@@ -68,7 +68,7 @@ func (k *remoteKeys) VerifySignature(ctx context.Context, raw string) ([]byte, e
 	}
 	r, err, _ := k.flight.Do("", func() (any, error) { return k.refresh(ctx) })
 	if err != nil {
-		return nil, fmt.Errorf("%w (JWKS refetch: %v)", errKeysUnavailable, err)
+		return nil, fmt.Errorf("%w (JWKS refetch: %w)", errKeysUnavailable, err)
 	}
 	if payload, _ := verifyWith(jws, r.([]jose.JSONWebKey), hdr); payload != nil {
 		return payload, nil

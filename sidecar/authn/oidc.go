@@ -97,7 +97,7 @@ func (is *issuer) discover() (*oidc.IDTokenVerifier, error) {
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	if err != nil {
-		is.backoff = min(max(2*is.backoff, discoveryBackoffMin), discoveryBackoffMax)
+		is.backoff = min(max(2*is.backoff, discoveryBackoffFirst), discoveryBackoffLast)
 		is.next = time.Now().Add(is.backoff)
 		is.log.Warn("OIDC discovery failed; tokens of this issuer are refused until it succeeds", "issuer", is.cfg.URL, "retryIn", is.backoff, "err", err)
 		return nil, transient{fmt.Errorf("issuer %s: discovery: %w", is.cfg.URL, err)}
@@ -206,10 +206,10 @@ func mapClaims(j catalog.JWTIssuer, claims map[string]json.RawMessage, now time.
 	// system: names are the cluster's own (system:masters, system:serviceaccount:...): an
 	// issuer must not mint them.
 	if strings.HasPrefix(id.Subject, "system:") {
-		return nil, errors.New("the mapped username starts with system:")
+		return nil, errors.New("the mapped username starts with \"system:\"")
 	}
 	if slices.ContainsFunc(id.Groups, func(g string) bool { return strings.HasPrefix(g, "system:") }) {
-		return nil, errors.New("a mapped group starts with system:")
+		return nil, errors.New("a mapped group starts with \"system:\"")
 	}
 	return id, nil
 }
