@@ -113,9 +113,9 @@ type Options struct {
 	// Token supplies a bearer token instead of Credential, asked again for every request
 	// (StaticToken, TokenFile, or a func of your own): rotated tokens are picked up without a
 	// reconnect. Results the server marks private are cached per Token, not per token value.
-	Token TokenSource
-	Hooks      Hooks
-	Metrics    Metrics
+	Token   TokenSource
+	Hooks   Hooks
+	Metrics Metrics
 	// RelistJitter bounds the random delay before a listen is opened again after complete;
 	// default 1s. Negative means none.
 	RelistJitter time.Duration
