@@ -8,7 +8,8 @@
 //	kubectl mcp call SERVER TOOL --args JSON     calls a tool
 //
 // SERVER is an MCPServer; the plugin port-forwards to one of its ready pods (the sidecar's MCP
-// port). --url talks to any MCP endpoint directly instead.
+// port). --url talks to any MCP endpoint directly instead. --token, --token-file or --as-sa
+// (a ServiceAccount token minted for the server's audience) say who is asking.
 package kubectlmcp
 
 import (
@@ -42,6 +43,15 @@ Usage:
 
 SERVER is an MCPServer in the namespace (-n); the plugin port-forwards to one of its ready pods.
 With --url, SERVER is optional (given, it is used to tell declared entries from the server's).
+
+Identity (one of these; a server that authenticates its callers lists what that caller may use):
+  --token-file FILE     a bearer token from FILE, re-read when it changes
+  --as-sa NS/NAME       act as a ServiceAccount: a 10-minute token for SERVER's audience, minted
+                        with the TokenRequest API (what an agent running as it presents)
+  --token TOKEN         a bearer token on the command line (visible in ps)
+  --authorization-file FILE, --authorization VALUE, $SWITCHBOARD_AUTHORIZATION
+                        a whole Authorization header value
+The API server's own bearer token (kubectl's --token) is --kube-token here.
 
 Flags:
 `
