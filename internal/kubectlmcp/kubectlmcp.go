@@ -479,6 +479,9 @@ type WatchEvent struct {
 	Error   string    `json:"error,omitempty"`
 	Attempt int       `json:"attempt,omitempty"`
 	DelayMs int64     `json:"delayMs,omitempty"`
+	// AuthorizedUntil (acknowledged) is when the server will end the stream because the token
+	// ends, if it says.
+	AuthorizedUntil *time.Time `json:"authorizedUntil,omitempty"`
 }
 
 func watch(ctx context.Context, w io.Writer, o options, c *client.Client, events chan client.Event, via string) error {
@@ -495,6 +498,10 @@ func watch(ctx context.Context, w io.Writer, o options, c *client.Client, events
 		we := WatchEvent{Time: e.Time.UTC(), Type: string(e.Type), Method: e.Method, URI: e.URI, Attempt: e.Attempt, DelayMs: e.Delay.Milliseconds()}
 		if e.Filter != nil {
 			we.Filter = e.Filter
+		}
+		if !e.AuthorizedUntil.IsZero() {
+			u := e.AuthorizedUntil.UTC()
+			we.AuthorizedUntil = &u
 		}
 		if e.Err != nil {
 			we.Error = e.Err.Error()
@@ -530,6 +537,9 @@ func watchLine(e WatchEvent) string {
 		if e.Filter != nil {
 			b, _ := json.Marshal(e.Filter)
 			parts = append(parts, string(b))
+		}
+		if e.AuthorizedUntil != nil {
+			parts = append(parts, "authorized until "+e.AuthorizedUntil.Format(time.RFC3339))
 		}
 	case client.EventNotification:
 		parts = append(parts, e.Method)
