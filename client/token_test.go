@@ -369,7 +369,7 @@ func TestListenEndsWithTokenExpiry(t *testing.T) {
 		case <-r.Context().Done():
 			return true
 		}
-		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32001,\"message\":\"authorization ended\",\"data\":{\"reason\":\"token_expiry\"}}}\n\n", id)
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-31001,\"message\":\"Authorization ended: the access token expired\",\"data\":{\"reason\":\"token_expiry\"}}}\n\n", id)
 		return true
 	}
 	var token atomic.Value
