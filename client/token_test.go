@@ -32,6 +32,7 @@ type seenRequest struct {
 // and, when accept is set, answers 401 with challenge to those it does not accept (what a
 // resource server does). intercept, when set, may answer a request itself (return true).
 type recorder struct {
+	srv       *httptest.Server
 	inner     http.Handler
 	accept    func(auth string) bool
 	challenge string
@@ -85,9 +86,9 @@ func mcpServer(t *testing.T, stateful bool) (*recorder, string) {
 	})
 	rc := &recorder{inner: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: !stateful})}
-	ts := httptest.NewServer(rc)
-	t.Cleanup(ts.Close)
-	return rc, ts.URL + "/mcp"
+	rc.srv = httptest.NewServer(rc)
+	t.Cleanup(rc.srv.Close)
+	return rc, rc.srv.URL + "/mcp"
 }
 
 // writeToken replaces the token file the way the kubelet updates a projected token: a new file
@@ -416,5 +417,53 @@ func TestListenEndsWithTokenExpiry(t *testing.T) {
 	}
 	if len(listens) != 2 || listens[0] != "Bearer expiring" || listens[1] != "Bearer fresh" {
 		t.Fatalf("listens with %v, want the expiring token, then the fresh one", listens)
+	}
+}
+
+// A 2025-11-25 GET stream refused its token (the sidecar ends that stream at the token's expiry;
+// go-sdk asks for it again) ends the session with an *UnauthorizedError; the reconnect asks the
+// token source again and a good token brings the session back.
+func TestLegacyStreamRefusedItsToken(t *testing.T) {
+	rc, url := mcpServer(t, true)
+	var token atomic.Value
+	token.Store("old")
+	rc.challenge = `Bearer error="invalid_token", resource_metadata="` + testPRM + `"`
+	rc.accept = func(auth string) bool { return auth != "Bearer old" || token.Load() == "old" }
+	ev := newEvents()
+	hooks := ev.hooks()
+	inner := hooks.OnEvent
+	hooks.OnEvent = func(e client.Event) {
+		var ue *client.UnauthorizedError
+		if e.Type == client.EventDropped && errors.As(e.Err, &ue) && ue.ResourceMetadata == testPRM {
+			token.Store("new") // the caller re-authenticates
+		}
+		inner(e)
+	}
+	c := connect(t, url, &client.Options{Hooks: hooks, ProtocolVersion: client.Version20251125, MinBackoff: 10 * time.Millisecond,
+		MaxBackoff: 50 * time.Millisecond, Token: func(context.Context) (string, error) {
+			if token.Load() == "new" {
+				return "new", nil
+			}
+			return "old", nil
+		}})
+	from := ev.count()
+	token.Store("expired") // the server now refuses "old"; the source still returns it
+	rc.srv.CloseClientConnections()
+	ev.waitEvent(t, from, "the session's end with an *UnauthorizedError", func(e client.Event) bool {
+		var ue *client.UnauthorizedError
+		return e.Type == client.EventDropped && errors.As(e.Err, &ue)
+	})
+	ev.waitEvent(t, from, "the session back", isType(client.EventAcknowledged))
+	if _, _, err := c.ListTools(tctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var gets []string
+	for _, r := range rc.requests() {
+		if r.HTTPMethod == http.MethodGet {
+			gets = append(gets, r.Authorization)
+		}
+	}
+	if len(gets) < 3 || gets[0] != "Bearer old" || gets[len(gets)-1] != "Bearer new" {
+		t.Fatalf("GET streams with %v: want the old token, refused, then the new one", gets)
 	}
 }
