@@ -239,7 +239,7 @@ func run(ctx context.Context, o options, verb, server, tool, cred string, tokens
 		if t.cfg == nil {
 			return errors.New("--as-sa needs the cluster (a kubeconfig)")
 		}
-		m, err := newMinter(cctx, t.cfg, ns, name, t.namespace, server)
+		m, err := newMinter(cctx, t.cfg, ns, name, t.namespace, server, func(w string) { fmt.Fprintln(stderr, "warning:", w) })
 		if err != nil {
 			return err
 		}

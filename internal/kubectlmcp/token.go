@@ -61,8 +61,8 @@ type minter struct {
 
 // newMinter finds the audience of the MCPServer ns/server (serverAudience) and mints the first
 // token, so that a missing ServiceAccount or a missing permission is reported before connecting.
-func newMinter(ctx context.Context, cfg *rest.Config, saNamespace, saName, ns, server string) (*minter, error) {
-	aud, err := serverAudience(ctx, cfg, ns, server)
+func newMinter(ctx context.Context, cfg *rest.Config, saNamespace, saName, ns, server string, warn func(string)) (*minter, error) {
+	aud, err := serverAudience(ctx, cfg, ns, server, warn)
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +106,10 @@ func (m *minter) token(ctx context.Context) (string, error) {
 }
 
 // serverAudience is the audience the MCPServer ns/server accepts ServiceAccount tokens for: the
-// first of spec.auth.audiences when set, else its status.url (the default audience).
-func serverAudience(ctx context.Context, cfg *rest.Config, ns, server string) (string, error) {
+// first of spec.auth.audiences when set, else its status.url (the default audience). warn says
+// why the token may change nothing (the server does not authenticate, or not with
+// ServiceAccount tokens); the token is minted anyway, the operator may be ahead of the server.
+func serverAudience(ctx context.Context, cfg *rest.Config, ns, server string, warn func(string)) (string, error) {
 	scheme := runtime.NewScheme()
 	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
 		return "", err
@@ -119,6 +121,16 @@ func serverAudience(ctx context.Context, cfg *rest.Config, ns, server string) (s
 	var s mcpv1alpha1.MCPServer
 	if err := c.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: server}, &s); err != nil {
 		return "", fmt.Errorf("the audience of MCPServer %s/%s: %w", ns, server, err)
+	}
+	a := s.Spec.Auth
+	switch {
+	case a == nil || a.Mode != mcpv1alpha1.AuthRequired:
+		warn("MCPServer " + ns + "/" + server + " does not authenticate its callers (spec.auth.mode is not Required): it lists the same for everyone")
+	case a.ServiceAccountTokens == nil:
+		warn("MCPServer " + ns + "/" + server + " does not accept ServiceAccount tokens (spec.auth.serviceAccountTokens is not set): expect a 401")
+	}
+	if a != nil && len(a.Audiences) > 0 {
+		return a.Audiences[0], nil
 	}
 	if s.Status.URL == "" {
 		return "", errors.New("MCPServer " + ns + "/" + server + " has no status.url yet (its default token audience): is it Ready?")

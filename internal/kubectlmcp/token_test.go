@@ -95,8 +95,9 @@ func decodeClaims(t *testing.T, jwt string) claims {
 }
 
 // fixture creates namespace agents with ServiceAccount reader, ServiceAccount default/local,
-// and MCPServer default/<server> whose status.url is url ("" leaves it unset).
-func fixture(t *testing.T, server, url string) {
+// and MCPServer default/<server> with auth (nil: none) whose status.url is url ("" leaves it
+// unset).
+func fixture(t *testing.T, server, url string, auth ...*mcpv1alpha1.AuthSpec) {
 	t.Helper()
 	ctx := t.Context()
 	c := env.Client
@@ -106,6 +107,9 @@ func fixture(t *testing.T, server, url string) {
 	_ = c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: "default"}})
 	s := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Name: server, Namespace: "default"},
 		Spec: mcpv1alpha1.MCPServerSpec{Mode: mcpv1alpha1.WorkloadExternal}}
+	if len(auth) > 0 {
+		s.Spec.Auth = auth[0]
+	}
 	if err := c.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}
@@ -119,23 +123,36 @@ func fixture(t *testing.T, server, url string) {
 }
 
 // --as-sa mints, through the real API server's TokenRequest API, a token of the ServiceAccount
-// whose audience is the MCPServer's (status.url) and whose subject is the ServiceAccount, short
-// lived; the MCP server gets it on every request; the API server's TokenReview accepts it for
-// that audience and refuses it for another (it is good for this server only).
+// whose audience is the MCPServer's (spec.auth.audiences[0], else status.url) and whose subject
+// is the ServiceAccount, short lived; the MCP server gets it on every request; the API server's
+// TokenReview accepts it for that audience and refuses it for another (it is good for this
+// server only). A server that does not authenticate, or not with ServiceAccount tokens, is
+// warned about.
 func TestAsServiceAccount(t *testing.T) {
 	const statusURL = "http://weather.default.svc.cluster.local/mcp"
+	const audience = "https://weather.example/mcp"
 	fixture(t, "weather", statusURL)
+	fixture(t, "weather-auth", "http://weather-auth.default.svc.cluster.local/mcp", &mcpv1alpha1.AuthSpec{Mode: mcpv1alpha1.AuthRequired,
+		Audiences: []string{audience, "https://second.example/mcp"}, ServiceAccountTokens: &mcpv1alpha1.ServiceAccountTokens{}})
+	fixture(t, "weather-oidc", statusURL, &mcpv1alpha1.AuthSpec{Mode: mcpv1alpha1.AuthRequired,
+		JWT: []mcpv1alpha1.JWTAuthenticator{{Issuer: mcpv1alpha1.Issuer{URL: "https://issuer.example", Audiences: []string{"a"}}}}})
 	a := newAuthServer(t)
-	for _, tc := range []struct{ flag, sub string }{
-		{"agents/reader", "system:serviceaccount:agents:reader"},
-		{"local", "system:serviceaccount:default:local"}, // a bare name is in -n
+	for _, tc := range []struct{ server, flag, sub, aud, warning string }{
+		{"weather", "agents/reader", "system:serviceaccount:agents:reader", statusURL, "does not authenticate its callers"},
+		{"weather", "local", "system:serviceaccount:default:local", statusURL, "does not authenticate its callers"}, // a bare name is in -n
+		{"weather-auth", "agents/reader", "system:serviceaccount:agents:reader", audience, ""},
+		{"weather-oidc", "agents/reader", "system:serviceaccount:agents:reader", statusURL, "does not accept ServiceAccount tokens"},
 	} {
-		t.Run(tc.flag, func(t *testing.T) {
+		t.Run(tc.server+"/"+tc.flag, func(t *testing.T) {
 			before := len(a.authorizations())
-			out, errOut, code := runCmd(t, "tools", "weather", "--url", a.url, "--as-sa", tc.flag,
+			out, errOut, code := runCmd(t, "tools", tc.server, "--url", a.url, "--as-sa", tc.flag,
 				"--kubeconfig", env.KubeconfigPath, "-n", "default", "-o", "json")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			if tc.warning != "" && !strings.Contains(errOut, "warning: MCPServer default/"+tc.server+" "+tc.warning) ||
+				tc.warning == "" && strings.Contains(errOut, "warning") {
+				t.Fatalf("stderr %q, want warning %q", errOut, tc.warning)
 			}
 			var l Listing
 			if err := json.Unmarshal([]byte(out), &l); err != nil || len(l.Lists) != 1 || len(l.Lists[0].Items) != 1 {
@@ -155,17 +172,17 @@ func TestAsServiceAccount(t *testing.T) {
 			}
 			tok := strings.TrimPrefix(seen[0], "Bearer ")
 			cl := decodeClaims(t, tok)
-			if !slices.Equal(cl.Aud, []string{statusURL}) || cl.Sub != tc.sub || cl.Exp-cl.Iat != int64(tokenExpiration.Seconds()) {
-				t.Fatalf("claims %+v, want aud [%s], sub %s, a %s lifetime", cl, statusURL, tc.sub, tokenExpiration)
+			if !slices.Equal(cl.Aud, []string{tc.aud}) || cl.Sub != tc.sub || cl.Exp-cl.Iat != int64(tokenExpiration.Seconds()) {
+				t.Fatalf("claims %+v, want aud [%s], sub %s, a %s lifetime", cl, tc.aud, tc.sub, tokenExpiration)
 			}
 			cs := kubernetes.NewForConfigOrDie(env.Config)
-			for _, aud := range []string{statusURL, "http://other.default.svc.cluster.local/mcp"} {
+			for _, aud := range []string{tc.aud, "http://other.default.svc.cluster.local/mcp"} {
 				tr, err := cs.AuthenticationV1().TokenReviews().Create(t.Context(), &authenticationv1.TokenReview{
 					Spec: authenticationv1.TokenReviewSpec{Token: tok, Audiences: []string{aud}}}, metav1.CreateOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := aud == statusURL
+				want := aud == tc.aud
 				if tr.Status.Authenticated != want || want && tr.Status.User.Username != tc.sub {
 					t.Fatalf("TokenReview for audience %s: authenticated %v as %q (%s), want %v", aud, tr.Status.Authenticated, tr.Status.User.Username, tr.Status.Error, want)
 				}
