@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -61,8 +62,8 @@ const (
 	EventNotification EventType = "notification" // a notification arrived (Method, URI)
 	EventComplete     EventType = "complete"     // the server ended the stream gracefully (a replica draining)
 	EventRelisten     EventType = "relisten"     // a new listen is being opened after complete (Delay: the jitter)
-	EventDropped      EventType = "dropped"      // the stream ended without complete (Err); a reconnect follows
-	EventReconnect    EventType = "reconnect"    // a reconnect attempt (Attempt, Delay: the backoff waited)
+	EventDropped      EventType = "dropped"      // the stream ended without complete (Err, an *AuthorizationEndedError when the token ended); a reconnect follows
+	EventReconnect    EventType = "reconnect"    // a reconnect attempt (Attempt, Delay: the backoff waited, Err: why the last failed, an *UnauthorizedError when refused)
 	EventRebaseline   EventType = "rebaseline"   // everything was invalidated after a re-listen or reconnect
 )
 
@@ -76,6 +77,9 @@ type Event struct {
 	Err     error
 	Attempt int
 	Delay   time.Duration
+	// AuthorizedUntil (EventAcknowledged) is when the server will end the stream because the
+	// caller's token ends, if it says; zero otherwise.
+	AuthorizedUntil time.Time
 }
 
 // Hooks let callers observe the cache. Hooks run on the client's goroutines: keep them short,
@@ -104,10 +108,14 @@ type Options struct {
 	// ClientInfo is sent as io.modelcontextprotocol/clientInfo; default switchboard-client.
 	ClientInfo *mcp.Implementation
 	// Credential is the Authorization header value used when the context carries none
-	// (WithCredential), and by the listen stream.
+	// (WithCredential), and by the listen stream. Token is the other way to give it (not both).
 	Credential string
-	Hooks      Hooks
-	Metrics    Metrics
+	// Token supplies a bearer token instead of Credential, asked again for every request
+	// (StaticToken, TokenFile, or a func of your own): rotated tokens are picked up without a
+	// reconnect. Results the server marks private are cached per Token, not per token value.
+	Token   TokenSource
+	Hooks   Hooks
+	Metrics Metrics
 	// RelistJitter bounds the random delay before a listen is opened again after complete;
 	// default 1s. Negative means none.
 	RelistJitter time.Duration
@@ -141,11 +149,38 @@ func WithCredential(ctx context.Context, cred string) context.Context {
 	return context.WithValue(ctx, credKey{}, cred)
 }
 
+// credential is the request's credential as the cache knows it: the context's (WithCredential),
+// else Options.Credential, else tokenSourceKey when Options.Token is set. It keys private
+// entries; authorization turns it into the header value when a request is sent.
 func (c *Client) credential(ctx context.Context) string {
 	if v, ok := ctx.Value(credKey{}).(string); ok {
 		return v
 	}
+	if c.opts.Token != nil {
+		return tokenSourceKey
+	}
 	return c.opts.Credential
+}
+
+// tokenSourceKey stands for "whatever Options.Token returns now" in the cache: a rotated token
+// keeps its cache. The NUL byte makes it a value no header (and no WithCredential that would be
+// sent) can be.
+const tokenSourceKey = "\x00token-source"
+
+// authorization is the Authorization header value of a request made with ctx ("" for none).
+func (c *Client) authorization(ctx context.Context) (string, error) {
+	cred := c.credential(ctx)
+	if cred != tokenSourceKey {
+		return cred, nil
+	}
+	tok, err := c.opts.Token(ctx)
+	if err != nil {
+		return "", fmt.Errorf("bearer token: %w", err)
+	}
+	if err := checkToken(tok); err != nil {
+		return "", fmt.Errorf("bearer token: %w", err)
+	}
+	return "Bearer " + tok, nil
 }
 
 // Client is one MCP endpoint with a cache that is never stale. Its methods are safe for
@@ -170,6 +205,10 @@ type Client struct {
 
 	listenUp atomic.Bool // a listen stream (or 2025 session) is up: changes can be heard
 
+	// streamRefused is the last refusal of a 2025-11-25 GET stream request, which go-sdk
+	// reports by its text only; the session's end is reported with it.
+	streamRefused atomic.Pointer[UnauthorizedError]
+
 	// Set once while connecting, read-only afterwards.
 	listener *listener   // 2026-07-28
 	legacy   *legacyConn // 2025-11-25
@@ -184,6 +223,9 @@ func Connect(ctx context.Context, url string, opts *Options) (*Client, error) {
 	c := &Client{url: url}
 	if opts != nil {
 		c.opts = *opts
+	}
+	if c.opts.Credential != "" && c.opts.Token != nil {
+		return nil, errors.New("client: Options.Credential and Options.Token: give one")
 	}
 	if c.opts.HTTPClient == nil {
 		c.opts.HTTPClient = &http.Client{}
@@ -365,10 +407,17 @@ func (c *Client) emit(e Event) {
 	}
 }
 
-// credTransport sets Authorization from the request's context (WithCredential) or the default,
-// on requests to the endpoint's own scheme and host only. http.Client follows redirects through
-// this transport; it drops Authorization on a redirect to another host, and the credential must
-// not be put back there (a server could otherwise send it anywhere with one 307).
+// credTransport is where every request of every revision (2026-07-28 POSTs and listen, the
+// 2025-11-25 session's POST, GET stream and DELETE, tools/call) gets its Authorization: from the
+// request's context (WithCredential) or the default (Options.Credential, Options.Token), on
+// requests to the endpoint's own scheme and host only. http.Client follows redirects through
+// this transport, copying the headers of the original request, which has none: the credential is
+// added to a clone here, so a redirect to another host (even a subdomain, to which net/http would
+// forward an Authorization it saw) never gets it.
+//
+// A 401 of the endpoint (or a 403 with a Bearer challenge) becomes an *UnauthorizedError here,
+// the one place that sees every response: go-sdk's session reports a failed request by its
+// status text only, while it wraps a transport error with %w.
 type credTransport struct {
 	c    *Client
 	base http.RoundTripper
@@ -379,11 +428,35 @@ func (t credTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if t.to == nil || r.URL.Scheme != t.to.Scheme || r.URL.Host != t.to.Host {
 		return t.base.RoundTrip(r)
 	}
-	if cred := t.c.credential(r.Context()); cred != "" && r.Header.Get("Authorization") == "" {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", cred)
+	if r.Header.Get("Authorization") == "" {
+		cred, err := t.c.authorization(r.Context())
+		if err != nil {
+			if r.Body != nil {
+				_ = r.Body.Close() // RoundTrip closes the body, even on errors
+			}
+			return nil, err
+		}
+		if cred != "" {
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", cred)
+		}
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if r.Method == http.MethodGet && resp.StatusCode/100 == 2 {
+		t.c.streamRefused.Store(nil)
+	}
+	if ue := unauthorized(resp); ue != nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorTextBytes)) // keep the connection
+		_ = resp.Body.Close()
+		if r.Method == http.MethodGet {
+			t.c.streamRefused.Store(ue) // the 2025-11-25 GET stream: go-sdk reports its failure as text
+		}
+		return nil, ue
+	}
+	return resp, nil
 }
 
 func (c *Client) httpClient() *http.Client {

@@ -24,6 +24,13 @@
 //     invalidated, because changes made meanwhile were not seen, and what is in use is read
 //     again.
 //
+// Servers that authenticate their callers (the MCP authorization spec) get a bearer token on
+// every request: [Options].Token takes a [TokenSource] ([StaticToken], [TokenFile] for a
+// projected ServiceAccount token that rotates, or a func). A 401 is an [*UnauthorizedError]
+// naming the server's resource metadata URL. A listen stream the server ends because the token
+// ended is an EventDropped whose Err is an [*AuthorizationEndedError]; the reconnect asks the
+// token source again.
+//
 // Callers observe this through [Hooks]: OnChange after an invalidation (an agent re-assembles its
 // context there), OnEvent for every listen event (acknowledgement, notification, complete,
 // re-listen, drop, reconnect), and [Metrics] for counters.

@@ -163,6 +163,7 @@ func (u *upstream) arrived(t *testing.T) chan struct{} {
 type catalogFile struct {
 	path  string
 	tools catalog.CacheHint
+	auth  *catalog.Auth // nil: auth mode Off
 }
 
 func newCatalog(t *testing.T, tools catalog.CacheHint, alphaDescription string) *catalogFile {
@@ -179,6 +180,7 @@ func (c *catalogFile) write(t *testing.T, alphaDescription string) {
 		SchemaVersion: catalog.SchemaVersion,
 		Server: catalog.Server{Namespace: "test", Name: "upstream", ToolPolicy: catalog.ToolPolicyAll,
 			Caching: catalog.CacheDefaults{Discover: h, Tools: c.tools, Prompts: h, Resources: h, ResourceTemplates: h, ResourceRead: h}},
+		Auth:  c.auth,
 		Tools: []catalog.Tool{{Name: "alpha", Description: alphaDescription}},
 		Resources: []catalog.Resource{{URI: "docs://readme", Name: "readme", MimeType: "text/plain",
 			Source: catalog.Source{Inline: &catalog.Inline{Text: "readme: " + alphaDescription}}}},

@@ -147,6 +147,9 @@ func (lc *legacyConn) run(s *mcp.ClientSession) {
 				if err == nil {
 					err = errors.New("session ended")
 				}
+				if ue := c.streamRefused.Swap(nil); ue != nil {
+					err = fmt.Errorf("%w (%v)", ue, err) // the GET stream was refused its token
+				}
 				c.dropped(err)
 				break serve
 			}
@@ -155,9 +158,10 @@ func (lc *legacyConn) run(s *mcp.ClientSession) {
 		c.session = nil
 		c.mu.Unlock()
 		backoff := c.opts.MinBackoff
+		var cause error
 		for attempt := 1; ; attempt++ {
 			d := backoff/2 + rand.N(backoff/2+1)
-			c.emit(Event{Type: EventReconnect, Attempt: attempt, Delay: d})
+			c.emit(Event{Type: EventReconnect, Attempt: attempt, Delay: d, Err: cause})
 			if f := c.opts.Metrics.Reconnect; f != nil {
 				f(attempt)
 			}
@@ -172,6 +176,7 @@ func (lc *legacyConn) run(s *mcp.ClientSession) {
 				s = next
 				break
 			}
+			cause = err
 		}
 		c.rebaseline()
 	}

@@ -78,10 +78,7 @@ func (m *modernConn) request(ctx context.Context, id int64, method, name string,
 	if name != "" {
 		h.Set("Mcp-Name", headerValue(name))
 	}
-	if cred := m.c.credential(ctx); cred != "" {
-		h.Set("Authorization", cred)
-	}
-	return req, nil
+	return req, nil // Authorization: credTransport adds it
 }
 
 // headerValue encodes a value that is not safe ASCII as =?base64?…?= (2026-07-28 §2.2).
@@ -351,7 +348,7 @@ func (m *modernConn) discover(ctx context.Context) (*mcp.InitializeResult, error
 }
 
 func (c *Client) connectModern(ctx context.Context) error {
-	m := &modernConn{c: c, hc: c.opts.HTTPClient}
+	m := &modernConn{c: c, hc: c.httpClient()}
 	ir, err := m.discover(ctx)
 	if err != nil {
 		return err
@@ -504,7 +501,7 @@ func (l *listener) open(ctx context.Context, caps *mcp.ServerCapabilities) (*str
 				timer.Stop()
 				var ack mcp.SubscriptionsAcknowledgedParams
 				_ = json.Unmarshal(msg.Params, &ack)
-				l.c.emit(Event{Type: EventAcknowledged, Filter: &ack.Notifications})
+				l.c.emit(Event{Type: EventAcknowledged, Filter: &ack.Notifications, AuthorizedUntil: authorizedUntil(msg.Params)})
 				ackc <- nil
 				continue
 			}
@@ -586,7 +583,12 @@ func (l *listener) run(st *stream) {
 				}
 				_ = json.Unmarshal(msg.Result, &rt)
 				if msg.Error != nil || rt.ResultType != "complete" {
-					err := fmt.Errorf("listen ended with %s", bytes.TrimSpace(append(append([]byte{}, msg.Result...), errBytes(msg.Error)...)))
+					var err error = fmt.Errorf("listen ended with %s", bytes.TrimSpace(append(append([]byte{}, msg.Result...), errBytes(msg.Error)...)))
+					if ae := authorizationEnded(msg.Error); ae != nil {
+						// The token ended (or was revoked): reconnecting asks the token
+						// source again, which is how a rotated token listens on.
+						err = ae
+					}
 					c.dropped(err)
 					st = l.reconnect(err)
 					continue
@@ -596,6 +598,22 @@ func (l *listener) run(st *stream) {
 			}
 		}
 	}
+}
+
+// authorizedUntil reads the acknowledgement's authorizedUntil (an RFC 3339 time: when the
+// server will end the stream because the caller's authorization ends); zero when absent.
+func authorizedUntil(params json.RawMessage) time.Time {
+	var p struct {
+		AuthorizedUntil string `json:"authorizedUntil"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, p.AuthorizedUntil)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 func errBytes(e *rpcError) []byte {

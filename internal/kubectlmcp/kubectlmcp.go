@@ -8,7 +8,8 @@
 //	kubectl mcp call SERVER TOOL --args JSON     calls a tool
 //
 // SERVER is an MCPServer; the plugin port-forwards to one of its ready pods (the sidecar's MCP
-// port). --url talks to any MCP endpoint directly instead.
+// port). --url talks to any MCP endpoint directly instead. --token, --token-file or --as-sa
+// (a ServiceAccount token minted for the server's audience) say who is asking.
 package kubectlmcp
 
 import (
@@ -43,6 +44,15 @@ Usage:
 SERVER is an MCPServer in the namespace (-n); the plugin port-forwards to one of its ready pods.
 With --url, SERVER is optional (given, it is used to tell declared entries from the server's).
 
+Identity (one of these; a server that authenticates its callers lists what that caller may use):
+  --token-file FILE     a bearer token from FILE, re-read when it changes
+  --as-sa NS/NAME       act as a ServiceAccount: a 10-minute token for SERVER's audience, minted
+                        with the TokenRequest API (what an agent running as it presents)
+  --token TOKEN         a bearer token on the command line (visible in ps)
+  --authorization-file FILE, --authorization VALUE, $SWITCHBOARD_AUTHORIZATION
+                        a whole Authorization header value
+The API server's own bearer token (kubectl's --token) is --kube-token here.
+
 Flags:
 `
 
@@ -53,45 +63,79 @@ type options struct {
 	args          string
 	authorization string
 	// authorizationFile holds the Authorization value (--authorization-file); AuthorizationEnv is
-	// read when neither flag is given.
+	// read when no credential flag is given.
 	authorizationFile string
+	token             string // --token
+	tokenFile         string // --token-file
+	asSA              string // --as-sa [NAMESPACE/]NAME
 	timeout           time.Duration
 	maxEvents         int
 	loading           *clientcmd.ClientConfigLoadingRules
 	overrides         *clientcmd.ConfigOverrides
 }
 
-// AuthorizationEnv holds the Authorization value when neither --authorization nor
-// --authorization-file is given, so the credential need not be on the command line.
+// AuthorizationEnv holds the Authorization value when no credential flag is given, so the
+// credential need not be on the command line.
 const AuthorizationEnv = "SWITCHBOARD_AUTHORIZATION"
 
 // maxAuthorizationFileBytes bounds --authorization-file.
 const maxAuthorizationFileBytes = 64 << 10
 
-// credential is the Authorization value: --authorization, --authorization-file (not both), else
-// $SWITCHBOARD_AUTHORIZATION.
-func credential(o options) (string, error) {
+// credentialFlags are the flags that say what the MCP requests carry: at most one is given.
+var credentialFlags = []string{"authorization", "authorization-file", "token", "token-file", "as-sa"}
+
+// credential is what the MCP requests carry, from the one credential flag given: an
+// Authorization value (--authorization, --authorization-file, else $SWITCHBOARD_AUTHORIZATION)
+// or a TokenSource (--token, --token-file). --as-sa gives neither here: its token is minted
+// once the cluster is known (run).
+func credential(o options, fs *pflag.FlagSet) (string, client.TokenSource, error) {
+	var given []string
+	for _, f := range credentialFlags {
+		if fs.Changed(f) {
+			given = append(given, "--"+f)
+		}
+	}
+	if len(given) > 1 {
+		return "", nil, fmt.Errorf("%s: give one of them", strings.Join(given, " and "))
+	}
 	switch {
-	case o.authorization != "" && o.authorizationFile != "":
-		return "", errors.New("--authorization and --authorization-file: give one")
-	case o.authorization != "":
-		return o.authorization, nil
-	case o.authorizationFile != "":
+	case fs.Changed("authorization"):
+		if o.authorization == "" {
+			return "", nil, errors.New("--authorization is empty")
+		}
+		return o.authorization, nil, nil
+	case fs.Changed("token"):
+		if o.token == "" {
+			return "", nil, errors.New("--token is empty")
+		}
+		return "", client.StaticToken(o.token), nil
+	case fs.Changed("token-file"):
+		src := client.TokenFile(o.tokenFile)
+		if _, err := src(context.Background()); err != nil { // say so now, not at the first request
+			return "", nil, fmt.Errorf("--token-file: %w", err)
+		}
+		return "", src, nil
+	case fs.Changed("as-sa"):
+		if _, _, err := parseServiceAccount(o.asSA, "default"); err != nil {
+			return "", nil, err
+		}
+		return "", nil, nil
+	case fs.Changed("authorization-file"):
 		f, err := os.Open(o.authorizationFile)
 		if err != nil {
-			return "", fmt.Errorf("--authorization-file: %w", err)
+			return "", nil, fmt.Errorf("--authorization-file: %w", err)
 		}
 		defer f.Close()
 		b, err := io.ReadAll(io.LimitReader(f, maxAuthorizationFileBytes+1))
 		if err != nil {
-			return "", fmt.Errorf("--authorization-file: %w", err)
+			return "", nil, fmt.Errorf("--authorization-file: %w", err)
 		}
 		if len(b) > maxAuthorizationFileBytes {
-			return "", fmt.Errorf("--authorization-file: over %d bytes", maxAuthorizationFileBytes)
+			return "", nil, fmt.Errorf("--authorization-file: over %d bytes", maxAuthorizationFileBytes)
 		}
-		return strings.TrimRight(string(b), " \t\r\n"), nil
+		return strings.TrimRight(string(b), " \t\r\n"), nil, nil
 	}
-	return os.Getenv(AuthorizationEnv), nil
+	return os.Getenv(AuthorizationEnv), nil, nil
 }
 
 // Run runs the plugin with args (without the program name) and returns the exit code.
@@ -104,10 +148,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.args, "args", "{}", "call: the tool's arguments as a JSON object")
 	fs.StringVar(&o.authorization, "authorization", "", "Authorization header value sent to the MCP server, e.g. \"Bearer TOKEN\" (visible in ps and shell history: prefer --authorization-file or $"+AuthorizationEnv+")")
 	fs.StringVar(&o.authorizationFile, "authorization-file", "", "Read the Authorization header value from this file (trailing whitespace dropped)")
+	fs.StringVar(&o.token, "token", "", "Bearer token sent to the MCP server (visible in ps and shell history: prefer --token-file)")
+	fs.StringVar(&o.tokenFile, "token-file", "", "Read the bearer token from this file, again whenever it changes (a projected ServiceAccount token)")
+	fs.StringVar(&o.asSA, "as-sa", "", "Act as ServiceAccount NAMESPACE/NAME (or NAME in -n): mint its token for the MCPServer's audience with the TokenRequest API (needs SERVER and create on serviceaccounts/token)")
 	fs.DurationVar(&o.timeout, "mcp-timeout", 30*time.Second, "Bound on connecting and on each read or call (watch runs until interrupted)")
 	fs.IntVar(&o.maxEvents, "max-events", 0, "watch: exit after this many events (0: run until interrupted)")
 	fs.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file")
-	clientcmd.BindOverrideFlags(o.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
+	kube := clientcmd.RecommendedConfigOverrideFlags("")
+	// --token is the MCP server's bearer token here (the plugin's subject); the API server's,
+	// kubectl's --token, is --kube-token.
+	kube.AuthOverrideFlags.Token.LongName = "kube-token"
+	clientcmd.BindOverrideFlags(o.overrides, fs, kube)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -115,12 +166,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	cred, err := credential(o)
+	cred, tokens, err := credential(o, fs)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
-	o.authorization = cred
 	if o.output != "" && o.output != "json" && o.output != "yaml" {
 		fmt.Fprintf(stderr, "error: --output %q: use json or yaml\n", o.output)
 		return 2
@@ -157,14 +207,22 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if err := run(ctx, o, verb, server, tool, stdout, stderr); err != nil {
+	if o.asSA != "" && server == "" {
+		fmt.Fprintln(stderr, "error: --as-sa needs SERVER: the token's audience is the MCPServer's")
+		return 2
+	}
+	if err := run(ctx, o, verb, server, tool, cred, tokens, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "error:", err)
+		var ue *client.UnauthorizedError
+		if errors.As(err, &ue) && cred == "" && tokens == nil && o.asSA == "" {
+			fmt.Fprintln(stderr, "hint: the server authenticates its callers: give a token with --token-file FILE, or --as-sa NAMESPACE/NAME to act as a ServiceAccount")
+		}
 		return 1
 	}
 	return 0
 }
 
-func run(ctx context.Context, o options, verb, server, tool string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, o options, verb, server, tool, cred string, tokens client.TokenSource, stdout, stderr io.Writer) error {
 	t, err := target(ctx, o, server, stderr)
 	if err != nil {
 		return err
@@ -172,8 +230,24 @@ func run(ctx context.Context, o options, verb, server, tool string, stdout, stde
 	defer t.close()
 	cctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	as := ""
+	if o.asSA != "" {
+		ns, name, err := parseServiceAccount(o.asSA, t.namespace)
+		if err != nil {
+			return err
+		}
+		if t.cfg == nil {
+			return errors.New("--as-sa needs the cluster (a kubeconfig)")
+		}
+		m, err := newMinter(cctx, t.cfg, ns, name, t.namespace, server, func(w string) { fmt.Fprintln(stderr, "warning:", w) })
+		if err != nil {
+			return err
+		}
+		tokens, as = m.token, "ServiceAccount "+ns+"/"+name
+		fmt.Fprintf(stderr, "# as %s (audience %s, a token of %s minted through the TokenRequest API)\n", as, m.audience, tokenExpiration)
+	}
 	var events chan client.Event
-	opts := &client.Options{Credential: o.authorization, ClientInfo: &mcp.Implementation{Name: "kubectl-mcp", Version: "v1"}}
+	opts := &client.Options{Credential: cred, Token: tokens, ClientInfo: &mcp.Implementation{Name: "kubectl-mcp", Version: "v1"}}
 	if verb == "watch" {
 		events = make(chan client.Event, 1024)
 		opts.Hooks.OnEvent = func(e client.Event) {
@@ -195,7 +269,7 @@ func run(ctx context.Context, o options, verb, server, tool string, stdout, stde
 		if err != nil {
 			return err
 		}
-		l.Server, l.Namespace, l.Endpoint, l.Via = server, t.namespace, t.url, t.describe
+		l.Server, l.Namespace, l.Endpoint, l.Via, l.As = server, t.namespace, t.url, t.describe, as
 		if server != "" {
 			d, err := declared(cctx, t, server)
 			if err != nil {
@@ -216,10 +290,13 @@ func run(ctx context.Context, o options, verb, server, tool string, stdout, stde
 
 // Listing is what `kubectl mcp tools|prompts|resources` prints.
 type Listing struct {
-	Server          string `json:"server,omitempty"`
-	Namespace       string `json:"namespace,omitempty"`
-	Endpoint        string `json:"endpoint"`
-	Via             string `json:"via"`
+	Server    string `json:"server,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Endpoint  string `json:"endpoint"`
+	Via       string `json:"via"`
+	// As is the identity the lists were read as, when the plugin minted it (--as-sa): the lists
+	// hold what that identity may use.
+	As              string `json:"as,omitempty"`
 	ProtocolVersion string `json:"protocolVersion"`
 	Lists           []List `json:"lists"`
 }
@@ -344,7 +421,11 @@ func printListing(w io.Writer, format string, l *Listing) error {
 		if list.TTLMs < 0 {
 			ttl = "cached until the server announces a change"
 		}
-		fmt.Fprintf(w, "# %s: %d, %s, scope %s (protocol %s, via %s)\n", list.Kind, len(list.Items), ttl, list.CacheScope, l.ProtocolVersion, l.Via)
+		as := ""
+		if l.As != "" {
+			as = ", as " + l.As
+		}
+		fmt.Fprintf(w, "# %s: %d, %s, scope %s (protocol %s, via %s%s)\n", list.Kind, len(list.Items), ttl, list.CacheScope, l.ProtocolVersion, l.Via, as)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
 		for _, e := range list.Items {
@@ -398,6 +479,9 @@ type WatchEvent struct {
 	Error   string    `json:"error,omitempty"`
 	Attempt int       `json:"attempt,omitempty"`
 	DelayMs int64     `json:"delayMs,omitempty"`
+	// AuthorizedUntil (acknowledged) is when the server will end the stream because the token
+	// ends, if it says.
+	AuthorizedUntil *time.Time `json:"authorizedUntil,omitempty"`
 }
 
 func watch(ctx context.Context, w io.Writer, o options, c *client.Client, events chan client.Event, via string) error {
@@ -414,6 +498,10 @@ func watch(ctx context.Context, w io.Writer, o options, c *client.Client, events
 		we := WatchEvent{Time: e.Time.UTC(), Type: string(e.Type), Method: e.Method, URI: e.URI, Attempt: e.Attempt, DelayMs: e.Delay.Milliseconds()}
 		if e.Filter != nil {
 			we.Filter = e.Filter
+		}
+		if !e.AuthorizedUntil.IsZero() {
+			u := e.AuthorizedUntil.UTC()
+			we.AuthorizedUntil = &u
 		}
 		if e.Err != nil {
 			we.Error = e.Err.Error()
@@ -449,6 +537,9 @@ func watchLine(e WatchEvent) string {
 		if e.Filter != nil {
 			b, _ := json.Marshal(e.Filter)
 			parts = append(parts, string(b))
+		}
+		if e.AuthorizedUntil != nil {
+			parts = append(parts, "authorized until "+e.AuthorizedUntil.Format(time.RFC3339))
 		}
 	case client.EventNotification:
 		parts = append(parts, e.Method)
