@@ -148,7 +148,7 @@ func (lc *legacyConn) run(s *mcp.ClientSession) {
 					err = errors.New("session ended")
 				}
 				if ue := c.streamRefused.Swap(nil); ue != nil {
-					err = fmt.Errorf("%w (%v)", ue, err) // the GET stream was refused its token
+					err = fmt.Errorf("%w (%w)", ue, err) // the GET stream was refused its token
 				}
 				c.dropped(err)
 				break serve

@@ -583,7 +583,7 @@ func (l *listener) run(st *stream) {
 				}
 				_ = json.Unmarshal(msg.Result, &rt)
 				if msg.Error != nil || rt.ResultType != "complete" {
-					var err error = fmt.Errorf("listen ended with %s", bytes.TrimSpace(append(append([]byte{}, msg.Result...), errBytes(msg.Error)...)))
+					err := fmt.Errorf("listen ended with %s", bytes.TrimSpace(append(append([]byte{}, msg.Result...), errBytes(msg.Error)...)))
 					if ae := authorizationEnded(msg.Error); ae != nil {
 						// The token ended (or was revoked): reconnecting asks the token
 						// source again, which is how a rotated token listens on.

@@ -95,7 +95,7 @@ func TestSidecarRequiresToken(t *testing.T) {
 		Resource string   `json:"resource"`
 		Methods  []string `json:"bearer_methods_supported"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&prm); err != nil || resp.StatusCode != 200 || prm.Resource != resource || !slices.Equal(prm.Methods, []string{"header"}) {
+	if err := json.NewDecoder(resp.Body).Decode(&prm); err != nil || resp.StatusCode != http.StatusOK || prm.Resource != resource || !slices.Equal(prm.Methods, []string{"header"}) {
 		t.Fatalf("the metadata document: %d %+v %v", resp.StatusCode, prm, err)
 	}
 }
