@@ -22,27 +22,7 @@ import (
 // upstream as that ServiceAccount (subject, groups, ServiceAccount and SPIFFE headers), the one
 // for another audience gets 401 with the challenge.
 func TestAuthServiceAccountTokens(t *testing.T) {
-	cluster, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cluster.Stop() })
-	cs, err := kubernetes.NewForConfig(cluster.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	tokenOf := func(ns, name, aud string) string {
-		_, _ = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{aud}}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Status.Token
-	}
+	cluster, tokenOf := serviceAccountCluster(t)
 	agentA := tokenOf("team-a", "agent-a", authAudience)
 	agentB := tokenOf("team-b", "agent-b", "https://other.example/mcp")
 
@@ -78,5 +58,34 @@ func TestAuthServiceAccountTokens(t *testing.T) {
 		h.Get("X-Switchboard-Service-Account") != "team-a/agent-a" || h.Get("X-Switchboard-Spiffe-Id") != "spiffe://cluster.local/ns/team-a/sa/agent-a" ||
 		h.Get("X-Switchboard-Issuer") != "kubernetes" || !slices.Contains(h.Values("X-Switchboard-Groups"), "system:serviceaccounts:team-a") {
 		t.Fatalf("the upstream saw %v", h)
+	}
+}
+
+// serviceAccountCluster starts a real API server for the test and returns it with tokenOf,
+// which creates the ServiceAccount ns/name (and its namespace) and a TokenRequest token of it
+// for the audience aud.
+func serviceAccountCluster(t *testing.T) (*testenv.Env, func(ns, name, aud string) string) {
+	t.Helper()
+	cluster, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Stop() })
+	cs, err := kubernetes.NewForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	return cluster, func(ns, name, aud string) string {
+		t.Helper()
+		_, _ = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{aud}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
 	}
 }

@@ -8,14 +8,9 @@ import (
 	"slices"
 	"testing"
 
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
-	"github.com/switchboard-mcp/switchboard/internal/testenv"
 	"github.com/switchboard-mcp/switchboard/internal/testservers"
 )
 
@@ -25,28 +20,9 @@ import (
 // and a 2025-11-25 session. An OIDC user whose username is agent-a's subject
 // ("system:serviceaccount:team-a:agent-a", no prefix) is not agent-a: refused or shown nothing.
 func TestAuthzServiceAccounts(t *testing.T) {
-	cluster, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cluster.Stop() })
-	cs, err := kubernetes.NewForConfig(cluster.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cluster, tokenOf := serviceAccountCluster(t)
 	ctx := context.Background()
-	tokenOf := func(ns, name string) string {
-		_, _ = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{authAudience}}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Status.Token
-	}
-	agentA, agentB := tokenOf("team-a", "agent-a"), tokenOf("team-b", "agent-b")
+	agentA, agentB := tokenOf("team-a", "agent-a", authAudience), tokenOf("team-b", "agent-b", authAudience)
 	op, err := testservers.StartOIDCProvider()
 	if err != nil {
 		t.Fatal(err)
