@@ -217,8 +217,19 @@ func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorde
 // enqueueServerOf enqueues the server an object references, before and after an update, so a
 // changed serverRef reconciles both servers.
 func enqueueServerOf(ref func(client.Object) string) handler.EventHandler {
-	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+	return enqueueServersOf(func(o client.Object) []string {
 		if name := ref(o); name != "" {
+			return []string{name}
+		}
+		return nil
+	})
+}
+
+// enqueueServersOf enqueues the servers (of the object's namespace) an object names, before and
+// after an update.
+func enqueueServersOf(refs func(client.Object) []string) handler.EventHandler {
+	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+		for _, name := range refs(o) {
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
 		}
 	}
