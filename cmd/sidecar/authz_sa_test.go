@@ -8,7 +8,6 @@ import (
 	"slices"
 	"testing"
 
-
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/testservers"
