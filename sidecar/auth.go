@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 
 	authv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,14 +89,9 @@ func (s *Server) ServeMetadata(w http.ResponseWriter, r *http.Request) {
 	s.opts.Authn.ServeMetadata(w, r)
 }
 
-// setIdentityHeaders removes every identity header from h (a request to the upstream, with the
-// client's headers copied in) and, when the caller is known, sets the caller's.
+// setIdentityHeaders sets the caller's identity headers on h (a request to the upstream, with
+// the client's identity headers left out: setUpstreamHeaders) when the caller is known.
 func setIdentityHeaders(h http.Header, id *authn.Identity) {
-	for k := range h {
-		if len(k) >= len(identityHeaderPrefix) && strings.EqualFold(k[:len(identityHeaderPrefix)], identityHeaderPrefix) {
-			delete(h, k)
-		}
-	}
 	if id == nil {
 		return
 	}

@@ -101,8 +101,7 @@ func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (
 		if err != nil {
 			return nil, err
 		}
-		copyHeaders(ureq.Header, r.Header)
-		setForwarded(ureq, r)
+		setUpstreamHeaders(ureq, r)
 		return ureq, nil
 	}
 }

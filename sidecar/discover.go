@@ -19,8 +19,7 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 		s.fail(w, req.id, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
 		return
 	}
-	copyHeaders(ureq.Header, r.Header)
-	setForwarded(ureq, r)
+	setUpstreamHeaders(ureq, r)
 	start := time.Now()
 	status, msg, err := s.up.roundTrip(ureq)
 	s.m.observeUpstream(methodDiscover, time.Since(start))

@@ -92,8 +92,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 		s.failCall(w, req, lc, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
 		return
 	}
-	copyHeaders(ureq.Header, r.Header)
-	setForwarded(ureq, r)
+	setUpstreamHeaders(ureq, r)
 	if s.tr != nil {
 		s.tr.injectUpstream(ureq.Header, req)
 	}

@@ -523,7 +523,7 @@ func withID(msg, id []byte) []byte {
 }
 
 // legacyForwardHeaders are the client headers a legacy upstream gets (the
-// X-Forwarded-* ones as setForwarded made them: the sidecar's, not the client's).
+// X-Forwarded-* ones as setUpstreamHeaders made them: the sidecar's, not the client's).
 var legacyForwardHeaders = []string{"Authorization", "Traceparent", "Tracestate", "Baggage",
 	"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
 	// The verified caller, as setIdentityHeaders made them (auth.go).
