@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -222,4 +223,32 @@ func TestEmitRacingClose(t *testing.T) {
 	if written+reported+s.Dropped() != 800 {
 		t.Fatalf("written %d + dropped %d (reported %d, pending %d) != 800", written, reported+s.Dropped(), reported, s.Dropped())
 	}
+}
+
+// Whatever the arguments, a record's are valid JSON; in Full mode with no paths and no cut,
+// they are the client's, value for value.
+func FuzzArguments(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"password":"p","x":[1,{"token":"t"}]}`, `[1,"two",null]`, `"s"`, `{"k\"":"\u00e9"}`, `{`, `{"a":1,}`} {
+		f.Add(s, uint16(64))
+	}
+	f.Fuzz(func(t *testing.T, in string, max uint16) {
+		for _, mode := range []Mode{ModeRedacted, ModeFull} {
+			r, _ := NewRedactor(mode, []string{"a.*.b"}, int(max))
+			got, _ := r.Arguments(json.RawMessage(in))
+			if (in != "" || got != nil) && !json.Valid(got) { // no arguments: none kept
+				t.Fatalf("%s Arguments(%q) = %q: not JSON", mode, in, got)
+			}
+		}
+		r, _ := NewRedactor(ModeFull, nil, 1<<20)
+		got, truncated := r.Arguments(json.RawMessage(in))
+		if !json.Valid([]byte(in)) || truncated {
+			return
+		}
+		var want, have any
+		_ = json.Unmarshal([]byte(in), &want)
+		_ = json.Unmarshal(got, &have)
+		if !reflect.DeepEqual(want, have) {
+			t.Fatalf("Full Arguments(%q) = %q", in, got)
+		}
+	})
 }

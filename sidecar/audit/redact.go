@@ -84,6 +84,10 @@ func (r *Redactor) Arguments(args json.RawMessage) (json.RawMessage, bool) {
 	if !r.Keeps() || len(args) == 0 {
 		return nil, false
 	}
+	if !json.Valid(args) {
+		// The sidecar checked the request before; a record stays valid JSON regardless.
+		return json.RawMessage(`"` + Truncated + `"`), true
+	}
 	w := writer{r: r, in: args, buf: make([]byte, 0, min(len(args), r.maxBytes)+64)}
 	var states []pathState
 	for i := range r.paths {
@@ -173,7 +177,7 @@ func (w *writer) value(states []pathState, depth int) bool {
 		for w.pos < len(w.in) && !strings.ContainsRune(",]} \t\n\r", rune(w.in[w.pos])) {
 			w.pos++
 		}
-		if w.pos == start || !json.Valid(w.in[start:w.pos]) {
+		if w.pos == start {
 			return false
 		}
 		w.buf = append(w.buf, w.in[start:w.pos]...)
