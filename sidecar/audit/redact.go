@@ -154,8 +154,8 @@ func (w *writer) step(states []pathState, key []byte, element bool) ([]pathState
 
 // value copies the value at pos (white space skipped).
 func (w *writer) value(states []pathState, depth int) bool {
-	switch c := w.peek(); {
-	case c == '{' || c == '[':
+	switch c := w.peek(); c {
+	case '{', '[':
 		if depth >= MaxArgumentDepth {
 			w.marker(Truncated)
 			w.truncated = true
@@ -165,7 +165,7 @@ func (w *writer) value(states []pathState, depth int) bool {
 			return w.object(states, depth)
 		}
 		return w.array(states, depth)
-	case c == '"':
+	case '"':
 		start := w.pos
 		if !w.str() {
 			return false
