@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // stage is what the Dockerfile says about one stage, with what it inherits from its base.
@@ -131,6 +133,9 @@ func TestBuiltImages(t *testing.T) {
 			}
 			if cf.Config.User != s.User || !slices.Equal(cf.Config.Entrypoint, s.Entrypoint) || cf.OS != "linux" || cf.Architecture != "amd64" {
 				t.Errorf("config user=%q entrypoint=%q platform=%s/%s", cf.Config.User, cf.Config.Entrypoint, cf.OS, cf.Architecture)
+			}
+			if mt, err := img.MediaType(); err != nil || mt != types.OCIManifestSchema1 {
+				t.Errorf("manifest media type %q (%v), want OCI", mt, err)
 			}
 			layers, err := img.Layers()
 			if err != nil || len(layers) != 1 {
