@@ -33,6 +33,7 @@ finish() {
 	exit $rc
 }
 trap finish EXIT
+trap "exit 143" TERM INT HUP # so that the EXIT trap tears the node down on a signal too
 IMAGES_DIR=$IMAGES_DIR hack/node/up.sh
 log "cold/warm start of the node: $(cat "$NODE_DIR/logs/up.times")"
 
