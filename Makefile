@@ -66,6 +66,10 @@ test: $(HELM) ## Run every test against a real API server (builds the control pl
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" HELM="$(HELM)" go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: test-node
+test-node: build $(HELM) ## Real pods: a kubelet + containerd node on this machine (root; builds cached), test/node on it, then teardown and a clean-host check (docs/real-node.md).
+	HELM="$(HELM)" hack/node/test.sh
+
 .PHONY: dev
 dev: build ## The main job on this machine: control plane, manager, samples, sample server and sidecar (Ctrl-C stops all).
 	go build -o $(LOCALBIN)/dev ./hack/dev

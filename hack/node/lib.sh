@@ -1,0 +1,32 @@
+# Shared settings of the real-node scripts (sourced). Every address, port and name of the test
+# node is here; docs/real-node.md explains the layout.
+K8S_VERSION=${K8S_VERSION:-1.37.2}
+# Cluster state: certificates, etcd, containerd, kubelet, logs. Wiped by down.sh.
+NODE_DIR=${NODE_DIR:-/var/tmp/switchboard-node}
+# kubelet and kube-proxy, built once from Go modules (bins.sh), like the control plane's cache.
+NODE_BINS=${NODE_BINS:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-node-bins/k8s-v$K8S_VERSION}
+NODE_NAME=switchboard-node
+# The pod bridge: its address is the node IP and the API server's, since the API server may not
+# advertise a loopback address and this kernel has no dummy interfaces.
+BRIDGE=sbnode0
+NODE_IP=10.244.0.1
+POD_SUBNET=10.244.0.0/24
+SERVICE_CIDR=10.96.0.0/16
+API_PORT=16443
+# Ports away from the defaults, so that a cluster elsewhere on the machine does not collide.
+ETCD_PORT=23790 ETCD_PEER_PORT=23800 KUBELET_PORT=20250 KUBELET_HEALTHZ_PORT=20248
+KCM_PORT=20257 SCHEDULER_PORT=20259 PROXY_METRICS_PORT=20249 PROXY_HEALTHZ_PORT=20256
+GUARD=SBNODE-GUARD
+# Debian packages (bookworm): containerd 1.6, runc, CNI bridge/host-local/portmap, iptables.
+APT_PACKAGES="containerd runc containernetworking-plugins iptables conntrack"
+CNI_BIN=/usr/lib/cni
+KUBECONFIG_ADMIN=$NODE_DIR/pki/admin.kubeconfig
+CTR="ctr -a $NODE_DIR/run/containerd/containerd.sock -n k8s.io"
+
+log() { echo "node: $*" >&2; }
+die() { echo "node: FAILED: $*" >&2; exit 1; }
+now() { date +%s.%N; }
+since() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
+# The control plane's cache folder (hack/k8s-test-bins.sh), without building it.
+cp_bin() { ls -d "${XDG_CACHE_HOME:-$HOME/.cache}"/k8s-test-bins/k8s-v"$K8S_VERSION"-*/ 2>/dev/null | head -n 1; }
+alive() { [[ -s $NODE_DIR/run/$1.pid ]] && kill -0 "$(cat "$NODE_DIR/run/$1.pid")" 2>/dev/null; }

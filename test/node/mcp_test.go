@@ -1,0 +1,205 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/switchboard-mcp/switchboard/internal/mcptest"
+)
+
+// hostHeader sends every request with the Host a client in the cluster uses (the Service's
+// name): the sidecar answers 403 to any Host outside --allowed-hosts, pod IPs included.
+type hostHeader struct {
+	host string
+	base http.RoundTripper
+}
+
+func (h hostHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Host = h.host
+	return h.base.RoundTrip(r)
+}
+
+// client returns an MCP client for http://addr/mcp sending Host host.
+func client(addr, host string) *mcptest.Client {
+	c := mcptest.New("http://" + addr + "/mcp")
+	c.HTTP = &http.Client{Transport: hostHeader{host: host, base: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}}}
+	return c
+}
+
+// serviceClient is a client of the sample MCPServer through its ClusterIP Service (kube-proxy).
+func serviceClient(t *testing.T) *mcptest.Client {
+	t.Helper()
+	svc, err := cs.CoreV1().Services(sampleNamespace).Get(context.Background(), sampleServer, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client(fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), sampleServerHost)
+}
+
+// podClient is a client of one pod's sidecar (MCP port 8800).
+func podClient(p corev1.Pod, host string) *mcptest.Client {
+	return client(p.Status.PodIP+":8800", host)
+}
+
+type tool struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+func tools(t *testing.T, c *mcptest.Client) []tool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := c.Call(ctx, "tools/list", nil)
+	if err != nil || resp.Error != nil {
+		t.Fatalf("tools/list: %v %+v", err, resp)
+	}
+	var r struct {
+		Tools []tool `json:"tools"`
+	}
+	if err := json.Unmarshal(resp.Result, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Tools
+}
+
+func toolNames(t *testing.T, c *mcptest.Client) []string {
+	t.Helper()
+	var n []string
+	for _, x := range tools(t, c) {
+		n = append(n, x.Name)
+	}
+	slices.Sort(n)
+	return n
+}
+
+// frame is one message of a listen stream, with when it arrived.
+type frame struct {
+	At       time.Time
+	Method   string // a notification's method; "" for the final result
+	Complete bool   // the final result with resultType "complete"
+}
+
+// stream is a raw subscriptions/listen stream: every frame is kept, the final result too, so a
+// test can count `complete` results exactly.
+type stream struct {
+	frames chan frame // closed when the stream ends
+	cancel context.CancelFunc
+}
+
+// listen opens a listen stream for tool list changes and returns once it is acknowledged; it
+// ends with its server, s.cancel or parent.
+func listen(c *mcptest.Client) (*stream, error) { return listenCtx(context.Background(), c) }
+
+func listenCtx(parent context.Context, c *mcptest.Client) (*stream, error) {
+	ctx, cancel := context.WithCancel(parent)
+	body := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` +
+		mcptest.ProtocolVersion + `","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, strings.NewReader(body))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", mcptest.ProtocolVersion)
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := c.HTTP.Do(req) //nolint:bodyclose // closed by the reader goroutine
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		cancel()
+		return nil, fmt.Errorf("listen: HTTP %d", resp.StatusCode)
+	}
+	rd := bufio.NewReader(resp.Body)
+	ack, err := sseData(rd)
+	if err != nil || !bytes.Contains(ack, []byte("notifications/subscriptions/acknowledged")) {
+		resp.Body.Close()
+		cancel()
+		return nil, fmt.Errorf("listen: no acknowledgement (%s): %v", ack, err)
+	}
+	s := &stream{frames: make(chan frame, 64), cancel: cancel}
+	go func() {
+		defer close(s.frames)
+		defer resp.Body.Close()
+		for {
+			data, err := sseData(rd)
+			if err != nil {
+				return
+			}
+			var m struct {
+				Method string `json:"method"`
+				Result struct {
+					ResultType string `json:"resultType"`
+				} `json:"result"`
+			}
+			_ = json.Unmarshal(data, &m)
+			s.frames <- frame{At: time.Now(), Method: m.Method, Complete: m.Result.ResultType == "complete"}
+		}
+	}()
+	return s, nil
+}
+
+func sseData(rd *bufio.Reader) ([]byte, error) {
+	var data []byte
+	for {
+		line, err := rd.ReadBytes('\n')
+		if err != nil {
+			return nil, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(line) == 0 && data != nil:
+			return data, nil
+		case bytes.HasPrefix(line, []byte("data:")):
+			data = append(data, bytes.TrimSpace(bytes.TrimPrefix(line, []byte("data:")))...)
+		}
+	}
+}
+
+// rss is the resident memory of a container's main process, read from /proc on this node.
+func rss(t *testing.T, p corev1.Pod, container string) string {
+	t.Helper()
+	var id string
+	for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+		if c.Name == container {
+			id = strings.TrimPrefix(c.ContainerID, "containerd://")
+		}
+	}
+	out, err := exec.Command("ctr", "-a", os.Getenv("SWITCHBOARD_NODE_DIR")+"/run/containerd/containerd.sock", "-n", "k8s.io", "tasks", "ls").Output()
+	if err != nil || id == "" {
+		return fmt.Sprintf("unknown (%v)", err)
+	}
+	for line := range strings.SplitSeq(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == id {
+			status, err := os.ReadFile("/proc/" + f[1] + "/status")
+			if err != nil {
+				return "unknown"
+			}
+			for l := range strings.SplitSeq(string(status), "\n") {
+				if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+					return strings.TrimSpace(v)
+				}
+			}
+		}
+	}
+	return "unknown"
+}
