@@ -39,4 +39,4 @@ log "cold/warm start of the node: $(cat "$NODE_DIR/logs/up.times")"
 
 SWITCHBOARD_NODE_KUBECONFIG=$KUBECONFIG_ADMIN SWITCHBOARD_NODE_DIR=$NODE_DIR KUBECTL=$KUBECTL \
 	HELM=${HELM:?HELM: the helm binary (make sets it)} \
-	go test -count=1 -timeout=25m -v ${NODE_TEST_RUN:+-run "$NODE_TEST_RUN"} ./test/node/
+	go test -tags node -count=1 -timeout=25m -v ${NODE_TEST_RUN:+-run "$NODE_TEST_RUN"} ./test/node/

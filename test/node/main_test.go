@@ -1,8 +1,10 @@
+//go:build node
+
 // Package node holds the end-to-end tests on real pods: a real kubelet, containerd and runc on
 // this machine (hack/node), Switchboard installed with its Helm chart from images built offline
 // (hack/node/images), and MCP clients on the host talking to pod and Service IPs. Run them with
-// `make test-node`, which brings the node up and tears it down; without a node (no
-// SWITCHBOARD_NODE_KUBECONFIG) they are skipped.
+// `make test-node`, which brings the node up and tears it down. They build only with the
+// `node` tag (never in `make test`), and fail without a node (SWITCHBOARD_NODE_KUBECONFIG).
 package node
 
 import (
@@ -50,8 +52,8 @@ var (
 func TestMain(m *testing.M) {
 	kubeconfig = os.Getenv("SWITCHBOARD_NODE_KUBECONFIG")
 	if kubeconfig == "" {
-		fmt.Println("test/node: no real node (SWITCHBOARD_NODE_KUBECONFIG unset): skipped; `make test-node` runs these tests")
-		os.Exit(0)
+		fmt.Fprintln(os.Stderr, "test/node: no real node (SWITCHBOARD_NODE_KUBECONFIG unset): `make test-node` brings one up and runs these tests")
+		os.Exit(1)
 	}
 	kubectlBin, helmBin = os.Getenv("KUBECTL"), os.Getenv("HELM")
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
