@@ -49,8 +49,8 @@ fmt: ## Run gofmt on the code.
 	gofmt -l -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet: ## Run go vet.
-	go vet ./...
+vet: ## Run go vet (both test tiers).
+	go vet $(E2E_TAGS) ./...
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (config: .golangci.yml).
@@ -60,11 +60,29 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (config: .golangci.yml).
 test-control-plane: ## Build the test control plane binaries (about 10 min cold, 0 s warm).
 	hack/k8s-test-bins.sh
 
+# Test tiers. The unit tier needs no control plane and starts no process. A test file that needs
+# either (the API server, a built binary, `go install`, npm) begins with `//go:build e2e`; the
+# packages listed here are not split by file yet, so all their tests are in the e2e tier.
+E2E_ONLY_PACKAGES := ./sidecar/authn ./sidecar/stdio
+E2E_TAGS := -tags e2e
+
 .PHONY: test
-test: $(HELM) ## Run every test against a real API server (builds the control plane if missing).
+test: $(HELM) manifests generate ## Run every test, both tiers, against a real API server (builds the control plane if missing).
 	@assets="$$(hack/k8s-test-bins.sh | tail -n 1)"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
-	KUBEBUILDER_ASSETS="$$assets" HELM="$(HELM)" go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS="$$assets" HELM="$(HELM)" go test $(E2E_TAGS) $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-unit
+test-unit: ## Run the unit tier: no control plane, no processes (seconds).
+	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -vxF "$$(go list $(E2E_ONLY_PACKAGES))")
+
+.PHONY: test-e2e
+test-e2e: $(HELM) manifests generate ## Run the e2e tier (control plane, processes, npm) against a real API server.
+	@assets="$$(hack/k8s-test-bins.sh | tail -n 1)"; \
+	echo "KUBEBUILDER_ASSETS=$$assets"; \
+	files="$$(grep -rlx --include='*_test.go' '//go:build e2e' . ; find $(E2E_ONLY_PACKAGES) -maxdepth 1 -name '*_test.go')"; \
+	tests="$$(sed -n 's/^func \(\(Test\|Fuzz\|Example\)[A-Za-z0-9_]*\)(.*/\1/p' $$files | grep -vx TestMain | sort -u | paste -sd'|')"; \
+	KUBEBUILDER_ASSETS="$$assets" HELM="$(HELM)" go test $(E2E_TAGS) $(GO_TEST_FLAGS) -run "^($$tests)$$" $$(dirname $$files | sort -u)
 
 .PHONY: test-node
 test-node: build $(HELM) ## Real pods: a kubelet + containerd node on this machine (root; builds cached), test/node on it, then teardown and a clean-host check (docs/real-node.md).
@@ -82,7 +100,7 @@ chart-lint: $(HELM) ## Lint the Helm chart.
 
 .PHONY: test-race
 test-race: ## Run the sidecar's and the client package's tests with the race detector (the sidecar under test is built with -race too).
-	SIDECAR_TEST_RACE=1 go test -race $(GO_TEST_FLAGS) ./sidecar/... ./cmd/sidecar/... ./client/...
+	SIDECAR_TEST_RACE=1 go test -race $(E2E_TAGS) $(GO_TEST_FLAGS) ./sidecar/... ./cmd/sidecar/... ./client/...
 
 .PHONY: conformance
 conformance: ## Run the official MCP conformance suite (2026-07-28) through the sidecar, and directly for comparison.
@@ -90,11 +108,12 @@ conformance: ## Run the official MCP conformance suite (2026-07-28) through the 
 
 FUZZTIME ?= 2m
 .PHONY: fuzz
-fuzz: ## Fuzz the sidecar's request parser/validator, its parser differential, SSE reader and bearer-token verification, FUZZTIME each.
+fuzz: ## Fuzz the sidecar's request parser/validator, its parser differential, SSE reader and bearer-token verification, and the client's SSE reader, FUZZTIME each.
 	go test ./sidecar -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME)
 	go test ./sidecar -run '^$$' -fuzz '^FuzzParserDifferential$$' -fuzztime $(FUZZTIME)
 	go test ./sidecar -run '^$$' -fuzz '^FuzzSSEReader$$' -fuzztime $(FUZZTIME)
 	go test ./sidecar/authn -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)
+	go test ./client -run '^$$' -fuzz '^FuzzClientSSEReader$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
 bench: build ## Benchmark the sidecar against bare Go baselines (docs/performance.md); bounded, 127.0.0.1 only.

@@ -173,7 +173,7 @@ func (ca *cache) run(s slot, f *flight) {
 				e.expires = f.info.Received.Add(f.info.TTL)
 			}
 			at := s
-			if f.info.Scope == "public" {
+			if f.info.Scope == ScopePublic {
 				at.cred = ""
 			}
 			ca.entries[at] = e

@@ -133,8 +133,8 @@ type Info struct {
 	// the entry is fresh until it does.
 	TTL          time.Duration
 	UntilChanged bool
-	// Scope is "public" or "private" ("" on 2025-11-25, which has no scopes: then private).
-	Scope string
+	// Scope is ScopePublic or ScopePrivate ("" on 2025-11-25, which has no scopes: then private).
+	Scope CacheScope
 	// Cached: served from the cache. Stored: this read was stored in the cache.
 	Cached, Stored bool
 	// Received is when the answer arrived from the server.
@@ -308,52 +308,46 @@ func (c *Client) ServerInfo() *mcp.InitializeResult {
 
 // ListTools returns every tool (all pages).
 func (c *Client) ListTools(ctx context.Context) ([]*mcp.Tool, Info, error) {
-	v, info, err := c.cache.get(ctx, key{kind: Tools}, c.credential(ctx))
-	if err != nil {
-		return nil, info, err
-	}
-	return v.([]*mcp.Tool), info, nil
+	return get[[]*mcp.Tool](ctx, c, key{kind: Tools})
 }
 
 // ListPrompts returns every prompt (all pages).
 func (c *Client) ListPrompts(ctx context.Context) ([]*mcp.Prompt, Info, error) {
-	v, info, err := c.cache.get(ctx, key{kind: Prompts}, c.credential(ctx))
-	if err != nil {
-		return nil, info, err
-	}
-	return v.([]*mcp.Prompt), info, nil
+	return get[[]*mcp.Prompt](ctx, c, key{kind: Prompts})
 }
 
 // ListResources returns every resource (all pages).
 func (c *Client) ListResources(ctx context.Context) ([]*mcp.Resource, Info, error) {
-	v, info, err := c.cache.get(ctx, key{kind: Resources}, c.credential(ctx))
-	if err != nil {
-		return nil, info, err
-	}
-	return v.([]*mcp.Resource), info, nil
+	return get[[]*mcp.Resource](ctx, c, key{kind: Resources})
 }
 
 // ListResourceTemplates returns every resource template (all pages).
 func (c *Client) ListResourceTemplates(ctx context.Context) ([]*mcp.ResourceTemplate, Info, error) {
-	v, info, err := c.cache.get(ctx, key{kind: ResourceTemplates}, c.credential(ctx))
-	if err != nil {
-		return nil, info, err
-	}
-	return v.([]*mcp.ResourceTemplate), info, nil
+	return get[[]*mcp.ResourceTemplate](ctx, c, key{kind: ResourceTemplates})
 }
 
 // ReadResource returns the contents of uri. The first read of a URI subscribes to its updates
 // (the listen stream is re-opened with it, then the URI is read again as a baseline).
 func (c *Client) ReadResource(ctx context.Context, uri string) ([]*mcp.ResourceContents, Info, error) {
-	v, info, err := c.cache.get(ctx, key{kind: ResourceContents, uri: uri}, c.credential(ctx))
+	return get[[]*mcp.ResourceContents](ctx, c, key{kind: ResourceContents, uri: uri})
+}
+
+// get serves k through the cache under the context's credential. T is the type fetch stores
+// for k's kind (KindValue documents it); the one assertion on the cache's values is here.
+func get[T any](ctx context.Context, c *Client, k key) (T, Info, error) {
+	v, info, err := c.cache.get(ctx, k, c.credential(ctx))
 	if err != nil {
-		return nil, info, err
+		var zero T
+		return zero, info, err
 	}
-	return v.([]*mcp.ResourceContents), info, nil
+	return v.(T), info, nil
 }
 
 // Cached returns what the cache holds for kind (and uri) under the context's credential
-// without reading from the server: ok is false when nothing fresh is there.
+// without reading from the server: ok is false when nothing fresh is there. v's type is the
+// kind's list or contents type: []*mcp.Tool for Tools, []*mcp.Prompt for Prompts,
+// []*mcp.Resource for Resources, []*mcp.ResourceTemplate for ResourceTemplates and
+// []*mcp.ResourceContents for ResourceContents.
 func (c *Client) Cached(ctx context.Context, kind Kind, uri string) (v any, info Info, ok bool) {
 	return c.cache.peek(key{kind: kind, uri: uri}, c.credential(ctx))
 }
@@ -385,19 +379,39 @@ func (c *Client) sessionFor() (*mcp.ClientSession, error) {
 	return c.session, nil
 }
 
-// fetch reads one key from the server, whichever revision is in use.
+// fetch reads one key from the server, whichever revision is in use. What it returns for each
+// kind is the type get asserts.
 func (c *Client) fetch(ctx context.Context, k key, cred string) (any, Info, error) {
 	ctx = WithCredential(ctx, cred)
 	c.mu.Lock()
 	m, s := c.modern, c.session
 	c.mu.Unlock()
-	if m != nil {
-		return m.fetch(ctx, k)
-	}
-	if s == nil {
+	if m == nil && s == nil {
 		return nil, Info{}, errors.New("client: not connected (reconnecting)")
 	}
-	return c.fetchLegacy(ctx, s, k)
+	switch k.kind {
+	case Tools:
+		return fetchList(ctx, m, s, toolsList)
+	case Prompts:
+		return fetchList(ctx, m, s, promptsList)
+	case Resources:
+		return fetchList(ctx, m, s, resourcesList)
+	case ResourceTemplates:
+		return fetchList(ctx, m, s, templatesList)
+	}
+	if m != nil {
+		return m.read(ctx, k.uri)
+	}
+	return c.readLegacy(ctx, s, k.uri)
+}
+
+// fetchList reads a whole list at 2026-07-28 when m is set, else through the 2025-11-25
+// session s.
+func fetchList[T any](ctx context.Context, m *modernConn, s *mcp.ClientSession, spec listSpec[T]) ([]T, Info, error) {
+	if m != nil {
+		return listModern(ctx, m, spec)
+	}
+	return listLegacy(ctx, s, spec)
 }
 
 func (c *Client) emit(e Event) {

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package client_test
 
 import (
@@ -147,7 +149,7 @@ func TestPrivateScopeIsPerCredential(t *testing.T) {
 			ctx := tctx(t)
 			alice, bob := client.WithCredential(ctx, "Bearer alice"), client.WithCredential(ctx, "Bearer bob")
 
-			if _, info, err := c.ListTools(alice); err != nil || info.Scope != scope || !info.Stored {
+			if _, info, err := c.ListTools(alice); err != nil || info.Scope != client.CacheScope(scope) || !info.Stored {
 				t.Fatalf("alice's first read: %+v, %v", info, err)
 			}
 			if _, info, err := c.ListTools(alice); err != nil || !info.Cached {

@@ -182,60 +182,27 @@ func (lc *legacyConn) run(s *mcp.ClientSession) {
 	}
 }
 
-func (c *Client) fetchLegacy(ctx context.Context, s *mcp.ClientSession, k key) (any, Info, error) {
-	caps := s.InitializeResult().Capabilities
-	info := Info{}
-	var v any
-	var err error
-	switch k.kind {
-	case Tools:
-		info.UntilChanged = caps.Tools != nil && caps.Tools.ListChanged
-		v, err = pages(func(cur string) ([]*mcp.Tool, string, error) {
-			r, err := s.ListTools(ctx, &mcp.ListToolsParams{Cursor: cur})
-			if err != nil {
-				return nil, "", err
-			}
-			return r.Tools, r.NextCursor, nil
-		})
-	case Prompts:
-		info.UntilChanged = caps.Prompts != nil && caps.Prompts.ListChanged
-		v, err = pages(func(cur string) ([]*mcp.Prompt, string, error) {
-			r, err := s.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cur})
-			if err != nil {
-				return nil, "", err
-			}
-			return r.Prompts, r.NextCursor, nil
-		})
-	case Resources:
-		info.UntilChanged = caps.Resources != nil && caps.Resources.ListChanged
-		v, err = pages(func(cur string) ([]*mcp.Resource, string, error) {
-			r, err := s.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cur})
-			if err != nil {
-				return nil, "", err
-			}
-			return r.Resources, r.NextCursor, nil
-		})
-	case ResourceTemplates:
-		info.UntilChanged = caps.Resources != nil && caps.Resources.ListChanged
-		v, err = pages(func(cur string) ([]*mcp.ResourceTemplate, string, error) {
-			r, err := s.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cur})
-			if err != nil {
-				return nil, "", err
-			}
-			return r.ResourceTemplates, r.NextCursor, nil
-		})
-	case ResourceContents:
-		info.UntilChanged = c.legacy.isSubscribed(k.uri)
-		var r *mcp.ReadResourceResult
-		if r, err = s.ReadResource(ctx, &mcp.ReadResourceParams{URI: k.uri}); err == nil {
-			v = r.Contents
-		}
-	}
+// listLegacy reads every page of a list through the 2025-11-25 session; the entry is fresh until
+// the server announces a change, when it announces changes of that kind.
+func listLegacy[T any](ctx context.Context, s *mcp.ClientSession, spec listSpec[T]) ([]T, Info, error) {
+	info := Info{UntilChanged: spec.listChanged(s.InitializeResult().Capabilities)}
+	all, err := pages(func(cur string) ([]T, string, error) { return spec.legacy(ctx, s, cur) })
 	info.Received = time.Now()
 	if err != nil {
 		return nil, Info{}, err
 	}
-	return v, info, nil
+	return all, info, nil
+}
+
+// readLegacy reads one resource's contents through the 2025-11-25 session.
+func (c *Client) readLegacy(ctx context.Context, s *mcp.ClientSession, uri string) ([]*mcp.ResourceContents, Info, error) {
+	info := Info{UntilChanged: c.legacy.isSubscribed(uri)}
+	r, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	info.Received = time.Now()
+	if err != nil {
+		return nil, Info{}, err
+	}
+	return r.Contents, info, nil
 }
 
 func pages[T any](read func(cursor string) ([]T, string, error)) ([]T, error) {

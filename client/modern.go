@@ -194,43 +194,37 @@ func (h cacheHints) info(received time.Time) Info {
 	if h.TTLMs != nil && *h.TTLMs > 0 {
 		ttl = time.Duration(*h.TTLMs) * time.Millisecond
 	}
-	scope := "private" // the safe reading of a missing scope
-	if h.CacheScope == "public" {
-		scope = "public"
+	scope := ScopePrivate // the safe reading of a missing scope
+	if CacheScope(h.CacheScope) == ScopePublic {
+		scope = ScopePublic
 	}
 	return Info{TTL: ttl, Scope: scope, Received: received}
 }
 
-var listMethods = map[Kind]struct{ method, member string }{
-	Tools:             {"tools/list", "tools"},
-	Prompts:           {"prompts/list", "prompts"},
-	Resources:         {"resources/list", "resources"},
-	ResourceTemplates: {"resources/templates/list", "resourceTemplates"},
+// read reads one resource's contents.
+func (m *modernConn) read(ctx context.Context, uri string) ([]*mcp.ResourceContents, Info, error) {
+	raw, err := m.call(ctx, "resources/read", uri, map[string]any{"uri": uri})
+	received := time.Now()
+	if err != nil {
+		return nil, Info{}, err
+	}
+	var h cacheHints
+	_ = json.Unmarshal(raw, &h)
+	res, err := decode[mcp.ReadResourceResult](raw)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	info := h.info(received)
+	if h.ResultType != "" && h.ResultType != "complete" {
+		info.TTL = 0 // input_required: never cached
+	}
+	return res.Contents, info, nil
 }
 
-// fetch reads one key: every page of a list (the list's TTL is the shortest page's, its scope
-// private if any page is), or one resource's contents.
-func (m *modernConn) fetch(ctx context.Context, k key) (any, Info, error) {
-	if k.kind == ResourceContents {
-		raw, err := m.call(ctx, "resources/read", k.uri, map[string]any{"uri": k.uri})
-		received := time.Now()
-		if err != nil {
-			return nil, Info{}, err
-		}
-		var h cacheHints
-		_ = json.Unmarshal(raw, &h)
-		res, err := decode[mcp.ReadResourceResult](raw)
-		if err != nil {
-			return nil, Info{}, err
-		}
-		info := h.info(received)
-		if h.ResultType != "" && h.ResultType != "complete" {
-			info.TTL = 0 // input_required: never cached
-		}
-		return res.Contents, info, nil
-	}
-	spec := listMethods[k.kind]
-	var items []json.RawMessage
+// listModern reads every page of a list, each decoded straight into []T. The list's TTL is the
+// shortest page's, its scope private if any page is.
+func listModern[T any](ctx context.Context, m *modernConn, spec listSpec[T]) ([]T, Info, error) {
+	var all []T
 	var info Info
 	cursor := ""
 	for page := 0; ; page++ {
@@ -254,20 +248,20 @@ func (m *modernConn) fetch(ctx context.Context, k key) (any, Info, error) {
 		if err := json.Unmarshal(raw, &body); err != nil {
 			return nil, Info{}, fmt.Errorf("%s: %w", spec.method, err)
 		}
-		var these []json.RawMessage
 		if b := body[spec.member]; len(b) > 0 && string(b) != "null" {
+			var these []T
 			if err := json.Unmarshal(b, &these); err != nil {
 				return nil, Info{}, fmt.Errorf("%s: %w", spec.method, err)
 			}
+			all = append(all, these...)
 		}
-		items = append(items, these...)
 		pi := h.info(received)
 		if page == 0 {
 			info = pi
 		} else {
 			info.TTL = min(info.TTL, pi.TTL)
-			if pi.Scope == "private" {
-				info.Scope = "private"
+			if pi.Scope == ScopePrivate {
+				info.Scope = ScopePrivate
 			}
 		}
 		if h.NextCursor == "" {
@@ -275,33 +269,7 @@ func (m *modernConn) fetch(ctx context.Context, k key) (any, Info, error) {
 		}
 		cursor = h.NextCursor
 	}
-	all, err := json.Marshal(items)
-	if err != nil {
-		return nil, Info{}, err
-	}
-	var v any
-	switch k.kind {
-	case Tools:
-		var l []*mcp.Tool
-		err = json.Unmarshal(all, &l)
-		v = l
-	case Prompts:
-		var l []*mcp.Prompt
-		err = json.Unmarshal(all, &l)
-		v = l
-	case Resources:
-		var l []*mcp.Resource
-		err = json.Unmarshal(all, &l)
-		v = l
-	case ResourceTemplates:
-		var l []*mcp.ResourceTemplate
-		err = json.Unmarshal(all, &l)
-		v = l
-	}
-	if err != nil {
-		return nil, Info{}, fmt.Errorf("%s: %w", spec.method, err)
-	}
-	return v, info, nil
+	return all, info, nil
 }
 
 // discover calls server/discover and says whether the server serves 2026-07-28.

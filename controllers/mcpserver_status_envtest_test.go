@@ -1,3 +1,5 @@
+//go:build e2e
+
 package controllers
 
 import (
@@ -90,15 +92,6 @@ func TestItemConditions(t *testing.T) {
 
 func findCondition(obj client.Object, typ string) metav1.Condition {
 	return findConditionIn(itemStatus(obj).Conditions, typ)
-}
-
-func findConditionIn(conds []metav1.Condition, typ string) metav1.Condition {
-	for _, c := range conds {
-		if c.Type == typ {
-			return c
-		}
-	}
-	return metav1.Condition{}
 }
 
 // TestCatalogTooLarge: past the ConfigMap size limit the controller keeps the previous catalog

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package controllers
 
 import (
@@ -66,19 +68,6 @@ func mustCreate(t *testing.T, objs ...client.Object) {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
 		}
 	}
-}
-
-// conditionIs checks one condition of a list.
-func conditionIs(conds []metav1.Condition, typ string, status metav1.ConditionStatus, reason string) error {
-	for _, c := range conds {
-		if c.Type == typ {
-			if c.Status != status || c.Reason != reason {
-				return fmt.Errorf("%s is %s/%s (%s), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
-			}
-			return nil
-		}
-	}
-	return fmt.Errorf("no %s condition in %+v", typ, conds)
 }
 
 func serverCondition(t *testing.T, key client.ObjectKey, typ string, status metav1.ConditionStatus, reason string) {

@@ -8,8 +8,8 @@
 #        WHAT="etcd kube-apiserver" hack/k8s-test-bins.sh
 # Then:  export KUBEBUILDER_ASSETS=<that folder>
 #
-# Recipe and measurements: shared/reference/test-control-plane.md. The k8s.io/kubernetes
-# module is built in a throwaway module of its own and never enters the operator's go.mod.
+# The k8s.io/kubernetes module is built in a throwaway module of its own and never enters the
+# operator's go.mod.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.37.2}   # k8s.io/kubernetes vX.Y.Z (staging modules: v0.Y.Z)

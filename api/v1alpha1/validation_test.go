@@ -1,3 +1,5 @@
+//go:build e2e
+
 package v1alpha1_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main_test
 
 // Resource bounds of a real sidecar process (security review findings F3 and F4): subscriptions

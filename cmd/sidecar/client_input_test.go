@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main_test
 
 // A 2026-07-28 upstream's input requests (SEP-2322 input_required:

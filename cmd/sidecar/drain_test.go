@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main_test
 
 // Graceful drain (docs/drain.md) against real processes: the sidecar binary

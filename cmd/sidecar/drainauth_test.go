@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main_test
 
 import (
@@ -8,8 +10,6 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
-	"github.com/switchboard-mcp/switchboard/internal/inject"
-	"github.com/switchboard-mcp/switchboard/sidecar"
 )
 
 // TestDrainNeedsToken: a peer that reaches the admin port but lacks the pod's drain token
@@ -132,12 +132,4 @@ func scrape(t *testing.T, admin string) string {
 	defer r.Body.Close()
 	b, _ := io.ReadAll(r.Body)
 	return string(b)
-}
-
-// TestDrainTokenEnvName: the controller (internal/inject) and the sidecar share no package, so
-// the variable's name is checked here, where both are visible.
-func TestDrainTokenEnvName(t *testing.T) {
-	if sidecar.DrainTokenEnv != inject.DrainTokenEnv {
-		t.Fatalf("the sidecar reads %s, injection sets %s", sidecar.DrainTokenEnv, inject.DrainTokenEnv)
-	}
 }

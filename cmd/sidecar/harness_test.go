@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main_test
 
 // Test harness: real processes. TestMain builds the sidecar binary and

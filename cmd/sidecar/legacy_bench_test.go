@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main_test
 
 import (
@@ -27,12 +29,12 @@ import (
 // the CPU the sidecar and bridge processes used per call and that of the HTTP upstream (from
 // /proc), plus the bridge's resident memory. Figures: docs/performance.md. Run:
 //
-//	go test ./cmd/sidecar -run '^$' -bench BenchmarkUpstreamKinds -benchtime 2000x
+//	go test -tags e2e ./cmd/sidecar -run '^$' -bench BenchmarkUpstreamKinds -benchtime 2000x
 //
 // Single runs of one path move by ±30 % on a 2-core machine; for ratios between paths, run the
 // paths in interleaved rounds (sub-benchmarks named …#01, #02, …) and compare round by round:
 //
-//	go test ./cmd/sidecar -run '^$' -bench BenchmarkUpstreamKinds -benchtime 2000x -args -upstream-kinds-rounds 5
+//	go test -tags e2e ./cmd/sidecar -run '^$' -bench BenchmarkUpstreamKinds -benchtime 2000x -args -upstream-kinds-rounds 5
 func BenchmarkUpstreamKinds(b *testing.B) {
 	legacy, err := testservers.LegacyEverythingServer()
 	if err != nil {

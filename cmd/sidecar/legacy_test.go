@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main_test
 
 // 2025-era clients through a real sidecar process in front of go-sdk v1.8.0's

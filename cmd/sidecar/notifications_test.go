@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main_test
 
 // Notifications and Mcp-Param-* headers through the choke point (security

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main_test
 
 // Translated 2025-era tools/call requests carry the Mcp-Param-* headers

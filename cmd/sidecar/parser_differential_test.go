@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main_test
 
 // The parser differential (security review F2): the sidecar decides on a

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main_test
 
 import (
@@ -153,7 +155,7 @@ func TestPinningEveryUpstreamKind(t *testing.T) {
 // under Enforce with every tool pinned; sequential requests, real processes on 127.0.0.1.
 // Figures: docs/performance.md ("Tool pinning"). Run:
 //
-//	go test ./cmd/sidecar -run '^$' -bench BenchmarkPinnedToolsList -benchtime 2000x
+//	go test -tags e2e ./cmd/sidecar -run '^$' -bench BenchmarkPinnedToolsList -benchtime 2000x
 func BenchmarkPinnedToolsList(b *testing.B) {
 	up := benchPort(b)
 	benchStart(b, upstreamBin, "-http="+up, "-stateless")

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main_test
 
 // A rolling update, end to end, with real sidecar processes: replicas A and

@@ -322,12 +322,12 @@ type Entry struct {
 }
 
 func listOf(kind string, info client.Info, items []Entry) List {
-	l := List{Kind: kind, TTLMs: info.TTL.Milliseconds(), CacheScope: info.Scope, Items: items}
+	l := List{Kind: kind, TTLMs: info.TTL.Milliseconds(), CacheScope: string(info.Scope), Items: items}
 	if info.UntilChanged {
 		l.TTLMs = -1
 	}
 	if l.CacheScope == "" {
-		l.CacheScope = "private"
+		l.CacheScope = string(client.ScopePrivate)
 	}
 	return l
 }

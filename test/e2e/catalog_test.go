@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package e2e runs the product end to end: the real API server, the manager's controllers, and a
 // real sidecar process watching its catalog ConfigMap as its own ServiceAccount, with real
 // listening clients.

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -60,21 +62,26 @@ func render(t *testing.T, sets ...string) ([]*unstructured.Unstructured, []byte)
 		}
 		t.Fatal(err)
 	}
+	return decodeStream(t, "helm output", out), out
+}
+
+// decodeStream decodes a stream of YAML (or JSON) documents, what a renderer prints.
+func decodeStream(t *testing.T, what string, b []byte) []*unstructured.Unstructured {
+	t.Helper()
 	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
 	for {
 		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); err != nil {
 			if errors.Is(err, io.EOF) {
-				break
+				return objs
 			}
-			t.Fatalf("decoding helm output: %v", err)
+			t.Fatalf("decoding %s: %v", what, err)
 		}
 		if len(u.Object) > 0 {
 			objs = append(objs, u)
 		}
 	}
-	return objs, out
 }
 
 func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
@@ -115,20 +122,7 @@ func generated(t *testing.T, rel string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out
-			}
-			t.Fatal(err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
+	return decodeStream(t, rel, b)
 }
 
 func TestChartLints(t *testing.T) {

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 // Caller identity end to end: the controller compiles spec.auth and MCPAccessPolicies into the

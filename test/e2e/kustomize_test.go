@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package e2e holds end-to-end checks against a real API server.
 package e2e
 
@@ -6,12 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/switchboard-mcp/switchboard/internal/testenv"
 )
@@ -36,19 +42,7 @@ func TestKustomizeDefaultInstalls(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl kustomize config/default: %v", err)
 	}
-	for _, want := range []string{
-		"kind: CustomResourceDefinition", "name: mcpservers.mcp.switchboard.dev",
-		"kind: ClusterRole", "kind: ClusterRoleBinding", "kind: ServiceAccount",
-		"kind: Deployment", "runAsNonRoot: true", "readOnlyRootFilesystem: true",
-		"allowPrivilegeEscalation: false", "type: RuntimeDefault", "- ALL",
-		"--sidecar-image=switchboard-sidecar:dev", "--webhook-cert-mode=self-signed",
-		"kind: MutatingWebhookConfiguration", "name: switchboard-injector", "failurePolicy: Fail",
-		"secretName: switchboard-webhook-cert",
-	} {
-		if !strings.Contains(string(rendered), want) {
-			t.Errorf("config/default lacks %q", want)
-		}
-	}
+	checkKustomizeDefault(t, decodeStream(t, "kubectl kustomize config/default", rendered))
 
 	// Dry-run objects in a namespace that is itself only dry-run created would be refused, so
 	// the namespace is created for real first.
@@ -102,6 +96,56 @@ func TestKustomizeOverlaysRender(t *testing.T) {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("config/%s lacks %q", overlay, want)
 			}
+		}
+	}
+}
+
+// checkKustomizeDefault checks the decoded objects of config/default: the CRDs, the manager's
+// RBAC, a restricted Deployment running the sidecar image and self-signed webhook certificates,
+// and the injection webhook failing closed.
+func checkKustomizeDefault(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	if find(objs, "CustomResourceDefinition", "mcpservers.mcp.switchboard.dev") == nil {
+		t.Error("config/default lacks the CustomResourceDefinition mcpservers.mcp.switchboard.dev")
+	}
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "ServiceAccount"} {
+		if find(objs, kind, "") == nil {
+			t.Errorf("config/default lacks a %s", kind)
+		}
+	}
+	u := find(objs, "Deployment", "switchboard-manager")
+	if u == nil {
+		t.Fatal("config/default lacks the Deployment switchboard-manager")
+	}
+	var d appsv1.Deployment
+	into(t, u, &d)
+	assertRestricted(t, &d)
+	var args []string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		args = append(append(args, c.Command...), c.Args...)
+	}
+	for _, want := range []string{"--sidecar-image=switchboard-sidecar:dev", "--webhook-cert-mode=self-signed"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("the manager's arguments %q lack %s", args, want)
+		}
+	}
+	if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Secret != nil && v.Secret.SecretName == "switchboard-webhook-cert"
+	}) {
+		t.Error("the manager mounts no Secret switchboard-webhook-cert")
+	}
+	wu := find(objs, "MutatingWebhookConfiguration", "switchboard-injector")
+	if wu == nil {
+		t.Fatal("config/default lacks the MutatingWebhookConfiguration switchboard-injector")
+	}
+	var wh admissionregistrationv1.MutatingWebhookConfiguration
+	into(t, wu, &wh)
+	if len(wh.Webhooks) == 0 {
+		t.Fatal("switchboard-injector has no webhooks")
+	}
+	for _, w := range wh.Webhooks {
+		if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Fail {
+			t.Errorf("webhook %s: failurePolicy %v, want Fail", w.Name, w.FailurePolicy)
 		}
 	}
 }

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 // 2025-era clients against the real stack (API server, controller, sidecar process, go-sdk

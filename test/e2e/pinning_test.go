@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 // Tool pinning and the Verified condition end to end: the real API server and controller, an

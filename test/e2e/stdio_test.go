@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 // An MCPServer with transport: Stdio through the whole product: the controller renders the pod

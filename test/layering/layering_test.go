@@ -193,7 +193,8 @@ func check(rules []rule, pkgs []pkg) []string {
 
 // listPackages runs `go list` over the module and keeps the imports inside the module.
 func listPackages(root string) ([]pkg, error) {
-	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports,Error", "./...")
+	// -tags e2e: the imports of both test tiers (Makefile, "Test tiers").
+	cmd := exec.Command("go", "list", "-tags", "e2e", "-e", "-json=ImportPath,Imports,TestImports,XTestImports,Error", "./...")
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
