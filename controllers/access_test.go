@@ -221,7 +221,7 @@ func TestPolicyStatus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := p.DeepCopy()
 			p.CreationTimestamp = metav1.Time{Time: tc.created}
-			st, requeue := policyStatus(p, tc.verdicts, now)
+			st, requeue := policyStatus(p, tc.verdicts, now, DefaultAppearGrace)
 			if (requeue > 0) != tc.requeue || st.ObservedGeneration != 3 || len(st.Ancestors) != 2 {
 				t.Fatalf("requeue %v, status %+v", requeue, st)
 			}

@@ -25,11 +25,18 @@ import (
 // CatalogItemReconciler reconciles the MCPTools, MCPResources or MCPPrompts (one kind per
 // instance) whose MCPServer does not exist. While the server exists, its reconciler owns their
 // status, because acceptance and publication are decided across all objects of the server.
+// The two writers never overwrite each other's view: each patches an item's status with the
+// resourceVersion it read it at (setItemStatus), so a patch computed from a stale cache (a server
+// that has appeared meanwhile, whose reconciler accepted the item) fails with a conflict and is
+// retried on a fresh read, instead of leaving a stale ServerNotFound that nothing re-triggers.
 type CatalogItemReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	// NewObject returns an empty object of the reconciled kind.
 	NewObject func() client.Object
+	// AppearGrace is how long after the object's creation a missing server is waited for
+	// (DefaultAppearGrace).
+	AppearGrace time.Duration
 }
 
 // Reconcile marks an object whose server is missing: Accepted=False ServerNotFound. When the
@@ -58,10 +65,10 @@ func (r *CatalogItemReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	u := newItemStatus(obj, accepted, published, nil, "", "", false)
 	u.pin = &toolPin{}
 	var result ctrl.Result
-	if left := graceLeft(obj, time.Now()); left > 0 {
+	if left := graceLeft(obj, time.Now(), r.AppearGrace); left > 0 {
 		// The server may be on its way (applied together with this object): Reconciling, and
 		// Stalled when the grace ends.
-		u = stillAppearing(u)
+		u = stillAppearing(u, r.AppearGrace)
 		result.RequeueAfter = left
 	}
 	return result, setItemStatus(ctx, r.Client, r.Recorder, u)
@@ -185,6 +192,11 @@ func itemStatus(o client.Object) *mcpv1alpha1.CatalogItemStatus {
 // catalog-wide change, while the status already says the same (docs/performance.md).
 //
 // u.pin, for an MCPTool, is its observed digest and pin state (nil: left as they are).
+//
+// An item's status has two writers (the server's reconciler, and CatalogItemReconciler while
+// the server is missing), and a merge patch replaces the whole conditions list: the patch
+// carries the resourceVersion the status was decided from, so a write from a stale read fails
+// with a conflict (and is retried) instead of landing over the other writer's.
 func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorder, u itemStatusUpdate) error {
 	obj, pin := u.object, u.pin
 	before := obj.DeepCopyObject().(client.Object)
@@ -201,7 +213,6 @@ func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorde
 	st.ObservedGeneration = gen
 	st.CatalogRevision = u.revision
 	beforeStatus := itemStatus(before)
-	emitConditionEvents(rec, obj, beforeStatus.Conditions, warnings(st.Conditions))
 	same := equality.Semantic.DeepEqual(beforeStatus, st)
 	if t, ok := obj.(*mcpv1alpha1.MCPTool); ok && pin != nil {
 		bt := before.(*mcpv1alpha1.MCPTool)
@@ -211,7 +222,13 @@ func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorde
 	if same {
 		return nil
 	}
-	return client.IgnoreNotFound(c.Status().Patch(ctx, obj, client.MergeFrom(before)))
+	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	// Recorded once the status is written: a patch that conflicts is decided again, and its
+	// retry records them.
+	emitConditionEvents(rec, obj, beforeStatus.Conditions, warnings(st.Conditions))
+	return nil
 }
 
 // enqueueServerOf enqueues the server an object references, before and after an update, so a

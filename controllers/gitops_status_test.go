@@ -207,7 +207,7 @@ func TestNewItemStatus(t *testing.T) {
 // for (Reconciling), not Stalled; other states are left as they are.
 func TestStillAppearing(t *testing.T) {
 	notFound := condition(mcpv1alpha1.ConditionAccepted, false, mcpv1alpha1.ReasonServerNotFound, "MCPServer nowhere does not exist")
-	u := stillAppearing(newItemStatus(nil, notFound, condition(mcpv1alpha1.ConditionPublished, false, mcpv1alpha1.ReasonNotAccepted, ""), nil, "", "", false))
+	u := stillAppearing(newItemStatus(nil, notFound, condition(mcpv1alpha1.ConditionPublished, false, mcpv1alpha1.ReasonNotAccepted, ""), nil, "", "", false), DefaultAppearGrace)
 	if u.stalled != nil || u.reconciling == nil || u.reconciling.Type != mcpv1alpha1.ConditionReconciling ||
 		u.reconciling.Reason != mcpv1alpha1.ReasonServerNotFound || !strings.Contains(u.reconciling.Message, "does not exist (waited for up to") {
 		t.Fatalf("stalled %+v, reconciling %+v", u.stalled, u.reconciling)
@@ -217,7 +217,7 @@ func TestStillAppearing(t *testing.T) {
 	}
 	ready := newItemStatus(nil, condition(mcpv1alpha1.ConditionAccepted, true, mcpv1alpha1.ReasonAccepted, ""),
 		condition(mcpv1alpha1.ConditionPublished, true, mcpv1alpha1.ReasonPublished, ""), nil, "r1", "r1", false)
-	if got := stillAppearing(ready); got.stalled != nil || got.reconciling != nil || got.ready != ready.ready {
+	if got := stillAppearing(ready, DefaultAppearGrace); got.stalled != nil || got.reconciling != nil || got.ready != ready.ready {
 		t.Fatalf("a ready item changed: %+v", got)
 	}
 }

@@ -252,8 +252,8 @@ func itemStatuses(s *scope) []itemStatusUpdate {
 		published, revision := publishedCondition(v, src, s.tooLarge, s.revision, s.tooLargeMessage)
 		published, revision = publishedSince(itemStatus(obj), obj.GetGeneration(), published, revision)
 		u := newItemStatus(obj, accepted, published, propagated, revision, s.revision, inFlight(itemStatus(obj)))
-		if src.waits() && graceLeft(obj, s.now) > 0 {
-			u = stillAppearing(u)
+		if src.waits() && graceLeft(obj, s.now, s.grace) > 0 {
+			u = stillAppearing(u, s.grace)
 		}
 		if t, isTool := obj.(*mcpv1alpha1.MCPTool); isTool && s.observed {
 			pin, known := pins[obj.GetName()]
@@ -373,29 +373,21 @@ func publishedSince(before *mcpv1alpha1.CatalogItemStatus, generation int64, pub
 	return published, before.CatalogRevision
 }
 
-// appearGrace is how long after an object's creation a missing MCPServer (for a tool,
-// resource or prompt) or a missing ConfigMap or Secret (for a resource) is waited for with
-// Reconciling=True instead of Stalled=True. A GitOps pipeline applies an MCPTool and its
-// MCPServer, or an MCPResource and its ConfigMap, together, in an order of its own; the
-// controller may look in between. Flux fails a Kustomization at once on a Stalled object, so
-// without the grace the pipeline would fail on a state that passes by itself moments later.
-// A variable for tests.
-var appearGrace = 30 * time.Second
-
-// graceLeft is how much of appearGrace an object has left at now (<= 0: none).
-func graceLeft(obj client.Object, now time.Time) time.Duration {
-	return obj.GetCreationTimestamp().Add(appearGrace).Sub(now)
+// graceLeft is how much of an appear grace (DefaultAppearGrace) an object has left at now
+// (<= 0: none).
+func graceLeft(obj client.Object, now time.Time, grace time.Duration) time.Duration {
+	return obj.GetCreationTimestamp().Add(grace).Sub(now)
 }
 
 // stillAppearing turns an item's Stalled (a missing server or source) into Reconciling with
-// the same reason, saying how long it is waited for.
-func stillAppearing(u itemStatusUpdate) itemStatusUpdate {
+// the same reason, saying how long (grace) it is waited for.
+func stillAppearing(u itemStatusUpdate, grace time.Duration) itemStatusUpdate {
 	if u.stalled == nil {
 		return u
 	}
 	c := *u.stalled
 	c.Type = mcpv1alpha1.ConditionReconciling
-	c.Message = fmt.Sprintf("%s (waited for up to %s after creation, in case it is being applied together with this object)", c.Message, appearGrace)
+	c.Message = fmt.Sprintf("%s (waited for up to %s after creation, in case it is being applied together with this object)", c.Message, grace)
 	u.stalled, u.reconciling = nil, &c
 	u.ready.Message = c.Message
 	return u
