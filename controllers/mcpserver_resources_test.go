@@ -78,6 +78,40 @@ func TestDeploymentFor(t *testing.T) {
 	}
 }
 
+// TestInputOnlyChangeRollsNothing: sidecar settings that differ only in the injector's input
+// (here legacyClients left to its default instead of set to it, and a trace sampling rate
+// without tracing) build the same Deployment, AppliedAnnotation included: nothing is applied
+// and no pod rolls.
+func TestInputOnlyChangeRollsNothing(t *testing.T) {
+	s := builderServer()
+	n := inject.NamesFor(s)
+	cfg := inject.ConfigFor(s, "sidecar:1")
+	changed := cfg
+	changed.LegacyClients = ""
+	changed.TraceSamplingPerMillion = 5000
+	a, err := deploymentFor(s, n, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := deploymentFor(s, n, changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := stampApplied(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := stampApplied(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ha, hb := sa.GetAnnotations()[AppliedAnnotation], sb.GetAnnotations()[AppliedAnnotation]; ha != hb {
+		ja, _ := json.Marshal(a.Spec.Template)
+		jb, _ := json.Marshal(b.Spec.Template)
+		t.Fatalf("an input-only change re-applies the Deployment (%s, then %s):\n%s\n%s", ha, hb, ja, jb)
+	}
+}
+
 // TestDeploymentForRefusesSkippedInjection: a pod template the sidecar cannot be injected into
 // (here an MCPServer stored before the CEL rule on spec.pod.annotations, or with it bypassed) is
 // an error that says what to fix, never a Deployment that serves clients without the sidecar.
