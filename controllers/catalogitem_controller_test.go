@@ -131,9 +131,9 @@ func TestStaleServerNotFoundDoesNotOverwriteAccepted(t *testing.T) {
 	// Stalled, which differs from the status it read, so it writes.
 	time.Sleep(time.Until(stale.CreationTimestamp.Add(testAppearGrace)))
 	key := client.ObjectKeyFromObject(tool)
-	r := &CatalogItemReconciler{Client: staleCache{Client: k8s, tool: stale},
-		NewObject: func() client.Object { return &mcpv1alpha1.MCPTool{} }, AppearGrace: testAppearGrace}
-	_, staleErr := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
+	cache := staleCache{Client: k8s, tool: stale}
+	r := &CatalogItemReconciler[*mcpv1alpha1.MCPTool]{Client: cache, AppearGrace: testAppearGrace}
+	_, staleErr := reconcile.AsReconciler[*mcpv1alpha1.MCPTool](cache, r).Reconcile(ctx, reconcile.Request{NamespacedName: key})
 	got := &mcpv1alpha1.MCPTool{}
 	if err := k8s.Get(ctx, key, got); err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestStaleServerNotFoundDoesNotOverwriteAccepted(t *testing.T) {
 
 	// The retry reads the world as it is and writes nothing.
 	r.Client = k8s
-	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+	if _, err := reconcile.AsReconciler[*mcpv1alpha1.MCPTool](k8s, r).Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}
 	if err := k8s.Get(ctx, key, got); err != nil {

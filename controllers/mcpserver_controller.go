@@ -97,10 +97,11 @@ type scope struct {
 	// failedChildren are the children the API server refused in this reconcile.
 	failedChildren childErrors
 
-	observed    bool
-	workload    workload
-	propagation propagation
-	pods        []corev1.Pod
+	observed bool
+	workload workload
+	// reports are the sidecars' reports of the ready pods, parsed once (parseReports).
+	reports reports
+	pods    []corev1.Pod
 	// goneReports are the pods whose reports the status ConfigMap still holds although the API
 	// server says they no longer exist.
 	goneReports []string
@@ -365,7 +366,7 @@ func (r *MCPServerReconciler) observe(ctx context.Context, s *scope) (ctrl.Resul
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s.workload, s.propagation, s.goneReports, s.observed = w, p, gone, true
+	s.workload, s.reports, s.goneReports, s.observed = w, parseReports(p), gone, true
 	return ctrl.Result{}, nil
 }
 
@@ -632,7 +633,7 @@ func (r *MCPServerReconciler) removeTokenReviewBinding(ctx context.Context, name
 // SetupWithManager watches the server, its children, its pods, and the tools, resources and
 // prompts that reference it.
 func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceCache, concurrency int) error {
-	toServer := enqueueServerOf(serverRefOf)
+	toServer := enqueueServerOf()
 	fromPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if name := o.GetLabels()[inject.LabelServer]; name != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -213,17 +214,19 @@ func TestResolve(t *testing.T) {
 			*newPrompt("ns", "good", "s", nil, "hello")},
 	}
 	res := resolve(in)
-	v := res.verdicts["MCPTool"]
-	if !v["a-old"].Accepted || v["b-old"].Reason != mcpv1alpha1.ReasonNameConflict || v["young"].Reason != mcpv1alpha1.ReasonNameConflict ||
-		!strings.Contains(v["young"].Message, `"a-old"`) || !v["other"].Accepted {
-		t.Fatalf("verdicts: %+v", v)
+	v := func(name string) verdict { return res.verdicts[itemKey{reflect.TypeFor[*mcpv1alpha1.MCPTool](), name}] }
+	if !v("a-old").Accepted || v("b-old").Reason != mcpv1alpha1.ReasonNameConflict || v("young").Reason != mcpv1alpha1.ReasonNameConflict ||
+		!strings.Contains(v("young").Message, `"a-old"`) || !v("other").Accepted {
+		t.Fatalf("verdicts: %+v", res.verdicts)
 	}
 	if len(res.accepted.Tools) != 2 {
 		t.Fatalf("accepted: %d", len(res.accepted.Tools))
 	}
-	p := res.verdicts["MCPPrompt"]
-	if p["bad"].Reason != mcpv1alpha1.ReasonInvalidSpec || !strings.Contains(p["bad"].Message, "b") || strings.Contains(p["bad"].Message, "b, b") || !p["good"].Accepted {
-		t.Fatalf("prompt verdicts: %+v", p)
+	p := func(name string) verdict {
+		return res.verdicts[itemKey{reflect.TypeFor[*mcpv1alpha1.MCPPrompt](), name}]
+	}
+	if p("bad").Reason != mcpv1alpha1.ReasonInvalidSpec || !strings.Contains(p("bad").Message, "b") || strings.Contains(p("bad").Message, "b, b") || !p("good").Accepted {
+		t.Fatalf("prompt verdicts: %+v", res.verdicts)
 	}
 }
 

@@ -89,13 +89,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 	if err := servers.SetupWithManager(mgr, sources, max(opts.MaxConcurrentReconciles, 1)); err != nil {
 		return nil, err
 	}
-	for name, newObj := range map[string]func() client.Object{
-		"mcptool":     func() client.Object { return &mcpv1alpha1.MCPTool{} },
-		"mcpresource": func() client.Object { return &mcpv1alpha1.MCPResource{} },
-		"mcpprompt":   func() client.Object { return &mcpv1alpha1.MCPPrompt{} },
+	rec := mgr.GetEventRecorder("switchboard")
+	for _, err := range []error{
+		(&CatalogItemReconciler[*mcpv1alpha1.MCPTool]{Client: mgr.GetClient(), Recorder: rec, AppearGrace: grace}).SetupWithManager(mgr),
+		(&CatalogItemReconciler[*mcpv1alpha1.MCPResource]{Client: mgr.GetClient(), Recorder: rec, AppearGrace: grace}).SetupWithManager(mgr),
+		(&CatalogItemReconciler[*mcpv1alpha1.MCPPrompt]{Client: mgr.GetClient(), Recorder: rec, AppearGrace: grace}).SetupWithManager(mgr),
 	} {
-		r := &CatalogItemReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("switchboard"), NewObject: newObj, AppearGrace: grace}
-		if err := r.SetupWithManager(mgr, name); err != nil {
+		if err != nil {
 			return nil, err
 		}
 	}
