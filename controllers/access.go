@@ -125,7 +125,7 @@ func policyVerdict(p *mcpv1alpha1.MCPAccessPolicy, name string, server *mcpv1alp
 	for i, r := range p.Spec.Rules {
 		for _, id := range r.Source.Identities {
 			if td := spiffeTrustDomain(id); td != trustDomain {
-				return verdict{Reason: mcpv1alpha1.ReasonInvalidPolicy,
+				return verdict{Reason: mcpv1alpha1.ReasonInvalid,
 					Message: fmt.Sprintf("spec.rules[%d].source.identities: %s is in trust domain %q, but this cluster's ServiceAccounts are spiffe://%s/...; "+
 						"it can never match a caller: fix the trust domain or remove the entry (until then the policy grants nothing on this server)", i, id, td, trustDomain)}
 			}

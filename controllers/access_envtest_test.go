@@ -185,8 +185,8 @@ func TestAccessPolicyStatusReasons(t *testing.T) {
 	}
 
 	// Fail closed: the invalid policy grants nothing, yet the server is isolated.
-	policyAccepted(t, invalid, "locked", metav1.ConditionFalse, mcpv1alpha1.ReasonInvalidPolicy)
-	eventRecorded(t, invalid, mcpv1alpha1.ReasonInvalidPolicy)
+	policyAccepted(t, invalid, "locked", metav1.ConditionFalse, mcpv1alpha1.ReasonInvalid)
+	eventRecorded(t, invalid, mcpv1alpha1.ReasonInvalid)
 	accessIs(t, ns, "locked", &catalog.Access{Rules: []catalog.AccessRule{}})
 
 	// A missing target is waited for (Reconciling), then Stalled.

@@ -188,7 +188,7 @@ func TestPolicyVerdict(t *testing.T) {
 		"missing":            {nil, "", mcpv1alpha1.ReasonTargetNotFound, "create it or fix the reference"},
 		"being deleted":      {deleting, "", mcpv1alpha1.ReasonTargetNotFound, "does not exist"},
 		"auth off":           {newServer("tools", "weather", 1), "", mcpv1alpha1.ReasonAuthenticationOff, "set spec.auth.mode: Required"},
-		"other trust domain": {authServer("tools", "weather"), "prod.example.com", mcpv1alpha1.ReasonInvalidPolicy, `trust domain "cluster.local"`},
+		"other trust domain": {authServer("tools", "weather"), "prod.example.com", mcpv1alpha1.ReasonInvalid, `trust domain "cluster.local"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			v := policyVerdict(p, "weather", tc.server, tc.trustDomain)
@@ -221,7 +221,7 @@ func TestPolicyStatus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := p.DeepCopy()
 			p.CreationTimestamp = metav1.Time{Time: tc.created}
-			st, requeue := policyStatus(p, tc.verdicts, now)
+			st, requeue := policyStatus(p, tc.verdicts, now, DefaultAppearGrace)
 			if (requeue > 0) != tc.requeue || st.ObservedGeneration != 3 || len(st.Ancestors) != 2 {
 				t.Fatalf("requeue %v, status %+v", requeue, st)
 			}

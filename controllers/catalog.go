@@ -3,11 +3,11 @@ package controllers
 import (
 	"cmp"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
@@ -27,11 +27,21 @@ type items struct {
 	Prompts   []mcpv1alpha1.MCPPrompt
 }
 
-// resolution is what resolve decided: the accepted objects and a verdict per object name and kind.
+// resolution is what resolve decided: the accepted objects and a verdict per object.
 type resolution struct {
 	accepted items
-	// verdicts by kind ("MCPTool", ...) and object name.
-	verdicts map[string]map[string]verdict
+	// verdicts of every object not being deleted.
+	verdicts map[itemKey]verdict
+}
+
+// itemKey names a catalog item among those of every kind: its Go type (the kind) and its name.
+type itemKey struct {
+	kind reflect.Type
+	name string
+}
+
+func keyOf(o mcpv1alpha1.CatalogItem) itemKey {
+	return itemKey{kind: reflect.TypeOf(o), name: o.GetName()}
 }
 
 // resolve decides which objects are accepted on the server. Objects are invalid when their spec
@@ -40,13 +50,10 @@ type resolution struct {
 // oldest wins, then the one whose object name sorts first; the others get NameConflict naming
 // the winner.
 func resolve(in items) resolution {
-	res := resolution{verdicts: map[string]map[string]verdict{}}
-	res.accepted.Tools, res.verdicts["MCPTool"] = pick(in.Tools,
-		func(t *mcpv1alpha1.MCPTool) string { return t.Spec.Name }, nil)
-	res.accepted.Resources, res.verdicts["MCPResource"] = pick(in.Resources,
-		func(r *mcpv1alpha1.MCPResource) string { return cmp.Or(r.Spec.URI, r.Spec.URITemplate) }, nil)
-	res.accepted.Prompts, res.verdicts["MCPPrompt"] = pick(in.Prompts,
-		func(p *mcpv1alpha1.MCPPrompt) string { return p.Spec.Name },
+	res := resolution{verdicts: map[itemKey]verdict{}}
+	res.accepted.Tools = pick(res.verdicts, in.Tools, nil)
+	res.accepted.Resources = pick(res.verdicts, in.Resources, nil)
+	res.accepted.Prompts = pick(res.verdicts, in.Prompts,
 		func(p *mcpv1alpha1.MCPPrompt) string {
 			if undeclared := p.Spec.UndeclaredPlaceholders(); len(undeclared) > 0 {
 				return fmt.Sprintf("messages use placeholders that spec.arguments does not declare: %s; declare them or fix the messages",
@@ -57,12 +64,13 @@ func resolve(in items) resolution {
 	return res
 }
 
-// pick is resolve for one kind. invalid returns why an object cannot be accepted, or "".
+// pick is resolve for one kind: it records the verdict of each object and returns the accepted
+// ones. invalid returns why an object cannot be accepted, or "".
 func pick[T any, PT interface {
 	*T
-	client.Object
-}](objs []T, key func(PT) string, invalid func(PT) string) ([]T, map[string]verdict) {
-	verdicts := map[string]verdict{}
+	mcpv1alpha1.CatalogItem
+}](verdicts map[itemKey]verdict, objs []T, invalid func(PT) string) []T {
+	kind := reflect.TypeFor[T]().Name()
 	sorted := make([]PT, 0, len(objs))
 	for i := range objs {
 		o := PT(&objs[i])
@@ -71,7 +79,7 @@ func pick[T any, PT interface {
 		}
 		if invalid != nil {
 			if why := invalid(o); why != "" {
-				verdicts[o.GetName()] = verdict{Reason: mcpv1alpha1.ReasonInvalidSpec, Message: why}
+				verdicts[keyOf(o)] = verdict{Reason: mcpv1alpha1.ReasonInvalidSpec, Message: why}
 				continue
 			}
 		}
@@ -86,29 +94,17 @@ func pick[T any, PT interface {
 	winners := map[string]string{}
 	var accepted []T
 	for _, o := range sorted {
-		k := key(o)
+		k := o.GetExposedName()
 		if w, taken := winners[k]; taken {
-			verdicts[o.GetName()] = verdict{Reason: mcpv1alpha1.ReasonNameConflict,
-				Message: fmt.Sprintf("%s %q already exposes %q on this server (older objects win, then object names in order); rename one of them", kindOf(o), w, k)}
+			verdicts[keyOf(o)] = verdict{Reason: mcpv1alpha1.ReasonNameConflict,
+				Message: fmt.Sprintf("%s %q already exposes %q on this server (older objects win, then object names in order); rename one of them", kind, w, k)}
 			continue
 		}
 		winners[k] = o.GetName()
-		verdicts[o.GetName()] = verdict{Accepted: true, Reason: mcpv1alpha1.ReasonAccepted, Message: fmt.Sprintf("exposed as %q", k)}
+		verdicts[keyOf(o)] = verdict{Accepted: true, Reason: mcpv1alpha1.ReasonAccepted, Message: fmt.Sprintf("exposed as %q", k)}
 		accepted = append(accepted, *o)
 	}
-	return accepted, verdicts
-}
-
-func kindOf(o client.Object) string {
-	switch o.(type) {
-	case *mcpv1alpha1.MCPTool:
-		return "MCPTool"
-	case *mcpv1alpha1.MCPResource:
-		return "MCPResource"
-	case *mcpv1alpha1.MCPPrompt:
-		return "MCPPrompt"
-	}
-	return ""
+	return accepted
 }
 
 // catalogFor compiles the catalog of a server from its accepted objects. It is pure: the same

@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"reflect"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,28 +24,30 @@ import (
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 )
 
-// CatalogItemReconciler reconciles the MCPTools, MCPResources or MCPPrompts (one kind per
-// instance) whose MCPServer does not exist. While the server exists, its reconciler owns their
+// CatalogItemReconciler reconciles the catalog items of one kind T (MCPTool, MCPResource or
+// MCPPrompt) whose MCPServer does not exist. While the server exists, its reconciler owns their
 // status, because acceptance and publication are decided across all objects of the server.
-type CatalogItemReconciler struct {
+// The two writers never overwrite each other's view: each patches an item's status with the
+// resourceVersion it read it at (setItemStatus), so a patch computed from a stale cache (a server
+// that has appeared meanwhile, whose reconciler accepted the item) fails with a conflict and is
+// retried on a fresh read, instead of leaving a stale ServerNotFound that nothing re-triggers.
+type CatalogItemReconciler[T mcpv1alpha1.CatalogItem] struct {
 	client.Client
 	Recorder events.EventRecorder
-	// NewObject returns an empty object of the reconciled kind.
-	NewObject func() client.Object
+	// AppearGrace is how long after the object's creation a missing server is waited for
+	// (DefaultAppearGrace).
+	AppearGrace time.Duration
 }
 
 // Reconcile marks an object whose server is missing: Accepted=False ServerNotFound. When the
 // server appears, its reconciler accepts the object.
-func (r *CatalogItemReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := r.NewObject()
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
+// It is an ObjectReconciler: reconcile.AsReconciler reads the object.
+func (r *CatalogItemReconciler[T]) Reconcile(ctx context.Context, obj T) (ctrl.Result, error) {
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil
 	}
 	server := &mcpv1alpha1.MCPServer{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: serverRefOf(obj)}, server)
+	err := r.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetServerRef().Name}, server)
 	if err == nil && server.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
@@ -52,18 +56,19 @@ func (r *CatalogItemReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	accepted := metav1.Condition{Type: mcpv1alpha1.ConditionAccepted, Status: metav1.ConditionFalse,
 		Reason: mcpv1alpha1.ReasonServerNotFound,
-		Message: "spec.serverRef names MCPServer " + serverRefOf(obj) + ", which does not exist in this namespace; " +
+		Message: "spec.serverRef names MCPServer " + obj.GetServerRef().Name + ", which does not exist in this namespace; " +
 			"create it or fix the reference"}
-	published, _ := publishedCondition(verdict{Reason: mcpv1alpha1.ReasonServerNotFound}, sourceProblem{}, false, "", "")
-	u := newItemStatus(obj, accepted, published, nil, "", "", false)
-	u.pin = &toolPin{}
+	in := itemInputs{accepted: accepted}
+	in.published, _ = publishedCondition(verdict{Reason: mcpv1alpha1.ReasonServerNotFound}, sourceProblem{}, false, "", "")
 	var result ctrl.Result
-	if left := graceLeft(obj, time.Now()); left > 0 {
+	if left := graceLeft(obj, time.Now(), r.AppearGrace); left > 0 {
 		// The server may be on its way (applied together with this object): Reconciling, and
 		// Stalled when the grace ends.
-		u = stillAppearing(u)
+		in.appearing = r.AppearGrace
 		result.RequeueAfter = left
 	}
+	u := decideItemStatus(obj, in)
+	u.pin = &toolPin{}
 	return result, setItemStatus(ctx, r.Client, r.Recorder, u)
 }
 
@@ -73,9 +78,14 @@ func (r *CatalogItemReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // that was 20,000 writes while the API server was busy deleting, docs/performance.md).
 const serverGoneDelay = 5 * time.Second
 
-// SetupWithManager watches the kind and the MCPServers its objects reference.
-func (r *CatalogItemReconciler) SetupWithManager(mgr ctrl.Manager, name string) error {
-	kind := kindOf(r.NewObject())
+// newItem returns an empty object of the kind T.
+func newItem[T mcpv1alpha1.CatalogItem]() T {
+	return reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+}
+
+// SetupWithManager watches the kind and the MCPServers its objects reference. The controller is
+// named after the kind (mcptool, mcpresource, mcpprompt).
+func (r *CatalogItemReconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
 	enqueueItems := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		its, err := listItems(ctx, mgr.GetClient(), o.GetNamespace(), o.GetName())
 		if err != nil {
@@ -83,7 +93,7 @@ func (r *CatalogItemReconciler) SetupWithManager(mgr ctrl.Manager, name string) 
 			return
 		}
 		for _, it := range its.objects() {
-			if kindOf(it) == kind {
+			if _, ofKind := it.(T); ofKind {
 				q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(it)}, serverGoneDelay)
 			}
 		}
@@ -99,10 +109,10 @@ func (r *CatalogItemReconciler) SetupWithManager(mgr ctrl.Manager, name string) 
 	// Status writes (the server's reconciler publishes every item) do not change the
 	// generation, and do not need this reconciler: it would only find the server exists.
 	return ctrl.NewControllerManagedBy(mgr).
-		For(r.NewObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(newItem[T](), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&mcpv1alpha1.MCPServer{}, fromServer, builder.WithPredicates(serverGone)).
-		Named(name).
-		Complete(r)
+		Named(strings.ToLower(reflect.TypeFor[T]().Elem().Name())).
+		Complete(reconcile.AsReconciler[T](r.Client, r))
 }
 
 // serverGone passes only the MCPServer events that change what this reconciler decides: a
@@ -139,8 +149,8 @@ func listItems(ctx context.Context, c client.Reader, namespace, server string) (
 }
 
 // objects returns pointers to every object, for code that treats the kinds alike.
-func (it items) objects() []client.Object {
-	var out []client.Object
+func (it items) objects() []mcpv1alpha1.CatalogItem {
+	var out []mcpv1alpha1.CatalogItem
 	for i := range it.Tools {
 		out = append(out, &it.Tools[i])
 	}
@@ -153,29 +163,12 @@ func (it items) objects() []client.Object {
 	return out
 }
 
-// serverRefOf returns spec.serverRef.name of a tool, resource or prompt.
+// serverRefOf returns spec.serverRef.name of a tool, resource or prompt ("" for another object).
 func serverRefOf(o client.Object) string {
-	switch t := o.(type) {
-	case *mcpv1alpha1.MCPTool:
-		return t.Spec.ServerRef.Name
-	case *mcpv1alpha1.MCPResource:
-		return t.Spec.ServerRef.Name
-	case *mcpv1alpha1.MCPPrompt:
-		return t.Spec.ServerRef.Name
+	if it, ok := o.(mcpv1alpha1.CatalogItem); ok {
+		return it.GetServerRef().Name
 	}
 	return ""
-}
-
-func itemStatus(o client.Object) *mcpv1alpha1.CatalogItemStatus {
-	switch t := o.(type) {
-	case *mcpv1alpha1.MCPTool:
-		return &t.Status.CatalogItemStatus
-	case *mcpv1alpha1.MCPResource:
-		return &t.Status
-	case *mcpv1alpha1.MCPPrompt:
-		return &t.Status
-	}
-	return nil
 }
 
 // setItemStatus writes the decided conditions (newItemStatus) and catalogRevision, patching
@@ -185,10 +178,15 @@ func itemStatus(o client.Object) *mcpv1alpha1.CatalogItemStatus {
 // catalog-wide change, while the status already says the same (docs/performance.md).
 //
 // u.pin, for an MCPTool, is its observed digest and pin state (nil: left as they are).
+//
+// An item's status has two writers (the server's reconciler, and CatalogItemReconciler while
+// the server is missing), and a merge patch replaces the whole conditions list: the patch
+// carries the resourceVersion the status was decided from, so a write from a stale read fails
+// with a conflict (and is retried) instead of landing over the other writer's.
 func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorder, u itemStatusUpdate) error {
 	obj, pin := u.object, u.pin
-	before := obj.DeepCopyObject().(client.Object)
-	st := itemStatus(obj)
+	before := obj.DeepCopyObject().(mcpv1alpha1.CatalogItem)
+	st := obj.GetCatalogItemStatus()
 	gen := obj.GetGeneration()
 	set, remove := u.conditions()
 	for _, cond := range set {
@@ -200,8 +198,7 @@ func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorde
 	}
 	st.ObservedGeneration = gen
 	st.CatalogRevision = u.revision
-	beforeStatus := itemStatus(before)
-	emitConditionEvents(rec, obj, beforeStatus.Conditions, warnings(st.Conditions))
+	beforeStatus := before.GetCatalogItemStatus()
 	same := equality.Semantic.DeepEqual(beforeStatus, st)
 	if t, ok := obj.(*mcpv1alpha1.MCPTool); ok && pin != nil {
 		bt := before.(*mcpv1alpha1.MCPTool)
@@ -211,14 +208,20 @@ func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorde
 	if same {
 		return nil
 	}
-	return client.IgnoreNotFound(c.Status().Patch(ctx, obj, client.MergeFrom(before)))
+	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	// Recorded once the status is written: a patch that conflicts is decided again, and its
+	// retry records them.
+	emitConditionEvents(rec, obj, beforeStatus.Conditions, warnings(st.Conditions))
+	return nil
 }
 
-// enqueueServerOf enqueues the server an object references, before and after an update, so a
-// changed serverRef reconciles both servers.
-func enqueueServerOf(ref func(client.Object) string) handler.EventHandler {
+// enqueueServerOf enqueues the server a catalog item references, before and after an update, so
+// a changed serverRef reconciles both servers.
+func enqueueServerOf() handler.EventHandler {
 	return enqueueServersOf(func(o client.Object) []string {
-		if name := ref(o); name != "" {
+		if name := serverRefOf(o); name != "" {
 			return []string{name}
 		}
 		return nil

@@ -36,10 +36,10 @@ func TestProgressConditions(t *testing.T) {
 		return condition(mcpv1alpha1.ConditionReady, false, reason, msg)
 	}
 	propagated := func(reason, msg string) *metav1.Condition {
-		c := condition(mcpv1alpha1.ConditionCatalogPropagated, reason == mcpv1alpha1.ReasonCatalogPropagated, reason, msg)
+		c := condition(mcpv1alpha1.ConditionCatalogPropagated, reason == mcpv1alpha1.ReasonAllReplicasUpToDate, reason, msg)
 		return &c
 	}
-	allServe := propagated(mcpv1alpha1.ReasonCatalogPropagated, "")
+	allServe := propagated(mcpv1alpha1.ReasonAllReplicasUpToDate, "")
 	done := workload{Replicas: 2, Deployment: rollout(2, 2, 2, 2)}
 	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
 	refused := childErrors{{kind: "Deployment", name: "x", err: apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "x",
@@ -126,7 +126,7 @@ func TestNewItemStatus(t *testing.T) {
 		return condition(c.Type, false, reason, msg)
 	}
 	propagated := func(reason, msg string) *metav1.Condition {
-		c := condition(mcpv1alpha1.ConditionCatalogPropagated, reason == mcpv1alpha1.ReasonCatalogPropagated, reason, msg)
+		c := condition(mcpv1alpha1.ConditionCatalogPropagated, reason == mcpv1alpha1.ReasonAllReplicasUpToDate, reason, msg)
 		return &c
 	}
 	for _, tc := range []struct {
@@ -140,16 +140,16 @@ func TestNewItemStatus(t *testing.T) {
 		// wasInFlight: the item's status said it waited for an older revision.
 		wasInFlight bool
 	}{
-		{"served", accepted, published, propagated(mcpv1alpha1.ReasonCatalogPropagated, ""), mcpv1alpha1.ReasonReady, "", "revision r1", "", false},
+		{"served", accepted, published, propagated(mcpv1alpha1.ReasonAllReplicasUpToDate, ""), mcpv1alpha1.ReasonReady, "", "revision r1", "", false},
 		{"server without ready replicas", accepted, published, propagated(mcpv1alpha1.ReasonNoReadyReplicas, ""), mcpv1alpha1.ReasonReady, "", "revision r1", "", false},
 		{"server not found", not(accepted, mcpv1alpha1.ReasonServerNotFound, "MCPServer nowhere does not exist"),
 			not(published, mcpv1alpha1.ReasonNotAccepted, ""), nil, mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.ConditionStalled, "nowhere", "", false},
 		{"name conflict", not(accepted, mcpv1alpha1.ReasonNameConflict, `"winner" already exposes it`),
-			not(published, mcpv1alpha1.ReasonNotAccepted, ""), propagated(mcpv1alpha1.ReasonCatalogPropagated, ""), mcpv1alpha1.ReasonNameConflict, mcpv1alpha1.ConditionStalled, "winner", "", false},
+			not(published, mcpv1alpha1.ReasonNotAccepted, ""), propagated(mcpv1alpha1.ReasonAllReplicasUpToDate, ""), mcpv1alpha1.ReasonNameConflict, mcpv1alpha1.ConditionStalled, "winner", "", false},
 		{"invalid spec", not(accepted, mcpv1alpha1.ReasonInvalidSpec, "{{to}} is no argument"),
-			not(published, mcpv1alpha1.ReasonNotAccepted, ""), propagated(mcpv1alpha1.ReasonCatalogPropagated, ""), mcpv1alpha1.ReasonInvalidSpec, mcpv1alpha1.ConditionStalled, "{{to}}", "", false},
+			not(published, mcpv1alpha1.ReasonNotAccepted, ""), propagated(mcpv1alpha1.ReasonAllReplicasUpToDate, ""), mcpv1alpha1.ReasonInvalidSpec, mcpv1alpha1.ConditionStalled, "{{to}}", "", false},
 		{"source not found", accepted, not(published, mcpv1alpha1.ReasonSourceNotFound, `Secret "missing" does not exist`),
-			propagated(mcpv1alpha1.ReasonCatalogPropagated, ""), mcpv1alpha1.ReasonSourceNotFound, mcpv1alpha1.ConditionStalled, "missing", "", false},
+			propagated(mcpv1alpha1.ReasonAllReplicasUpToDate, ""), mcpv1alpha1.ReasonSourceNotFound, mcpv1alpha1.ConditionStalled, "missing", "", false},
 		{"catalog too large", accepted, not(published, mcpv1alpha1.ReasonCatalogTooLarge, "2000000 bytes"),
 			propagated(mcpv1alpha1.ReasonCatalogTooLarge, "2000000 bytes"), mcpv1alpha1.ReasonCatalogTooLarge, mcpv1alpha1.ConditionStalled, "2000000", "", false},
 		{"catalog rejected", accepted, published, propagated(mcpv1alpha1.ReasonCatalogRejected, "pod a: bad schema"),
@@ -167,7 +167,7 @@ func TestNewItemStatus(t *testing.T) {
 			mcpv1alpha1.ReasonPropagationPending, mcpv1alpha1.ConditionReconciling, "since catalog revision r0", "r0", true},
 		{"its own change not served, then rejected", accepted, published, propagated(mcpv1alpha1.ReasonCatalogRejected, "pod a: bad schema"),
 			mcpv1alpha1.ReasonCatalogRejected, mcpv1alpha1.ConditionStalled, "bad schema", "r0", true},
-		{"in flight until every ready replica serves the current revision", accepted, published, propagated(mcpv1alpha1.ReasonCatalogPropagated, ""),
+		{"in flight until every ready replica serves the current revision", accepted, published, propagated(mcpv1alpha1.ReasonAllReplicasUpToDate, ""),
 			mcpv1alpha1.ReasonReady, "", "revision r0", "r0", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,7 +175,8 @@ func TestNewItemStatus(t *testing.T) {
 			if since == "" {
 				since = "r1"
 			}
-			u := newItemStatus(nil, tc.accepted, tc.published, tc.propagated, since, "r1", tc.wasInFlight)
+			u := decideItemStatus(nil, itemInputs{accepted: tc.accepted, published: tc.published, propagated: tc.propagated,
+				revision: since, current: "r1", wasInFlight: tc.wasInFlight})
 			if u.ready.Type != mcpv1alpha1.ConditionReady || u.ready.Reason != tc.wantReady ||
 				(u.ready.Status == metav1.ConditionTrue) != (tc.wantReady == mcpv1alpha1.ReasonReady) {
 				t.Fatalf("Ready %+v, want reason %s", u.ready, tc.wantReady)
@@ -207,7 +208,8 @@ func TestNewItemStatus(t *testing.T) {
 // for (Reconciling), not Stalled; other states are left as they are.
 func TestStillAppearing(t *testing.T) {
 	notFound := condition(mcpv1alpha1.ConditionAccepted, false, mcpv1alpha1.ReasonServerNotFound, "MCPServer nowhere does not exist")
-	u := stillAppearing(newItemStatus(nil, notFound, condition(mcpv1alpha1.ConditionPublished, false, mcpv1alpha1.ReasonNotAccepted, ""), nil, "", "", false))
+	u := decideItemStatus(nil, itemInputs{accepted: notFound, published: condition(mcpv1alpha1.ConditionPublished, false, mcpv1alpha1.ReasonNotAccepted, ""),
+		appearing: DefaultAppearGrace})
 	if u.stalled != nil || u.reconciling == nil || u.reconciling.Type != mcpv1alpha1.ConditionReconciling ||
 		u.reconciling.Reason != mcpv1alpha1.ReasonServerNotFound || !strings.Contains(u.reconciling.Message, "does not exist (waited for up to") {
 		t.Fatalf("stalled %+v, reconciling %+v", u.stalled, u.reconciling)
@@ -215,9 +217,11 @@ func TestStillAppearing(t *testing.T) {
 	if u.ready.Status != metav1.ConditionFalse || u.ready.Reason != mcpv1alpha1.ReasonServerNotFound || u.ready.Message != u.reconciling.Message {
 		t.Fatalf("ready %+v", u.ready)
 	}
-	ready := newItemStatus(nil, condition(mcpv1alpha1.ConditionAccepted, true, mcpv1alpha1.ReasonAccepted, ""),
-		condition(mcpv1alpha1.ConditionPublished, true, mcpv1alpha1.ReasonPublished, ""), nil, "r1", "r1", false)
-	if got := stillAppearing(ready); got.stalled != nil || got.reconciling != nil || got.ready != ready.ready {
+	in := itemInputs{accepted: condition(mcpv1alpha1.ConditionAccepted, true, mcpv1alpha1.ReasonAccepted, ""),
+		published: condition(mcpv1alpha1.ConditionPublished, true, mcpv1alpha1.ReasonPublished, ""), revision: "r1", current: "r1"}
+	ready := decideItemStatus(nil, in)
+	in.appearing = DefaultAppearGrace
+	if got := decideItemStatus(nil, in); got.stalled != nil || got.reconciling != nil || got.ready != ready.ready {
 		t.Fatalf("a ready item changed: %+v", got)
 	}
 }
@@ -230,21 +234,27 @@ func TestWithheldByPin(t *testing.T) {
 	drifted := toolPin{Observed: "sha256:bb", State: mcpv1alpha1.PinDrifted}
 	for _, tc := range []struct {
 		name       string
-		u          itemStatusUpdate
+		in         itemInputs
 		pin        toolPin
 		wantReason string
 		wantMsg    string
 	}{
-		{"drifted", newItemStatus(nil, accepted, published, nil, "r1", "r1", false), drifted, mcpv1alpha1.ReasonToolWithheld, "set spec.upstreamDigest to sha256:bb to accept"},
-		{"drifted while in flight", newItemStatus(nil, accepted, published, ptr.To(condition(mcpv1alpha1.ConditionCatalogPropagated, false, mcpv1alpha1.ReasonPropagationPending, "")), "r1", "r1", false),
+		{"drifted", itemInputs{accepted: accepted, published: published, revision: "r1", current: "r1"}, drifted, mcpv1alpha1.ReasonToolWithheld, "set spec.upstreamDigest to sha256:bb to accept"},
+		{"drifted while in flight", itemInputs{accepted: accepted, published: published, revision: "r1", current: "r1",
+			propagated: ptr.To(condition(mcpv1alpha1.ConditionCatalogPropagated, false, mcpv1alpha1.ReasonPropagationPending, ""))},
 			drifted, mcpv1alpha1.ReasonToolWithheld, "differs from spec.upstreamDigest"},
-		{"unpinned under toolPolicy All", newItemStatus(nil, accepted, published, nil, "r1", "r1", false), toolPin{Observed: "sha256:cc", State: mcpv1alpha1.PinUnpinned},
+		{"unpinned under toolPolicy All", itemInputs{accepted: accepted, published: published, revision: "r1", current: "r1"}, toolPin{Observed: "sha256:cc", State: mcpv1alpha1.PinUnpinned},
 			mcpv1alpha1.ReasonToolWithheld, "set spec.upstreamDigest to sha256:cc to pin"},
-		{"name conflict says more", newItemStatus(nil, condition(mcpv1alpha1.ConditionAccepted, false, mcpv1alpha1.ReasonNameConflict, "winner"),
-			condition(mcpv1alpha1.ConditionPublished, false, mcpv1alpha1.ReasonNotAccepted, ""), nil, "", "r1", false), drifted, mcpv1alpha1.ReasonNameConflict, "winner"},
+		{"name conflict says more", itemInputs{accepted: condition(mcpv1alpha1.ConditionAccepted, false, mcpv1alpha1.ReasonNameConflict, "winner"),
+			published: condition(mcpv1alpha1.ConditionPublished, false, mcpv1alpha1.ReasonNotAccepted, ""), current: "r1"}, drifted, mcpv1alpha1.ReasonNameConflict, "winner"},
+		{"a rejected revision says more", itemInputs{accepted: accepted, published: published, revision: "r1", current: "r1",
+			propagated: ptr.To(condition(mcpv1alpha1.ConditionCatalogPropagated, false, mcpv1alpha1.ReasonCatalogRejected, "pod a: bad schema"))},
+			drifted, mcpv1alpha1.ReasonCatalogRejected, "bad schema"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u := withheldByPin(tc.u, tc.pin)
+			in := tc.in
+			in.withheld = &tc.pin
+			u := decideItemStatus(nil, in)
 			if u.stalled == nil || u.reconciling != nil || u.stalled.Reason != tc.wantReason || !strings.Contains(u.stalled.Message, tc.wantMsg) ||
 				u.ready.Status != metav1.ConditionFalse || u.ready.Reason != tc.wantReason {
 				t.Fatalf("stalled %+v, reconciling %+v, ready %+v", u.stalled, u.reconciling, u.ready)

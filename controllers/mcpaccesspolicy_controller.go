@@ -32,6 +32,9 @@ type MCPAccessPolicyReconciler struct {
 	Recorder events.EventRecorder
 	// TrustDomain is the SPIFFE trust domain of the cluster's ServiceAccounts (--trust-domain).
 	TrustDomain string
+	// AppearGrace is how long after the policy's creation a missing target is waited for
+	// (DefaultAppearGrace).
+	AppearGrace time.Duration
 }
 
 // Reconcile decides, for every target of the policy, whether it is enforced there, and writes
@@ -57,7 +60,7 @@ func (r *MCPAccessPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		verdicts[i] = policyVerdict(p, t.Name, server, r.TrustDomain)
 	}
 	before := p.DeepCopy()
-	st, requeue := policyStatus(p, verdicts, time.Now())
+	st, requeue := policyStatus(p, verdicts, time.Now(), r.AppearGrace)
 	p.Status = st
 	emitConditionEvents(r.Recorder, p, before.Status.Conditions, warnings(p.Status.Conditions))
 	if equality.Semantic.DeepEqual(before.Status, p.Status) {
@@ -68,10 +71,10 @@ func (r *MCPAccessPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 
 // policyStatus is the status of a policy given the verdict for each target (in the order of
 // spec.targetRefs). It keeps a condition's lastTransitionTime while its status stays the same.
-// A target that does not exist yet is waited for during appearGrace after the policy's
+// A target that does not exist yet is waited for during grace after the policy's
 // creation (Reconciling; the returned duration is when to look again), as a pipeline may apply
 // the policy before its server; then, like every other refusal, only a person helps (Stalled).
-func policyStatus(p *mcpv1alpha1.MCPAccessPolicy, verdicts []verdict, now time.Time) (mcpv1alpha1.MCPAccessPolicyStatus, time.Duration) {
+func policyStatus(p *mcpv1alpha1.MCPAccessPolicy, verdicts []verdict, now time.Time, grace time.Duration) (mcpv1alpha1.MCPAccessPolicyStatus, time.Duration) {
 	gen := p.Generation
 	st := mcpv1alpha1.MCPAccessPolicyStatus{ObservedGeneration: gen, Conditions: p.Status.Conditions}
 	var refused *verdict
@@ -104,9 +107,9 @@ func policyStatus(p *mcpv1alpha1.MCPAccessPolicy, verdicts []verdict, now time.T
 	if refused != nil {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, refused.Reason, refused.Message
 		c := ready
-		if left := graceLeft(p, now); refused.Reason == mcpv1alpha1.ReasonTargetNotFound && left > 0 {
+		if left := graceLeft(p, now, grace); refused.Reason == mcpv1alpha1.ReasonTargetNotFound && left > 0 {
 			c.Type = mcpv1alpha1.ConditionReconciling
-			c.Message = fmt.Sprintf("%s (waited for up to %s after creation, in case it is being applied together with this policy)", c.Message, appearGrace)
+			c.Message = fmt.Sprintf("%s (waited for up to %s after creation, in case it is being applied together with this policy)", c.Message, grace)
 			c.Status = metav1.ConditionTrue
 			ready.Message = c.Message
 			reconciling, requeue = &c, left

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -61,6 +62,9 @@ type MCPServerReconciler struct {
 	// Namespaces the manager reconciles (--watch-namespaces); all when empty. The TokenReview
 	// bindings are cluster-scoped: those of servers elsewhere belong to another manager.
 	Namespaces []string
+	// AppearGrace is how long after its creation a missing ConfigMap or Secret of a resource is
+	// waited for (DefaultAppearGrace).
+	AppearGrace time.Duration
 }
 
 // scope is what the phases of one reconcile share: the server, and what each phase computed or
@@ -68,8 +72,9 @@ type MCPServerReconciler struct {
 type scope struct {
 	server *mcpv1alpha1.MCPServer
 	before *mcpv1alpha1.MCPServer
-	// now is when the reconcile started (for appearGrace).
+	// now is when the reconcile started, and grace the reconciler's AppearGrace.
 	now   time.Time
+	grace time.Duration
 	names inject.ObjectNames
 	cfg   inject.Config
 	// deployment is the Managed server's Deployment, built by validate.
@@ -92,10 +97,11 @@ type scope struct {
 	// failedChildren are the children the API server refused in this reconcile.
 	failedChildren childErrors
 
-	observed    bool
-	workload    workload
-	propagation propagation
-	pods        []corev1.Pod
+	observed bool
+	workload workload
+	// reports are the sidecars' reports of the ready pods, parsed once (parseReports).
+	reports reports
+	pods    []corev1.Pod
 	// goneReports are the pods whose reports the status ConfigMap still holds although the API
 	// server says they no longer exist.
 	goneReports []string
@@ -138,10 +144,17 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, err
 	}
-	s := &scope{server: server, before: server.DeepCopy(), names: inject.NamesFor(server), now: time.Now()}
+	s := &scope{server: server, before: server.DeepCopy(), names: inject.NamesFor(server), now: time.Now(), grace: r.AppearGrace}
 	s.cfg = inject.ConfigFor(server, r.SidecarImage)
 	defer func() {
-		retErr = errors.Join(retErr, r.patchStatus(ctx, s, retErr))
+		failure := retErr
+		if errors.Is(retErr, errItemChanged) {
+			// Another writer changed an item after it was read (returned alone, below): not a
+			// failure of the server, whose status says what the phases found; the reconcile is
+			// retried on fresh reads.
+			failure = nil
+		}
+		retErr = errors.Join(retErr, r.patchStatus(ctx, s, failure))
 	}()
 	if !server.DeletionTimestamp.IsZero() {
 		// Owner references garbage-collect the children, but not the cluster-scoped binding.
@@ -158,11 +171,15 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			result.RequeueAfter = res.RequeueAfter
 		}
 	}
-	if err := r.writeItemStatusAndPruneReports(ctx, s); err != nil {
+	changed, err := r.writeItemStatusAndPruneReports(ctx, s)
+	if err != nil {
 		return ctrl.Result{}, errors.Join(s.failedChildren.orNil(), err)
 	}
 	if len(s.failedChildren) > 0 {
 		return ctrl.Result{}, s.failedChildren
+	}
+	if changed != nil {
+		return ctrl.Result{}, changed
 	}
 	return result, nil
 }
@@ -349,7 +366,7 @@ func (r *MCPServerReconciler) observe(ctx context.Context, s *scope) (ctrl.Resul
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s.workload, s.propagation, s.goneReports, s.observed = w, p, gone, true
+	s.workload, s.reports, s.goneReports, s.observed = w, parseReports(p), gone, true
 	return ctrl.Result{}, nil
 }
 
@@ -393,7 +410,7 @@ func (r *MCPServerReconciler) checkSources(ctx context.Context, s *scope) (ctrl.
 			continue
 		}
 		s.sourceProblems[res.Name] = p
-		if left := graceLeft(&res, s.now); p.waits() && left > 0 && (result.RequeueAfter == 0 || left < result.RequeueAfter) {
+		if left := graceLeft(&res, s.now, s.grace); p.waits() && left > 0 && (result.RequeueAfter == 0 || left < result.RequeueAfter) {
 			result.RequeueAfter = left
 		}
 	}
@@ -404,11 +421,21 @@ func (r *MCPServerReconciler) checkSources(ctx context.Context, s *scope) (ctrl.
 // what the reconcile decided about objects other than the server and its children: the
 // Accepted and Published status of every tool, resource and prompt (itemStatuses), and the
 // removal of the reports of pods that are gone (found by observe). The server's own status is
-// written after it, once, by the deferred patchStatus.
-func (r *MCPServerReconciler) writeItemStatusAndPruneReports(ctx context.Context, s *scope) error {
+// written after it, once, by the deferred patchStatus. changed (errItemChanged) names the items
+// whose status another writer changed since they were read; they are decided again on retry.
+func (r *MCPServerReconciler) writeItemStatusAndPruneReports(ctx context.Context, s *scope) (changed, err error) {
 	var errs []error
+	var stale []string
 	for _, u := range itemStatuses(s) {
-		errs = append(errs, setItemStatus(ctx, r.Client, r.Recorder, u))
+		err := setItemStatus(ctx, r.Client, r.Recorder, u)
+		if apierrors.IsConflict(err) {
+			stale = append(stale, u.object.GetName())
+			continue
+		}
+		errs = append(errs, err)
+	}
+	if len(stale) > 0 {
+		changed = fmt.Errorf("%w: %s", errItemChanged, strings.Join(stale, ", "))
 	}
 	if len(s.goneReports) > 0 {
 		status := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.names.Namespace, Name: s.names.StatusConfigMap}}
@@ -420,8 +447,13 @@ func (r *MCPServerReconciler) writeItemStatusAndPruneReports(ctx context.Context
 		patch, _ := json.Marshal(map[string]any{"data": gone})
 		errs = append(errs, r.Patch(ctx, status, client.RawPatch(types.MergePatchType, patch)))
 	}
-	return errors.Join(errs...)
+	return changed, errors.Join(errs...)
 }
+
+// errItemChanged is returned when an item's status changed between the read it was decided from
+// and its patch (setItemStatus's optimistic lock). The reconcile is retried, with the
+// controller's backoff, on fresh reads.
+var errItemChanged = errors.New("the status of these items changed since they were read; deciding it again")
 
 // patchStatus writes the status serverStatus decides, once and only when it changed, and
 // records an Event for every condition that changed.
@@ -601,7 +633,7 @@ func (r *MCPServerReconciler) removeTokenReviewBinding(ctx context.Context, name
 // SetupWithManager watches the server, its children, its pods, and the tools, resources and
 // prompts that reference it.
 func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceCache, concurrency int) error {
-	toServer := enqueueServerOf(serverRefOf)
+	toServer := enqueueServerOf()
 	fromPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if name := o.GetLabels()[inject.LabelServer]; name != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}

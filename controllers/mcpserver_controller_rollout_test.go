@@ -108,10 +108,10 @@ func TestCatalogEditIsLiveImageChangeRolls(t *testing.T) {
 	for _, p := range pods {
 		report(t, sidecar, ns, n.StatusConfigMap, p.Name, catalog.Report{Revision: rev1})
 	}
-	serverCondition(t, key, mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionTrue, mcpv1alpha1.ReasonCatalogPropagated)
+	serverCondition(t, key, mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionTrue, mcpv1alpha1.ReasonAllReplicasUpToDate)
 	serverCondition(t, key, mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonReady)
 	eventRecorded(t, server, mcpv1alpha1.ReasonReady)
-	eventRecorded(t, server, mcpv1alpha1.ReasonCatalogPropagated)
+	eventRecorded(t, server, mcpv1alpha1.ReasonAllReplicasUpToDate)
 
 	// The sidecar's Role reaches exactly its objects: no other ConfigMap, no Secret, no pods.
 	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: ns}}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,40 @@ func TestDeploymentFor(t *testing.T) {
 		if strings.Contains(string(a), field) {
 			t.Fatalf("the Deployment's apply configuration sends %s: %s", field, a)
 		}
+	}
+}
+
+// TestInputOnlyChangeRollsNothing: sidecar settings that differ only in the injector's input
+// (here legacyClients left to its default instead of set to it, and a trace sampling rate
+// without tracing) build the same Deployment, AppliedAnnotation included: nothing is applied
+// and no pod rolls.
+func TestInputOnlyChangeRollsNothing(t *testing.T) {
+	s := builderServer()
+	n := inject.NamesFor(s)
+	cfg := inject.ConfigFor(s, "sidecar:1")
+	changed := cfg
+	changed.LegacyClients = ""
+	changed.TraceSamplingPerMillion = 5000
+	a, err := deploymentFor(s, n, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := deploymentFor(s, n, changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := stampApplied(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := stampApplied(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ha, hb := sa.GetAnnotations()[AppliedAnnotation], sb.GetAnnotations()[AppliedAnnotation]; ha != hb {
+		ja, _ := json.Marshal(a.Spec.Template)
+		jb, _ := json.Marshal(b.Spec.Template)
+		t.Fatalf("an input-only change re-applies the Deployment (%s, then %s):\n%s\n%s", ha, hb, ja, jb)
 	}
 }
 
@@ -179,17 +214,19 @@ func TestResolve(t *testing.T) {
 			*newPrompt("ns", "good", "s", nil, "hello")},
 	}
 	res := resolve(in)
-	v := res.verdicts["MCPTool"]
-	if !v["a-old"].Accepted || v["b-old"].Reason != mcpv1alpha1.ReasonNameConflict || v["young"].Reason != mcpv1alpha1.ReasonNameConflict ||
-		!strings.Contains(v["young"].Message, `"a-old"`) || !v["other"].Accepted {
-		t.Fatalf("verdicts: %+v", v)
+	v := func(name string) verdict { return res.verdicts[itemKey{reflect.TypeFor[*mcpv1alpha1.MCPTool](), name}] }
+	if !v("a-old").Accepted || v("b-old").Reason != mcpv1alpha1.ReasonNameConflict || v("young").Reason != mcpv1alpha1.ReasonNameConflict ||
+		!strings.Contains(v("young").Message, `"a-old"`) || !v("other").Accepted {
+		t.Fatalf("verdicts: %+v", res.verdicts)
 	}
 	if len(res.accepted.Tools) != 2 {
 		t.Fatalf("accepted: %d", len(res.accepted.Tools))
 	}
-	p := res.verdicts["MCPPrompt"]
-	if p["bad"].Reason != mcpv1alpha1.ReasonInvalidSpec || !strings.Contains(p["bad"].Message, "b") || strings.Contains(p["bad"].Message, "b, b") || !p["good"].Accepted {
-		t.Fatalf("prompt verdicts: %+v", p)
+	p := func(name string) verdict {
+		return res.verdicts[itemKey{reflect.TypeFor[*mcpv1alpha1.MCPPrompt](), name}]
+	}
+	if p("bad").Reason != mcpv1alpha1.ReasonInvalidSpec || !strings.Contains(p("bad").Message, "b") || strings.Contains(p("bad").Message, "b, b") || !p("good").Accepted {
+		t.Fatalf("prompt verdicts: %+v", res.verdicts)
 	}
 }
 

@@ -50,20 +50,20 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 	var ready, propagated *metav1.Condition
 	if s.observed {
 		available := availableCondition(s.workload)
-		p, upToDate := propagationCondition(s.propagation)
+		p, upToDate := propagationCondition(s.reports)
 		r := readyCondition(available, p)
 		ready, propagated = &r, &p
 		set(available)
 		set(p)
-		set(toolsServedCondition(s.propagation))
-		set(verifiedCondition(s.propagation))
-		if c, ok := toolsDriftedCondition(server, s.resolution.accepted.Tools, toolPins(s.resolution.accepted.Tools, s.propagation), s.propagation); ok {
+		set(toolsServedCondition(s.reports))
+		set(verifiedCondition(s.reports))
+		if c, ok := toolsDriftedCondition(server, s.resolution.accepted.Tools, toolPins(s.resolution.accepted.Tools, s.reports), s.reports); ok {
 			set(keepKnown(meta.FindStatusCondition(st.Conditions, mcpv1alpha1.ConditionToolsDrifted), c))
 		} else {
 			meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionToolsDrifted)
 		}
 		st.CatalogUpToDateReplicas = upToDate
-		if up := upstreamStatus(s.propagation); up != nil {
+		if up := upstreamStatus(s.reports); up != nil {
 			st.Upstream = up
 		}
 		if s.workload.External {
@@ -195,7 +195,7 @@ func rollingOut(w workload) string {
 
 // itemStatusUpdate is the decided status of one tool, resource or prompt.
 type itemStatusUpdate struct {
-	object                     client.Object
+	object                     mcpv1alpha1.CatalogItem
 	accepted, published, ready metav1.Condition
 	// stalled and reconciling are nil when absent (normal).
 	stalled, reconciling *metav1.Condition
@@ -226,18 +226,18 @@ func (u itemStatusUpdate) conditions() (set []metav1.Condition, remove []string)
 func itemStatuses(s *scope) []itemStatusUpdate {
 	var propagated *metav1.Condition
 	if s.observed {
-		p, _ := propagationCondition(s.propagation)
+		p, _ := propagationCondition(s.reports)
 		propagated = &p
 	}
 	var out []itemStatusUpdate
 	var pins map[string]toolPin
 	var withheld map[string]bool
 	if s.observed {
-		pins = toolPins(s.resolution.accepted.Tools, s.propagation)
-		withheld = withheldTools(s.propagation)
+		pins = toolPins(s.resolution.accepted.Tools, s.reports)
+		withheld = withheldTools(s.reports)
 	}
 	for _, obj := range s.items.objects() {
-		v, ok := s.resolution.verdicts[kindOf(obj)][obj.GetName()]
+		v, ok := s.resolution.verdicts[keyOf(obj)]
 		if !ok {
 			continue
 		}
@@ -249,12 +249,14 @@ func itemStatuses(s *scope) []itemStatusUpdate {
 		if _, isResource := obj.(*mcpv1alpha1.MCPResource); isResource && v.Accepted {
 			src = s.sourceProblems[obj.GetName()]
 		}
-		published, revision := publishedCondition(v, src, s.tooLarge, s.revision, s.tooLargeMessage)
-		published, revision = publishedSince(itemStatus(obj), obj.GetGeneration(), published, revision)
-		u := newItemStatus(obj, accepted, published, propagated, revision, s.revision, inFlight(itemStatus(obj)))
-		if src.waits() && graceLeft(obj, s.now) > 0 {
-			u = stillAppearing(u)
+		st := obj.GetCatalogItemStatus()
+		in := itemInputs{accepted: accepted, current: s.revision, propagated: propagated, wasInFlight: inFlight(st)}
+		in.published, in.revision = publishedCondition(v, src, s.tooLarge, s.revision, s.tooLargeMessage)
+		in.published, in.revision = publishedSince(st, obj.GetGeneration(), in.published, in.revision)
+		if src.waits() && graceLeft(obj, s.now, s.grace) > 0 {
+			in.appearing = s.grace
 		}
+		var observedPin *toolPin
 		if t, isTool := obj.(*mcpv1alpha1.MCPTool); isTool && s.observed {
 			pin, known := pins[obj.GetName()]
 			isWithheld := withheld[t.Spec.Name]
@@ -268,33 +270,63 @@ func itemStatuses(s *scope) []itemStatusUpdate {
 				isWithheld = wasWithheld(t)
 			}
 			if known {
-				u.pin = &pin
+				observedPin = &pin
 			}
 			if toolPinningOf(s.server) == mcpv1alpha1.ToolPinningEnforce && t.Spec.State != mcpv1alpha1.ToolDisabled &&
 				(pin.State == mcpv1alpha1.PinDrifted || isWithheld) {
-				u = withheldByPin(u, pin)
+				in.withheld = &pin
 			}
 		}
+		u := decideItemStatus(obj, in)
+		u.pin = observedPin
 		out = append(out, u)
 	}
 	return out
 }
 
-// newItemStatus completes an item's Accepted and Published with the summary GitOps tools read:
-// Ready = Accepted && Published && the server's ready replicas serve the revision; Stalled
-// (with the reason of the condition that is not True) when only a person's change helps: a
-// server that does not exist, a name conflict, an invalid spec, a missing resource source, a
-// catalog too large or rejected by the sidecars; Reconciling while ready replicas still serve
-// an older revision. propagated is the server's CatalogPropagated (nil when there is no
-// server) about the server's current revision. It concerns the item only while the item is in
-// flight: the current revision added or changed it (revision, the one it is published since,
-// is current), or it was already waiting (wasInFlight) for a revision that a later one
-// replaced before every replica served it. An item whose change every ready replica served is
-// served the same by replicas of later revisions, so another item's edit neither holds it back
-// nor writes its status. A server without ready replicas (scaled to zero, or not yet started)
-// holds nothing back: its replicas start with the current revision, and its own status tells.
-func newItemStatus(obj client.Object, accepted, published metav1.Condition, propagated *metav1.Condition, revision, current string, wasInFlight bool) itemStatusUpdate {
-	u := itemStatusUpdate{object: obj, accepted: accepted, published: published, revision: revision}
+// itemInputs is everything one item's status is decided from (decideItemStatus).
+type itemInputs struct {
+	// accepted and published are the item's Accepted and Published conditions.
+	accepted, published metav1.Condition
+	// revision is the catalog revision the item is published since (publishedSince); current is
+	// the server's current one.
+	revision, current string
+	// propagated is the server's CatalogPropagated about the current revision: nil when the
+	// replicas were not observed, or there is no server.
+	propagated *metav1.Condition
+	// wasInFlight: the item's status said it waits for the replicas to serve its change
+	// (inFlight).
+	wasInFlight bool
+	// appearing, when not zero, is the appear grace the item is still in while what it misses
+	// (its server, a resource's ConfigMap or Secret) may be on its way: Reconciling instead of
+	// Stalled, the message saying how long it is waited for.
+	appearing time.Duration
+	// withheld is the pin of an MCPTool the sidecars withhold under toolPinning Enforce (it
+	// drifted, or it has no pin under toolPolicy All); nil otherwise.
+	withheld *toolPin
+}
+
+// decideItemStatus decides an item's Ready, Stalled and Reconciling once, from its inputs, by
+// the first rule that holds:
+//
+//  1. not Accepted, then 2. not Published: Stalled with that condition's reason (a server that
+//     does not exist, a name conflict, an invalid spec, a missing resource source, a catalog too
+//     large), or Reconciling while in.appearing;
+//  3. the revision that concerns the item was rejected by the sidecars: Stalled CatalogRejected;
+//  4. the sidecars withhold the tool (in.withheld): Stalled ToolWithheld;
+//  5. ready replicas still serve an older revision than the one that concerns the item:
+//     Reconciling PropagationPending;
+//  6. otherwise Ready.
+//
+// The server's CatalogPropagated concerns the item only while it is in flight: the current
+// revision added or changed it (revision is current), or it was already waiting (wasInFlight)
+// for a revision that a later one replaced before every replica served it. An item whose change
+// every ready replica served is served the same by replicas of later revisions, so another
+// item's edit neither holds it back nor writes its status. A server without ready replicas
+// (scaled to zero, or not yet started) holds nothing back: its replicas start with the current
+// revision, and its own status tells.
+func decideItemStatus(obj mcpv1alpha1.CatalogItem, in itemInputs) itemStatusUpdate {
+	u := itemStatusUpdate{object: obj, accepted: in.accepted, published: in.published, revision: in.revision}
 	on := func(typ string, c metav1.Condition) *metav1.Condition {
 		out := condition(typ, true, c.Reason, c.Message)
 		return &out
@@ -302,26 +334,36 @@ func newItemStatus(obj client.Object, accepted, published metav1.Condition, prop
 	notReady := func(c metav1.Condition) metav1.Condition {
 		return condition(mcpv1alpha1.ConditionReady, false, c.Reason, c.Message)
 	}
+	stall := func(c metav1.Condition) {
+		u.ready, u.stalled = notReady(c), on(mcpv1alpha1.ConditionStalled, c)
+	}
+	blocked := func(c metav1.Condition) {
+		if in.appearing == 0 {
+			stall(c)
+			return
+		}
+		c.Message = fmt.Sprintf("%s (waited for up to %s after creation, in case it is being applied together with this object)", c.Message, in.appearing)
+		u.ready, u.reconciling = notReady(c), on(mcpv1alpha1.ConditionReconciling, c)
+	}
+	concerned := in.propagated != nil && (in.revision == in.current || in.wasInFlight)
 	switch {
-	case accepted.Status != metav1.ConditionTrue:
-		u.ready = notReady(accepted)
-		u.stalled = on(mcpv1alpha1.ConditionStalled, accepted)
-	case published.Status != metav1.ConditionTrue:
-		u.ready = notReady(published)
-		u.stalled = on(mcpv1alpha1.ConditionStalled, published)
-	case propagated != nil && (revision == current || wasInFlight) && propagated.Reason == mcpv1alpha1.ReasonCatalogRejected:
-		u.ready = notReady(*propagated)
-		u.stalled = on(mcpv1alpha1.ConditionStalled, *propagated)
-	case propagated != nil && (revision == current || wasInFlight) && propagated.Reason == mcpv1alpha1.ReasonPropagationPending:
+	case in.accepted.Status != metav1.ConditionTrue:
+		blocked(in.accepted)
+	case in.published.Status != metav1.ConditionTrue:
+		blocked(in.published)
+	case concerned && in.propagated.Reason == mcpv1alpha1.ReasonCatalogRejected:
+		stall(*in.propagated)
+	case in.withheld != nil:
+		stall(withheldCondition(*in.withheld))
+	case concerned && in.propagated.Reason == mcpv1alpha1.ReasonPropagationPending:
 		// The message names nothing that changes with later revisions or reports, so an item
 		// in flight is written when it starts and when it ends to wait, not in between.
-		waiting := condition(mcpv1alpha1.ConditionReconciling, true, propagated.Reason,
-			"published since catalog revision "+revision+"; waiting for every ready replica of the server to serve it (the server's CatalogPropagated counts them)")
-		u.ready = notReady(waiting)
-		u.reconciling = &waiting
+		waiting := condition(mcpv1alpha1.ConditionReconciling, true, in.propagated.Reason,
+			"published since catalog revision "+in.revision+"; waiting for every ready replica of the server to serve it (the server's CatalogPropagated counts them)")
+		u.ready, u.reconciling = notReady(waiting), &waiting
 	default:
 		u.ready = condition(mcpv1alpha1.ConditionReady, true, mcpv1alpha1.ReasonReady,
-			"accepted, and published since catalog revision "+revision+", which the server's ready replicas serve")
+			"accepted, and published since catalog revision "+in.revision+", which the server's ready replicas serve")
 	}
 	return u
 }
@@ -373,41 +415,16 @@ func publishedSince(before *mcpv1alpha1.CatalogItemStatus, generation int64, pub
 	return published, before.CatalogRevision
 }
 
-// appearGrace is how long after an object's creation a missing MCPServer (for a tool,
-// resource or prompt) or a missing ConfigMap or Secret (for a resource) is waited for with
-// Reconciling=True instead of Stalled=True. A GitOps pipeline applies an MCPTool and its
-// MCPServer, or an MCPResource and its ConfigMap, together, in an order of its own; the
-// controller may look in between. Flux fails a Kustomization at once on a Stalled object, so
-// without the grace the pipeline would fail on a state that passes by itself moments later.
-// A variable for tests.
-var appearGrace = 30 * time.Second
-
-// graceLeft is how much of appearGrace an object has left at now (<= 0: none).
-func graceLeft(obj client.Object, now time.Time) time.Duration {
-	return obj.GetCreationTimestamp().Add(appearGrace).Sub(now)
+// graceLeft is how much of an appear grace (DefaultAppearGrace) an object has left at now
+// (<= 0: none).
+func graceLeft(obj client.Object, now time.Time, grace time.Duration) time.Duration {
+	return obj.GetCreationTimestamp().Add(grace).Sub(now)
 }
 
-// stillAppearing turns an item's Stalled (a missing server or source) into Reconciling with
-// the same reason, saying how long it is waited for.
-func stillAppearing(u itemStatusUpdate) itemStatusUpdate {
-	if u.stalled == nil {
-		return u
-	}
-	c := *u.stalled
-	c.Type = mcpv1alpha1.ConditionReconciling
-	c.Message = fmt.Sprintf("%s (waited for up to %s after creation, in case it is being applied together with this object)", c.Message, appearGrace)
-	u.stalled, u.reconciling = nil, &c
-	u.ready.Message = c.Message
-	return u
-}
-
-// withheldByPin makes an accepted, published MCPTool that the sidecars withhold under
-// toolPinning Enforce Stalled: its MCP server serves a definition other than the pinned one
-// (or, under toolPolicy All, it has no pin), and only a person can accept the definition.
-func withheldByPin(u itemStatusUpdate, pin toolPin) itemStatusUpdate {
-	if u.stalled != nil {
-		return u // not accepted or not published: that says more
-	}
+// withheldCondition is the Stalled condition of a tool the sidecars withhold under toolPinning
+// Enforce: its MCP server serves a definition other than the pinned one (or, under toolPolicy
+// All, it has no pin), and only a person can accept the definition.
+func withheldCondition(pin toolPin) metav1.Condition {
 	msg := "the sidecars withhold this tool from clients (spec.toolPinning: Enforce): "
 	switch {
 	case pin.State == mcpv1alpha1.PinDrifted:
@@ -418,10 +435,7 @@ func withheldByPin(u itemStatusUpdate, pin toolPin) itemStatusUpdate {
 	default:
 		msg += "it has no spec.upstreamDigest matching the MCP server's definition; see status.observedUpstreamDigest"
 	}
-	c := condition(mcpv1alpha1.ConditionStalled, true, mcpv1alpha1.ReasonToolWithheld, msg)
-	u.stalled, u.reconciling = &c, nil
-	u.ready = condition(mcpv1alpha1.ConditionReady, false, c.Reason, c.Message)
-	return u
+	return condition(mcpv1alpha1.ConditionStalled, true, mcpv1alpha1.ReasonToolWithheld, msg)
 }
 
 // wasWithheld reports whether a tool's status says the sidecars withheld it.
@@ -517,25 +531,66 @@ type propagation struct {
 	Reports map[string]string
 }
 
-// propagationCondition decides CatalogPropagated and counts the up-to-date ready replicas.
-func propagationCondition(p propagation) (metav1.Condition, int32) {
+// podReport is the report of one ready pod, parsed once per reconcile (parseReports).
+type podReport struct {
+	Pod string
+	// Report is the parsed report: zero when the pod has not reported (Missing) or its report
+	// does not parse (Err).
+	Report  catalog.Report
+	Missing bool
+	Err     error
+}
+
+// parsed reports whether the pod's report was read.
+func (r podReport) parsed() bool { return !r.Missing && r.Err == nil }
+
+// reports is what the status functions read of the catalog's way to the sidecars: what observe
+// saw (propagation), with the report of every ready pod parsed once, and the subset of them
+// that serve the current revision and compared its tools with their MCP server (Checked). Both
+// are sorted by pod name.
+type reports struct {
+	propagation
+	Ready   []podReport
+	Checked []podReport
+}
+
+// parseReports parses the report of each ready pod.
+func parseReports(p propagation) reports {
+	out := reports{propagation: p}
+	for _, pod := range slices.Sorted(slices.Values(p.ReadyPods)) {
+		r := podReport{Pod: pod}
+		if raw, ok := p.Reports[pod]; ok {
+			r.Report, r.Err = catalog.ParseReport(raw)
+		} else {
+			r.Missing = true
+		}
+		out.Ready = append(out.Ready, r)
+		if r.parsed() && p.Revision != "" && r.Report.Revision == p.Revision && r.Report.ToolsChecked {
+			out.Checked = append(out.Checked, r)
+		}
+	}
+	return out
+}
+
+// propagationCondition decides CatalogPropagated and counts the up-to-date ready replicas. A
+// report that does not parse counts as not up to date, and the message names it.
+func propagationCondition(p reports) (metav1.Condition, int32) {
 	const typ = mcpv1alpha1.ConditionCatalogPropagated
 	var upToDate int32
-	var rejected []string
-	for _, pod := range p.ReadyPods {
-		raw, ok := p.Reports[pod]
-		if !ok {
+	var rejected, unreadable []string
+	for _, pr := range p.Ready {
+		if pr.Err != nil {
+			unreadable = append(unreadable, fmt.Sprintf("pod %s: %v", pr.Pod, pr.Err))
+		}
+		if !pr.parsed() {
 			continue
 		}
-		r, err := catalog.ParseReport(raw)
-		if err != nil {
-			continue
-		}
+		r := pr.Report
 		if r.Revision == p.Revision {
 			upToDate++
 		}
 		if r.RejectedRevision == p.Revision && p.Revision != "" {
-			rejected = append(rejected, fmt.Sprintf("pod %s: %s", pod, r.Reason))
+			rejected = append(rejected, fmt.Sprintf("pod %s: %s", pr.Pod, r.Reason))
 		}
 	}
 	switch {
@@ -549,25 +604,25 @@ func propagationCondition(p propagation) (metav1.Condition, int32) {
 			"sidecars rejected catalog revision %s and keep serving their last good one; fix the objects named here: %s",
 			p.Revision, strings.Join(rejected, "; "))), upToDate
 	case int(upToDate) == len(p.ReadyPods):
-		return condition(typ, true, mcpv1alpha1.ReasonCatalogPropagated,
+		return condition(typ, true, mcpv1alpha1.ReasonAllReplicasUpToDate,
 			fmt.Sprintf("all %d ready replicas serve catalog revision %s", upToDate, p.Revision)), upToDate
 	}
-	return condition(typ, false, mcpv1alpha1.ReasonPropagationPending,
-		fmt.Sprintf("%d of %d ready replicas serve catalog revision %s", upToDate, len(p.ReadyPods), p.Revision)), upToDate
+	msg := fmt.Sprintf("%d of %d ready replicas serve catalog revision %s", upToDate, len(p.ReadyPods), p.Revision)
+	if len(unreadable) > 0 {
+		msg += "; these reports in the status ConfigMap cannot be read (a sidecar of another version?): " + strings.Join(unreadable, "; ")
+	}
+	return condition(typ, false, mcpv1alpha1.ReasonPropagationPending, clip(msg, maxConditionMessage)), upToDate
 }
 
 // toolsServedCondition decides ToolsServed from the reports of the ready replicas that serve the
 // current revision and have checked its tools against their MCP server container: False, naming
 // the tools, when any of them says the server does not list an enabled declared tool.
-func toolsServedCondition(p propagation) metav1.Condition {
+func toolsServedCondition(p reports) metav1.Condition {
 	const typ = mcpv1alpha1.ConditionToolsServed
 	reported := 0
 	var missing []string
-	for _, pod := range p.ReadyPods {
-		r, err := catalog.ParseReport(p.Reports[pod])
-		if err != nil || r.Revision != p.Revision || p.Revision == "" || !r.ToolsChecked {
-			continue
-		}
+	for _, pr := range p.Checked {
+		pod, r := pr.Pod, pr.Report
 		reported++
 		if r.MissingToolCount == 0 {
 			continue
@@ -585,7 +640,7 @@ func toolsServedCondition(p propagation) metav1.Condition {
 			"the MCP server does not list these enabled MCPTools, so clients do not see them; fix their spec.upstreamName (or spec.name), or the server's image: %s",
 			strings.Join(missing, "; ")))
 	case reported == 0:
-		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: mcpv1alpha1.ReasonToolsNotYetReported,
+		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: mcpv1alpha1.ReasonNotYetReported,
 			Message: "no ready replica has checked the tools of catalog revision " + p.Revision + " against its MCP server yet"}
 	}
 	return condition(typ, true, mcpv1alpha1.ReasonAllToolsServed,
@@ -631,7 +686,7 @@ var warningReasons = []string{
 	mcpv1alpha1.ReasonSourceRefused, mcpv1alpha1.ReasonSecretNotOwned, mcpv1alpha1.ReasonStaleSidecars,
 	mcpv1alpha1.ReasonToolsMissingUpstream, mcpv1alpha1.ReasonUpstreamMismatch, mcpv1alpha1.ReasonPinnedToolsDrifted,
 	mcpv1alpha1.ReasonProgressDeadlineExceeded,
-	mcpv1alpha1.ReasonTargetNotFound, mcpv1alpha1.ReasonAuthenticationOff, mcpv1alpha1.ReasonInvalidPolicy,
+	mcpv1alpha1.ReasonTargetNotFound, mcpv1alpha1.ReasonAuthenticationOff, mcpv1alpha1.ReasonInvalid,
 }
 
 func eventType(reason string) string {

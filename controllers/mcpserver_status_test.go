@@ -68,7 +68,7 @@ func TestPropagationCondition(t *testing.T) {
 		wantUpToDate int32
 	}{
 		"all up to date": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": ok("r2"), "b": ok("r2")}},
-			metav1.ConditionTrue, mcpv1alpha1.ReasonCatalogPropagated, 2},
+			metav1.ConditionTrue, mcpv1alpha1.ReasonAllReplicasUpToDate, 2},
 		"one behind": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": ok("r2"), "b": ok("r1")}},
 			metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending, 1},
 		"not reported": {propagation{Revision: "r2", ReadyPods: []string{"a"}},
@@ -76,22 +76,36 @@ func TestPropagationCondition(t *testing.T) {
 		"garbage report": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": "{"}},
 			metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending, 0},
 		"reports of unready pods do not count": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": ok("r2"), "gone": ok("r1")}},
-			metav1.ConditionTrue, mcpv1alpha1.ReasonCatalogPropagated, 1},
+			metav1.ConditionTrue, mcpv1alpha1.ReasonAllReplicasUpToDate, 1},
 		"rejected": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": ok("r2"),
 			"b": catalog.Report{Revision: "r1", RejectedRevision: "r2", Reason: "bad"}.String()}},
 			metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogRejected, 1},
 		"an older rejection does not count": {propagation{Revision: "r3", ReadyPods: []string{"a"}, Reports: map[string]string{
 			"a": catalog.Report{Revision: "r3", RejectedRevision: "r2", Reason: "bad"}.String()}},
-			metav1.ConditionTrue, mcpv1alpha1.ReasonCatalogPropagated, 1},
+			metav1.ConditionTrue, mcpv1alpha1.ReasonAllReplicasUpToDate, 1},
 		"no ready replicas": {propagation{Revision: "r2"}, metav1.ConditionFalse, mcpv1alpha1.ReasonNoReadyReplicas, 0},
 		"too large":         {propagation{Revision: "r1", TooLarge: true, TooLargeMessage: "too big", ReadyPods: []string{"a"}, Reports: map[string]string{"a": ok("r1")}}, metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogTooLarge, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c, n := propagationCondition(tc.p)
+			c, n := propagationCondition(parseReports(tc.p))
 			if c.Status != tc.wantStatus || c.Reason != tc.wantReason || n != tc.wantUpToDate {
 				t.Fatalf("got %s/%s (%s), %d up to date; want %s/%s, %d", c.Status, c.Reason, c.Message, n, tc.wantStatus, tc.wantReason, tc.wantUpToDate)
 			}
 		})
+	}
+}
+
+// TestUnreadableReportIsNamed: a report that does not parse is not up to date, and the
+// CatalogPropagated message names its pod instead of reading as a plain wait.
+func TestUnreadableReportIsNamed(t *testing.T) {
+	p := parseReports(propagation{Revision: "r2", ReadyPods: []string{"b", "a"},
+		Reports: map[string]string{"a": "{", "b": catalog.Report{Revision: "r2"}.String()}})
+	if len(p.Ready) != 2 || p.Ready[0].Pod != "a" || p.Ready[0].Err == nil || !p.Ready[1].parsed() {
+		t.Fatalf("parsed reports: %+v", p.Ready)
+	}
+	c, n := propagationCondition(p)
+	if c.Reason != mcpv1alpha1.ReasonPropagationPending || n != 1 || !strings.Contains(c.Message, "pod a:") || strings.Contains(c.Message, "pod b") {
+		t.Fatalf("got %s (%s), %d up to date", c.Reason, c.Message, n)
 	}
 }
 
@@ -119,15 +133,15 @@ func TestToolsServedCondition(t *testing.T) {
 		"an unready pod does not count": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": rep("r2"), "gone": rep("r2", "ghost")}},
 			metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed, nil},
 		"nobody reported yet": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": rep("r1")}},
-			metav1.ConditionUnknown, mcpv1alpha1.ReasonToolsNotYetReported, []string{"r2"}},
-		"no ready replicas": {propagation{Revision: "r2"}, metav1.ConditionUnknown, mcpv1alpha1.ReasonToolsNotYetReported, nil},
+			metav1.ConditionUnknown, mcpv1alpha1.ReasonNotYetReported, []string{"r2"}},
+		"no ready replicas": {propagation{Revision: "r2"}, metav1.ConditionUnknown, mcpv1alpha1.ReasonNotYetReported, nil},
 		"not checked yet": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": unchecked}},
-			metav1.ConditionUnknown, mcpv1alpha1.ReasonToolsNotYetReported, []string{"checked"}},
+			metav1.ConditionUnknown, mcpv1alpha1.ReasonNotYetReported, []string{"checked"}},
 		"only checked reports count": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": unchecked, "b": rep("r2")}},
 			metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed, []string{"all 1 reporting"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := toolsServedCondition(tc.p)
+			c := toolsServedCondition(parseReports(tc.p))
 			if c.Type != mcpv1alpha1.ConditionToolsServed || c.Status != tc.wantStatus || c.Reason != tc.wantReason {
 				t.Fatalf("got %s %s/%s (%s); want %s/%s", c.Type, c.Status, c.Reason, c.Message, tc.wantStatus, tc.wantReason)
 			}
@@ -143,7 +157,7 @@ func TestToolsServedCondition(t *testing.T) {
 func TestReadyCondition(t *testing.T) {
 	avail := condition(mcpv1alpha1.ConditionAvailable, true, mcpv1alpha1.ReasonDeploymentAvailable, "")
 	unavail := condition(mcpv1alpha1.ConditionAvailable, false, mcpv1alpha1.ReasonDeploymentUnavailable, "pods crash")
-	prop := condition(mcpv1alpha1.ConditionCatalogPropagated, true, mcpv1alpha1.ReasonCatalogPropagated, "")
+	prop := condition(mcpv1alpha1.ConditionCatalogPropagated, true, mcpv1alpha1.ReasonAllReplicasUpToDate, "")
 	pending := condition(mcpv1alpha1.ConditionCatalogPropagated, false, mcpv1alpha1.ReasonPropagationPending, "1 of 2")
 	for name, tc := range map[string]struct {
 		a, p       metav1.Condition
@@ -216,8 +230,8 @@ func TestServerStatus(t *testing.T) {
 		if observed {
 			s.observed = true
 			s.workload = workload{Replicas: 2, Deployment: rollout(2, 2, 2, 2)}
-			s.propagation = propagation{Revision: "r1", ReadyPods: []string{"p1", "p2"},
-				Reports: map[string]string{"p1": `{"revision":"r1"}`, "p2": `{"revision":"r1"}`}}
+			s.reports = parseReports(propagation{Revision: "r1", ReadyPods: []string{"p1", "p2"},
+				Reports: map[string]string{"p1": `{"revision":"r1"}`, "p2": `{"revision":"r1"}`}})
 		}
 		return s
 	}

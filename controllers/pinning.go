@@ -45,22 +45,6 @@ type toolPin struct {
 	State    mcpv1alpha1.PinState
 }
 
-// checkedReports are the parsed reports of the ready replicas that serve the current revision
-// and have compared its tools with their MCP server, by pod name (sorted).
-func checkedReports(p propagation) ([]string, map[string]catalog.Report) {
-	out := map[string]catalog.Report{}
-	var pods []string
-	for _, pod := range slices.Sorted(slices.Values(p.ReadyPods)) {
-		r, err := catalog.ParseReport(p.Reports[pod])
-		if err != nil || p.Revision == "" || r.Revision != p.Revision || !r.ToolsChecked {
-			continue
-		}
-		out[pod] = r
-		pods = append(pods, pod)
-	}
-	return pods, out
-}
-
 // pinOf decides one tool's pin state from the digests the checked reports give for its name.
 // When replicas disagree, the observed digest shown is the first (by pod) that differs from the
 // pin, so a drift on one replica is never hidden by the others.
@@ -85,17 +69,16 @@ func pinOf(pin string, observed []string) toolPin {
 // ready replica has reported the current revision's tools (just after a catalog change): the
 // MCPTools then keep the state last observed, instead of flipping to Unknown and back on every
 // catalog change (two status writes per pinned tool each time).
-func toolPins(tools []mcpv1alpha1.MCPTool, p propagation) map[string]toolPin {
-	pods, reports := checkedReports(p)
-	if len(pods) == 0 {
+func toolPins(tools []mcpv1alpha1.MCPTool, p reports) map[string]toolPin {
+	if len(p.Checked) == 0 {
 		return nil
 	}
 	out := make(map[string]toolPin, len(tools))
 	for i := range tools {
 		t := &tools[i]
 		var observed []string
-		for _, pod := range pods {
-			if d := reports[pod].ToolDigests[t.Spec.Name]; d != "" {
+		for _, r := range p.Checked {
+			if d := r.Report.ToolDigests[t.Spec.Name]; d != "" {
 				observed = append(observed, d)
 			}
 		}
@@ -108,15 +91,14 @@ func toolPins(tools []mcpv1alpha1.MCPTool, p propagation) map[string]toolPin {
 // Only pinned, enabled tools whose definition drifted make it True (a Warning Event): a tool
 // without a pin is not drifted, so Warn on a server without pins says nothing. Under Enforce
 // the message also names what the sidecars withhold for want of a pin (toolPolicy All).
-func toolsDriftedCondition(s *mcpv1alpha1.MCPServer, tools []mcpv1alpha1.MCPTool, pins map[string]toolPin, p propagation) (metav1.Condition, bool) {
+func toolsDriftedCondition(s *mcpv1alpha1.MCPServer, tools []mcpv1alpha1.MCPTool, pins map[string]toolPin, p reports) (metav1.Condition, bool) {
 	const typ = mcpv1alpha1.ConditionToolsDrifted
 	mode := toolPinningOf(s)
 	if mode == mcpv1alpha1.ToolPinningOff {
 		return metav1.Condition{}, false
 	}
-	pods, reports := checkedReports(p)
-	if len(pods) == 0 {
-		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: mcpv1alpha1.ReasonToolsNotYetReported,
+	if len(p.Checked) == 0 {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: mcpv1alpha1.ReasonNotYetReported,
 			Message: "no ready replica has reported the tool definitions of catalog revision " + p.Revision + " yet"}, true
 	}
 	sorted := slices.Clone(tools)
@@ -145,7 +127,7 @@ func toolsDriftedCondition(s *mcpv1alpha1.MCPServer, tools []mcpv1alpha1.MCPTool
 	}
 	if mode == mcpv1alpha1.ToolPinningEnforce {
 		// The first reporting pod's list: replicas normally agree (Verified says when not).
-		r := reports[pods[0]]
+		r := p.Checked[0].Report
 		var unpinned []string
 		for _, name := range r.WithheldTools {
 			if !slices.ContainsFunc(sorted, func(t mcpv1alpha1.MCPTool) bool { return t.Spec.Name == name && t.Spec.UpstreamDigest != "" }) {
@@ -168,10 +150,10 @@ func toolsDriftedCondition(s *mcpv1alpha1.MCPServer, tools []mcpv1alpha1.MCPTool
 		}
 		return condition(typ, true, mcpv1alpha1.ReasonPinnedToolsDrifted, clip(fmt.Sprintf(
 			"the MCP server changed the definition of %d pinned tools, %s; review each new definition (kubectl mcp, or tools/list), then accept it: %s%s",
-			len(drifted), what, strings.Join(drifted, "; "), withheld), 32768)), true
+			len(drifted), what, strings.Join(drifted, "; "), withheld), maxConditionMessage)), true
 	}
 	return condition(typ, false, mcpv1alpha1.ReasonToolsMatchPins, clip(fmt.Sprintf(
-		"%d pinned tools match their pins on all %d reporting ready replicas%s", pinned, len(pods), withheld), 32768)), true
+		"%d pinned tools match their pins on all %d reporting ready replicas%s", pinned, len(p.Checked), withheld), maxConditionMessage)), true
 }
 
 // keepKnown keeps the last known ToolsDrifted while the replicas have not reported the current
@@ -207,11 +189,10 @@ func driftChanged(before, after []metav1.Condition) (metav1.Condition, bool) {
 
 // withheldTools are the tools (by the name clients see) that a ready replica serving the current
 // revision reports it withholds (toolPinning Enforce).
-func withheldTools(p propagation) map[string]bool {
-	pods, reports := checkedReports(p)
+func withheldTools(p reports) map[string]bool {
 	out := map[string]bool{}
-	for _, pod := range pods {
-		for _, name := range reports[pod].WithheldTools {
+	for _, r := range p.Checked {
+		for _, name := range r.Report.WithheldTools {
 			out[name] = true
 		}
 	}

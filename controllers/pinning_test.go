@@ -72,11 +72,11 @@ func TestToolsDriftedCondition(t *testing.T) {
 			reports: map[string]string{"a": report("r", map[string]string{"weather": digestB})},
 			pins:    map[string]mcpv1alpha1.PinState{"weather-tool": mcpv1alpha1.PinDrifted}},
 		{name: "not yet reported", mode: "", reports: map[string]string{"a": catalog.Report{Revision: "r"}.String()},
-			status: metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonToolsNotYetReported,
+			status: metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonNotYetReported,
 			pins: map[string]mcpv1alpha1.PinState{"weather-tool": "", "echo-tool": ""}}, // not decided: kept as they were
 		{name: "an older revision's report does not count", mode: mcpv1alpha1.ToolPinningWarn,
 			reports: map[string]string{"a": report("old", map[string]string{"weather": digestB})},
-			status:  metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonToolsNotYetReported},
+			status:  metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonNotYetReported},
 		{name: "Warn, all match; an unpinned tool is not drifted", mode: mcpv1alpha1.ToolPinningWarn,
 			reports: map[string]string{"a": report("r", map[string]string{"weather": digestA, "echo": digestB, "off": digestB})},
 			status:  metav1.ConditionFalse, reason: mcpv1alpha1.ReasonToolsMatchPins, want: []string{"1 pinned tools match their pins on all 1"},
@@ -102,13 +102,13 @@ func TestToolsDriftedCondition(t *testing.T) {
 			if len(tc.reports) == 1 {
 				p.ReadyPods = []string{"a"}
 			}
-			pins := toolPins(tools, p)
+			pins := toolPins(tools, parseReports(p))
 			for obj, want := range tc.pins {
 				if pins[obj].State != want {
 					t.Errorf("%s: pin %s, want %s", obj, pins[obj].State, want)
 				}
 			}
-			c, ok := toolsDriftedCondition(server(tc.mode), tools, pins, p)
+			c, ok := toolsDriftedCondition(server(tc.mode), tools, pins, parseReports(p))
 			if ok == tc.absent {
 				t.Fatalf("condition present = %v, want %v", ok, !tc.absent)
 			}
@@ -191,10 +191,10 @@ func TestPinsKeptUntilReported(t *testing.T) {
 	tools := []mcpv1alpha1.MCPTool{pinnedTool("w", "weather", digestA, false)}
 	p := propagation{Revision: "new", ReadyPods: []string{"a"},
 		Reports: map[string]string{"a": catalog.Report{Revision: "old", ToolsChecked: true, ToolDigests: map[string]string{"weather": digestB}}.String()}}
-	if pins := toolPins(tools, p); pins != nil {
+	if pins := toolPins(tools, parseReports(p)); pins != nil {
 		t.Fatalf("pins decided from no report of the current revision: %v", pins)
 	}
-	c, _ := toolsDriftedCondition(newServer("ns", "weather", 1), tools, nil, p)
+	c, _ := toolsDriftedCondition(newServer("ns", "weather", 1), tools, nil, parseReports(p))
 	drifted := metav1.Condition{Type: mcpv1alpha1.ConditionToolsDrifted, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonPinnedToolsDrifted}
 	if got := keepKnown(&drifted, c); got.Status != metav1.ConditionTrue || got.Reason != mcpv1alpha1.ReasonPinnedToolsDrifted {
 		t.Errorf("kept %+v", got)
@@ -235,8 +235,8 @@ func TestWithheldKeptUntilReported(t *testing.T) {
 	statuses := func(reportRevision string, digests map[string]string) map[string]itemStatusUpdate {
 		in := items{Tools: []mcpv1alpha1.MCPTool{withheld, served, unpinned}}
 		s := &scope{server: server, items: in, resolution: resolve(in), revision: "r2", observed: true,
-			propagation: propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{
-				"a": catalog.Report{Revision: reportRevision, ToolsChecked: true, ToolDigests: digests}.String()}}}
+			reports: parseReports(propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{
+				"a": catalog.Report{Revision: reportRevision, ToolsChecked: true, ToolDigests: digests}.String()}})}
 		out := map[string]itemStatusUpdate{}
 		for _, u := range itemStatuses(s) {
 			out[u.object.GetName()] = u

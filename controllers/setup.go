@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,14 @@ const (
 	DefaultMaxConcurrentReconciles = 32
 )
 
+// DefaultAppearGrace is how long after an object's creation a missing MCPServer (for a tool,
+// resource, prompt or access policy) or a missing ConfigMap or Secret (for a resource) is waited
+// for with Reconciling=True instead of Stalled=True. A GitOps pipeline applies an MCPTool and its
+// MCPServer, or an MCPResource and its ConfigMap, together, in an order of its own; the
+// controller may look in between. Flux fails a Kustomization at once on a Stalled object, so
+// without the grace the pipeline would fail on a state that passes by itself moments later.
+const DefaultAppearGrace = 30 * time.Second
+
 // Options configures the controllers.
 type Options struct {
 	// SidecarImage is the default sidecar image.
@@ -34,6 +43,8 @@ type Options struct {
 	// TrustDomain is the SPIFFE trust domain of the cluster's ServiceAccounts (--trust-domain);
 	// DefaultTrustDomain when empty.
 	TrustDomain string
+	// AppearGrace is DefaultAppearGrace when zero.
+	AppearGrace time.Duration
 }
 
 // Leader election (cmd/manager) uses a Lease in the manager's own namespace (a namespaced Role:
@@ -56,6 +67,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		return nil, fmt.Errorf("indexing MCPAccessPolicy by %s: %w", policyTargetIndex, err)
 	}
 	trustDomain := cmp.Or(opts.TrustDomain, DefaultTrustDomain)
+	grace := cmp.Or(opts.AppearGrace, DefaultAppearGrace)
 	sources, err := newSourceCache(mgr, opts.Namespaces)
 	if err != nil {
 		return nil, fmt.Errorf("making the cache of exposed ConfigMaps and Secrets: %w", err)
@@ -72,21 +84,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		SidecarImage: opts.SidecarImage,
 		TrustDomain:  trustDomain,
 		Namespaces:   opts.Namespaces,
+		AppearGrace:  grace,
 	}
 	if err := servers.SetupWithManager(mgr, sources, max(opts.MaxConcurrentReconciles, 1)); err != nil {
 		return nil, err
 	}
-	for name, newObj := range map[string]func() client.Object{
-		"mcptool":     func() client.Object { return &mcpv1alpha1.MCPTool{} },
-		"mcpresource": func() client.Object { return &mcpv1alpha1.MCPResource{} },
-		"mcpprompt":   func() client.Object { return &mcpv1alpha1.MCPPrompt{} },
+	rec := mgr.GetEventRecorder("switchboard")
+	for _, err := range []error{
+		(&CatalogItemReconciler[*mcpv1alpha1.MCPTool]{Client: mgr.GetClient(), Recorder: rec, AppearGrace: grace}).SetupWithManager(mgr),
+		(&CatalogItemReconciler[*mcpv1alpha1.MCPResource]{Client: mgr.GetClient(), Recorder: rec, AppearGrace: grace}).SetupWithManager(mgr),
+		(&CatalogItemReconciler[*mcpv1alpha1.MCPPrompt]{Client: mgr.GetClient(), Recorder: rec, AppearGrace: grace}).SetupWithManager(mgr),
 	} {
-		r := &CatalogItemReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("switchboard"), NewObject: newObj}
-		if err := r.SetupWithManager(mgr, name); err != nil {
+		if err != nil {
 			return nil, err
 		}
 	}
-	policies := &MCPAccessPolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("switchboard"), TrustDomain: trustDomain}
+	policies := &MCPAccessPolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("switchboard"), TrustDomain: trustDomain, AppearGrace: grace}
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

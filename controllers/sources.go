@@ -129,7 +129,7 @@ type sourceProblem struct {
 }
 
 // waits reports whether the problem may pass by itself moments after the resource's creation
-// (an object applied together with it), so it is Reconciling during appearGrace.
+// (an object applied together with it), so it is Reconciling during the appear grace.
 func (p sourceProblem) waits() bool {
 	return p.reason == mcpv1alpha1.ReasonSourceNotFound || p.reason == mcpv1alpha1.ReasonSourceNotExposed
 }

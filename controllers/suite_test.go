@@ -24,6 +24,10 @@ import (
 
 const testSidecarImage = "example/switchboard-sidecar:test"
 
+// testAppearGrace is long enough to see an object in its grace on a loaded machine, short enough
+// not to slow the tests that wait for Stalled.
+const testAppearGrace = 8 * time.Second
+
 var (
 	env *testenv.Env
 	// k8s reads and writes straight to the API server, never through the manager's cache.
@@ -36,13 +40,10 @@ var (
 // TestMain starts one control plane (with kube-controller-manager, kube-scheduler and kwok, so
 // Deployments get Ready pods and garbage collection runs) and one manager for the package.
 func TestMain(m *testing.M) {
-	// Long enough to see an object in its grace on a loaded machine, short enough not to slow
-	// the tests that wait for Stalled.
-	appearGrace = 8 * time.Second
 	os.Exit(testenv.Main(m, testenv.Options{Controllers: true},
 		func(e *testenv.Env) { env, k8s = e, e.Client },
 		func(ctx context.Context, mgr ctrl.Manager) (err error) {
-			servers, err = Setup(ctx, mgr, Options{SidecarImage: testSidecarImage})
+			servers, err = Setup(ctx, mgr, Options{SidecarImage: testSidecarImage, AppearGrace: testAppearGrace})
 			return err
 		}))
 }

@@ -12,16 +12,16 @@ import (
 )
 
 // upstreamStatus sums up what the sidecars of the ready replicas report about their MCP server
-// container: the protocol revision (every distinct one, comma-separated, when replicas differ),
+// container: the protocol revisions (every distinct one, when replicas differ; also joined with
+// commas in the deprecated protocolVersion),
 // and the serverInfo and capabilities of the first ready pod (by name) that reported them.
 // Nil when no ready replica has reported it yet (or runs a sidecar too old to).
-func upstreamStatus(p propagation) *mcpv1alpha1.UpstreamStatus {
-	pods := slices.Sorted(slices.Values(p.ReadyPods))
+func upstreamStatus(p reports) *mcpv1alpha1.UpstreamStatus {
 	var out *mcpv1alpha1.UpstreamStatus
 	var versions []string
-	for _, pod := range pods {
-		r, err := catalog.ParseReport(p.Reports[pod])
-		if err != nil || r.Upstream == nil || r.Upstream.ProtocolVersion == "" {
+	for _, pr := range p.Ready {
+		r := pr.Report
+		if !pr.parsed() || r.Upstream == nil || r.Upstream.ProtocolVersion == "" {
 			continue
 		}
 		if !slices.Contains(versions, r.Upstream.ProtocolVersion) {
@@ -44,9 +44,23 @@ func upstreamStatus(p propagation) *mcpv1alpha1.UpstreamStatus {
 		return nil
 	}
 	slices.Sort(versions)
+	for _, v := range versions {
+		if len(out.ProtocolVersions) < maxProtocolVersions {
+			out.ProtocolVersions = append(out.ProtocolVersions, clip(v, maxProtocolVersionLength))
+		}
+	}
 	out.ProtocolVersion = clip(strings.Join(versions, ","), 128)
 	return out
 }
+
+// Bounds of UpstreamStatus.ProtocolVersions (its kubebuilder markers).
+const (
+	maxProtocolVersions      = 8
+	maxProtocolVersionLength = 32
+)
+
+// maxConditionMessage is the longest message metav1.Condition accepts.
+const maxConditionMessage = 32768
 
 // clip bounds a string a sidecar reported to what the API field accepts.
 func clip(s string, n int) string {
@@ -59,16 +73,16 @@ func clip(s string, n int) string {
 // verifiedCondition decides Verified: every ready replica that reported its upstream reports the
 // same identity (protocol revision, serverInfo, capabilities, tool-list digest). When they differ
 // the message groups the pods by identity and names the fields that differ.
-func verifiedCondition(p propagation) metav1.Condition {
+func verifiedCondition(p reports) metav1.Condition {
 	const typ = mcpv1alpha1.ConditionVerified
 	type group struct {
 		id   *catalog.UpstreamReport
 		pods []string
 	}
 	var groups []*group
-	for _, pod := range slices.Sorted(slices.Values(p.ReadyPods)) {
-		r, err := catalog.ParseReport(p.Reports[pod])
-		if err != nil || r.Upstream == nil || r.Upstream.ProtocolVersion == "" {
+	for _, pr := range p.Ready {
+		pod, r := pr.Pod, pr.Report
+		if !pr.parsed() || r.Upstream == nil || r.Upstream.ProtocolVersion == "" {
 			continue
 		}
 		i := slices.IndexFunc(groups, func(g *group) bool { return g.id.Equal(r.Upstream) })
@@ -80,7 +94,7 @@ func verifiedCondition(p propagation) metav1.Condition {
 	}
 	switch len(groups) {
 	case 0:
-		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: mcpv1alpha1.ReasonToolsNotYetReported,
+		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: mcpv1alpha1.ReasonNotYetReported,
 			Message: "no ready replica has reported what its MCP server announced yet"}
 	case 1:
 		id := groups[0].id
@@ -114,7 +128,7 @@ func verifiedCondition(p propagation) metav1.Condition {
 	}
 	return condition(typ, false, mcpv1alpha1.ReasonUpstreamMismatch, clip(fmt.Sprintf(
 		"ready replicas front different MCP servers (%s differ): %s; expected while a rollout replaces the image, otherwise check which image each pod runs",
-		strings.Join(differ, ", "), strings.Join(parts, "; ")), 32768))
+		strings.Join(differ, ", "), strings.Join(parts, "; ")), maxConditionMessage))
 }
 
 // shortDigest is a digest's first 12 hex digits, or "unknown".

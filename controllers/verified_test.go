@@ -24,7 +24,7 @@ func TestVerifiedCondition(t *testing.T) {
 		want    []string
 	}{
 		{name: "nothing reported", ready: []string{"a"}, reports: map[string]string{"a": catalog.Report{Revision: "r"}.String()},
-			status: metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonToolsNotYetReported},
+			status: metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonNotYetReported},
 		{name: "all agree", ready: []string{"a", "b"}, reports: map[string]string{"a": id("weather", "1.0.0", "sha256:aaaa"), "b": id("weather", "1.0.0", "sha256:aaaa")},
 			status: metav1.ConditionTrue, reason: mcpv1alpha1.ReasonUpstreamVerified, want: []string{"all 2", "weather 1.0.0"}},
 		{name: "a rollout: versions differ", ready: []string{"a", "b", "c"},
@@ -38,7 +38,7 @@ func TestVerifiedCondition(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := verifiedCondition(propagation{ReadyPods: tc.ready, Reports: tc.reports})
+			c := verifiedCondition(parseReports(propagation{ReadyPods: tc.ready, Reports: tc.reports}))
 			if c.Type != mcpv1alpha1.ConditionVerified || c.Status != tc.status || c.Reason != tc.reason {
 				t.Fatalf("got %s=%s/%s: %s", c.Type, c.Status, c.Reason, c.Message)
 			}

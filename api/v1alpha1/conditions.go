@@ -1,7 +1,9 @@
 package v1alpha1
 
 // Condition types and reasons. Every reason says what happened and, where something is wrong,
-// points at what to fix; Events the controller emits use the same reason strings.
+// points at what to fix; Events the controller emits use the same reason strings. Each condition
+// type lists the reasons it carries; Ready, Stalled and Reconciling repeat the reason of the
+// condition they summarise.
 
 // Condition types of every kind, read by GitOps tools: Flux and kstatus
 // (sigs.k8s.io/cli-utils/pkg/kstatus) read Stalled, then Reconciling, then Ready; Argo CD reads
@@ -18,10 +20,10 @@ const (
 	// ConditionStalled is True when the controller cannot make progress without a change by a
 	// person: an invalid spec, a child object the API server refuses, a catalog too large or
 	// rejected, a rollout past its progress deadline, or (item kinds) a missing server, a name
-	// conflict, a tool withheld by its pin (toolPinning Enforce) or a missing resource source (a missing server or source only 30 s after the
-	// object's creation: before, it may be on its way, and the object is Reconciling). The
-	// message says what to fix. kstatus computes
-	// Failed with that message, so a pipeline waiting on the object fails at once.
+	// conflict, a tool withheld by its pin (toolPinning Enforce) or a missing resource source. A
+	// missing server or source is Stalled only 30 s after the object's creation: before, it may
+	// be on its way, and the object is Reconciling. The message says what to fix. kstatus
+	// computes Failed with that message, so a pipeline waiting on the object fails at once.
 	ConditionStalled = "Stalled"
 
 	// ConditionReconciling is True while a change is being rolled out or propagated and the
@@ -35,47 +37,57 @@ const (
 const (
 
 	// ConditionAvailable mirrors the Deployment's availability (at least the desired replicas
-	// minus maxUnavailable are ready).
+	// minus maxUnavailable are ready). Reasons: DeploymentAvailable or ExternalWorkload (True);
+	// DeploymentProgressing, DeploymentUnavailable, ScaledToZero or ExternalWorkload (False).
 	ConditionAvailable = "Available"
 
 	// ConditionCatalogPropagated is True when every ready replica has applied the current catalog
-	// revision (status.catalogRevision).
+	// revision (status.catalogRevision). Reasons: AllReplicasUpToDate (True); PropagationPending,
+	// CatalogRejected, CatalogTooLarge or NoReadyReplicas (False).
 	ConditionCatalogPropagated = "CatalogPropagated"
 
 	// ConditionSidecarsUpToDate (External mode only) is True when every pod of the user's
 	// workload runs the sidecar the MCPServer's current settings give. Switchboard never restarts
-	// user workloads: when it is False, the message says which workloads to roll.
+	// user workloads: when it is False, the message says which workloads to roll. Reasons:
+	// SidecarsUpToDate (True), StaleSidecars (False).
 	ConditionSidecarsUpToDate = "SidecarsUpToDate"
 
 	// ConditionToolsServed is True when the MCP server container of every ready replica lists
 	// every enabled MCPTool of the current catalog revision. A declared tool the server does not
 	// list is not shown to clients; the message names it. It is advisory: it does not change
-	// Ready.
+	// Ready. Reasons: AllToolsServed (True), ToolsMissingUpstream (False), NotYetReported
+	// (Unknown).
 	ConditionToolsServed = "ToolsServed"
 
 	// ConditionVerified is True when every ready replica reports the same upstream identity:
 	// protocol revision, serverInfo (name, version), capabilities and tool-list digest. False
 	// names the pods and what differs (half the replicas on a new image during a rollout, or a
 	// replica whose MCP server answers as a different server). Advisory: it does not change
-	// Ready.
+	// Ready. Reasons: UpstreamVerified (True), UpstreamMismatch (False), NotYetReported
+	// (Unknown).
 	ConditionVerified = "Verified"
 
 	// ConditionToolsDrifted (unless spec.toolPinning is Off) is True when a ready replica's MCP
 	// server serves a tool whose definition no longer matches its MCPTool's spec.upstreamDigest.
 	// The message names the tools and the digest to pin to accept each new definition. Under
 	// Warn they are still served; under Enforce they are withheld. Advisory: it does not change
-	// Ready.
+	// Ready. Reasons: PinnedToolsDrifted (True), ToolsMatchPins (False), NotYetReported
+	// (Unknown).
 	ConditionToolsDrifted = "ToolsDrifted"
 )
 
 // Condition types shared by MCPTool, MCPResource and MCPPrompt.
 const (
 	// ConditionAccepted is True when the referenced MCPServer exists and no other object of the
-	// same kind exposes the same name on it.
+	// same kind exposes the same name on it. Reasons: Accepted (True); ServerNotFound,
+	// NameConflict or InvalidSpec (False). On an MCPAccessPolicy's ancestors: Accepted (True);
+	// TargetNotFound, AuthenticationOff or Invalid (False).
 	ConditionAccepted = "Accepted"
 
 	// ConditionPublished is True when the object is part of the server's current catalog
-	// revision; status.catalogRevision names that revision.
+	// revision; status.catalogRevision names the revision it was first published in. Reasons:
+	// Published (True); NotAccepted, CatalogTooLarge, SourceNotFound, SourceNotExposed or
+	// SourceRefused (False).
 	ConditionPublished = "Published"
 )
 
@@ -115,8 +127,9 @@ const (
 	// message names the Secret to delete; the controller then creates its own.
 	ReasonSecretNotOwned = "SecretNotOwned"
 
-	// ReasonCatalogPropagated: every ready replica has applied the current catalog revision.
-	ReasonCatalogPropagated = "AllReplicasUpToDate"
+	// ReasonAllReplicasUpToDate (CatalogPropagated=True): every ready replica has applied the
+	// current catalog revision.
+	ReasonAllReplicasUpToDate = "AllReplicasUpToDate"
 	// ReasonPropagationPending: some ready replicas still serve an older catalog revision.
 	ReasonPropagationPending = "PropagationPending"
 	// ReasonCatalogRejected: a sidecar refused the current catalog revision and keeps serving the
@@ -154,9 +167,22 @@ const (
 	// so clients do not see them; fix spec.upstreamName (or spec.name) of the MCPTools the
 	// message names, or the server's image.
 	ReasonToolsMissingUpstream = "ToolsMissingUpstream"
-	// ReasonToolsNotYetReported: no ready replica has checked the current revision's tools against its
-	// MCP server yet (or its sidecar predates the check).
-	ReasonToolsNotYetReported = "NotYetReported"
+	// ReasonNotYetReported (Unknown) is the reason of three conditions while no ready replica
+	// has reported what they are decided from (or its sidecar predates the report): ToolsServed
+	// (the current revision's tools checked against the MCP server), Verified (what the MCP
+	// server announced) and ToolsDrifted (the current revision's tool definitions).
+	ReasonNotYetReported = "NotYetReported"
+)
+
+// Former names of reasons whose names did not say their values; the values are unchanged.
+const (
+	// Deprecated: use ReasonAllReplicasUpToDate (the value, "AllReplicasUpToDate", is the same).
+	ReasonCatalogPropagated = ReasonAllReplicasUpToDate
+	// Deprecated: use ReasonNotYetReported; it is the reason of ToolsServed, Verified and
+	// ToolsDrifted alike.
+	ReasonToolsNotYetReported = ReasonNotYetReported
+	// Deprecated: use ReasonInvalid (the value, "Invalid", is the same).
+	ReasonInvalidPolicy = ReasonInvalid
 )
 
 // Reasons for MCPTool, MCPResource and MCPPrompt conditions.
@@ -209,8 +235,9 @@ const (
 	// no caller and cannot enforce the policy; set spec.auth.mode: Required (with
 	// serviceAccountTokens or jwt) on the MCPServer.
 	ReasonAuthenticationOff = "AuthenticationOff"
-	// ReasonInvalidPolicy: an entry of the policy can never match a caller of the target (an
-	// identity in another trust domain than the cluster's); the message names it. The policy
-	// grants nothing on the target, which stays isolated (default deny), until it is fixed.
-	ReasonInvalidPolicy = "Invalid"
+	// ReasonInvalid (MCPAccessPolicy, Accepted=False): an entry of the policy can never match a
+	// caller of the target (an identity in another trust domain than the cluster's); the message
+	// names it. The policy grants nothing on the target, which stays isolated (default deny),
+	// until it is fixed.
+	ReasonInvalid = "Invalid"
 )

@@ -597,9 +597,18 @@ type CachingSpec struct {
 
 // UpstreamStatus describes the MCP server container as its sidecars see it.
 type UpstreamStatus struct {
-	// protocolVersion is the revision the sidecars speak with the MCP server: 2026-07-28, or the
-	// 2025 revision it negotiated (a 2025-era HTTP server, or a stdio server behind the bridge).
-	// Replicas that differ (during a rollout) are listed comma-separated.
+	// protocolVersions are the revisions the sidecars of the ready replicas speak with the MCP
+	// server, sorted: 2026-07-28, or the 2025 revision it negotiated (a 2025-era HTTP server, or a
+	// stdio server behind the bridge). More than one while replicas differ (during a rollout).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=32
+	ProtocolVersions []string `json:"protocolVersions,omitempty"`
+
+	// protocolVersion is protocolVersions joined with commas.
+	// Deprecated: read protocolVersions; this field is still written in v1alpha1 and is removed in
+	// the next API version.
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	ProtocolVersion string `json:"protocolVersion,omitempty"`

@@ -59,7 +59,7 @@ const (
 const (
 	// ContainerName is the sidecar's init container name.
 	ContainerName = "switchboard-sidecar"
-	// InjectedAnnotation records the version and settings hash of the injected sidecar.
+	// InjectedAnnotation records Hash: the version and the hash of the rendered injection.
 	InjectedAnnotation = "mcp.switchboard.dev/injected"
 	// InjectedLabel ("true") marks a pod the sidecar was injected into; only injection sets it
 	// (the webhook removes it from pods it skips). An External server's Service selects by it,
@@ -100,9 +100,10 @@ const (
 	tokenExpirationSeconds = 3607
 	// sidecarUID is the distroless "nonroot" user the sidecar image runs as.
 	sidecarUID = 65532
-	// version bumps when the shape of the injected container changes (v2: drain token from a
-	// mounted Secret, exec preStop, /drain/wait, the injected label).
-	version = "v2"
+	// version bumps when the shape of the injected container changes or Hash is computed
+	// differently (v2: drain token from a mounted Secret, exec preStop, /drain/wait, the
+	// injected label; v3: Hash covers the rendered injection instead of Config).
+	version = "v3"
 )
 
 // Defaults of the drain and stream settings, equal to the API's defaults.
@@ -127,10 +128,11 @@ const (
 )
 
 // Config is everything the sidecar container is built from. It never holds the catalog
-// revision: catalog changes reach the sidecar live and must not change the pod template.
+// revision: catalog changes reach the sidecar live and must not change the pod template. It is
+// an input only: Hash covers what injection renders from it, never the struct itself, so
+// renaming, reordering or adding a field rolls no pod unless the rendered pod changes.
 type Config struct {
 	Image            string
-	ImagePullPolicy  corev1.PullPolicy
 	UpstreamPort     int32
 	UpstreamPath     string
 	AllowedHosts     []string
@@ -153,7 +155,7 @@ type Config struct {
 	SessionSecret string
 	// Stdio runs the server container's command behind the stdio bridge
 	// (spec.container.transport: Stdio, or the pod's TransportAnnotation).
-	Stdio bool `json:",omitempty"`
+	Stdio bool
 	// DrainTokenSecret names the Secret holding the server's drain token (<server>-drain-token):
 	// mounted into the sidecar container only; the sidecar accepts /drain only with it, and its
 	// exec preStop reads it from there. The pod spec names the Secret, never the token.
@@ -161,12 +163,11 @@ type Config struct {
 	// APITokenSecret, for External servers, names the token Secret of the dedicated
 	// ServiceAccount <server>-sidecar (<server>-sidecar-token): the sidecar's API credentials.
 	// Empty (Managed): the pod's own ServiceAccount token, projected into the sidecar.
-	APITokenSecret string `json:",omitempty"`
+	APITokenSecret string
 	// OTLPEndpoint turns the sidecar's traces on (spec.sidecar.tracing); TraceSamplingPerMillion
-	// is their sampling. Left out of Hash when off, so servers without tracing keep their hash
-	// (no roll on upgrade).
-	OTLPEndpoint            string `json:",omitempty"`
-	TraceSamplingPerMillion int32  `json:",omitempty"`
+	// is their sampling.
+	OTLPEndpoint            string
+	TraceSamplingPerMillion int32
 }
 
 // ConfigFor derives the sidecar settings of an MCPServer: the controller injects it into the
@@ -394,11 +395,10 @@ func Container(cfg Config) corev1.Container {
 	sc := RestrictedContainerSecurity(true)
 	sc.RunAsUser = ptr.To[int64](sidecarUID)
 	return corev1.Container{
-		Name:            ContainerName,
-		Image:           cfg.Image,
-		ImagePullPolicy: cfg.ImagePullPolicy,
-		Args:            Args(cfg),
-		Env:             env(cfg),
+		Name:  ContainerName,
+		Image: cfg.Image,
+		Args:  Args(cfg),
+		Env:   env(cfg),
 		Ports: []corev1.ContainerPort{
 			{Name: "mcp", ContainerPort: mcpv1alpha1.SidecarMCPPort, Protocol: corev1.ProtocolTCP},
 			{Name: "admin", ContainerPort: mcpv1alpha1.SidecarAdminPort, Protocol: corev1.ProtocolTCP},
@@ -457,11 +457,32 @@ func drainTokenVolume(cfg Config) corev1.Volume {
 	}}}
 }
 
-// Hash names the sidecar settings: it changes exactly when the injected container would.
+// Hash names what injection renders for cfg, as Kubernetes' pod-template-hash (ComputeHash)
+// names a rendered PodTemplateSpec: it changes exactly when the injected pod would, and never
+// for a change of Config alone (a field renamed, reordered, added or defaulted elsewhere). The
+// rendering is rendered(cfg), hashed as its JSON: the field names of Kubernetes API types,
+// which do not change.
 func Hash(cfg Config) string {
-	b, _ := json.Marshal(cfg)
+	b, err := json.Marshal(rendered(cfg))
+	if err != nil {
+		panic("inject: encoding a PodSpec: " + err.Error()) // a corev1.PodSpec always encodes
+	}
 	sum := sha256.Sum256(b)
 	return version + "-" + hex.EncodeToString(sum[:8])
+}
+
+// renderedCommand stands for the MCP server container's own command in rendered: the stdio
+// bridge wraps the pod's command, which is the pod's, not the injection's.
+const renderedCommand = "$(COMMAND)"
+
+// rendered is what Into adds to a pod for cfg, independent of the pod: Into applied to a pod
+// spec that holds only the MCP server container (named cfg.ServerContainer, with a placeholder
+// command). It holds the sidecar container, its volumes, the server container's drain hook, the
+// termination grace period, and the stdio bridge when cfg.Stdio.
+func rendered(cfg Config) corev1.PodSpec {
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: cfg.ServerContainer, Command: []string{renderedCommand}}}}
+	render(&metav1.ObjectMeta{}, &spec, cfg)
+	return spec
 }
 
 // SkipReason explains why a pod was not injected. Empty means it was injected.
@@ -513,6 +534,26 @@ func Into(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason 
 	if reason := Decide(meta, spec); reason != "" {
 		return reason
 	}
+	if stdioWanted(meta.Annotations, cfg) {
+		cfg.Stdio = true // the annotation's opt-in is part of what was injected
+	}
+	if reason := render(meta, spec, cfg); reason != "" {
+		return reason
+	}
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[InjectedAnnotation] = Hash(cfg)
+	if meta.Labels == nil {
+		meta.Labels = map[string]string{}
+	}
+	meta.Labels[InjectedLabel] = "true"
+	return ""
+}
+
+// render puts what cfg asks for into the pod spec, in place: Into without the checks of Decide
+// and without the annotation and label that record the injection.
+func render(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason {
 	server := 0
 	for i, c := range spec.Containers {
 		if c.Name == cfg.ServerContainer {
@@ -523,7 +564,6 @@ func Into(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason 
 		if c := &spec.Containers[server]; len(c.Command) == 0 {
 			return SkipStdioCommandMissing
 		}
-		cfg.Stdio = true // the annotation's opt-in is part of what was injected
 		intoStdio(spec, cfg, server)
 	}
 	sidecar := Container(cfg)
@@ -545,14 +585,6 @@ func Into(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReason 
 	if spec.TerminationGracePeriodSeconds == nil || *spec.TerminationGracePeriodSeconds < grace {
 		spec.TerminationGracePeriodSeconds = ptr.To(grace)
 	}
-	if meta.Annotations == nil {
-		meta.Annotations = map[string]string{}
-	}
-	meta.Annotations[InjectedAnnotation] = Hash(cfg)
-	if meta.Labels == nil {
-		meta.Labels = map[string]string{}
-	}
-	meta.Labels[InjectedLabel] = "true"
 	return ""
 }
 

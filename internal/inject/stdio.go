@@ -78,11 +78,10 @@ func stdioInstaller(cfg Config) corev1.Container {
 	sc := RestrictedContainerSecurity(true)
 	sc.RunAsUser = ptr.To[int64](sidecarUID)
 	return corev1.Container{
-		Name:            StdioInstallContainerName,
-		Image:           cfg.Image,
-		ImagePullPolicy: cfg.ImagePullPolicy,
-		Args:            []string{"install", StdioBridgePath},
-		VolumeMounts:    []corev1.VolumeMount{{Name: StdioVolume, MountPath: StdioBinDir}},
+		Name:         StdioInstallContainerName,
+		Image:        cfg.Image,
+		Args:         []string{"install", StdioBridgePath},
+		VolumeMounts: []corev1.VolumeMount{{Name: StdioVolume, MountPath: StdioBinDir}},
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
