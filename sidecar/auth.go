@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 
 	authv1 "k8s.io/api/authentication/v1"
@@ -66,7 +67,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, auth *cata
 		if r.Method == http.MethodPost {
 			w.Header().Set("Connection", "close")
 		}
-		s.fail(w, nil, newErr(http.StatusUnauthorized, codeInvalidRequest, "Unauthorized: a valid bearer token is required"))
+		s.fail(w, nil, wire.NewError(http.StatusUnauthorized, wire.CodeInvalidRequest, "Unauthorized: a valid bearer token is required"))
 		return nil, false
 	}
 	if !auth.ForwardToken {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"log/slog"
 	"net/http"
@@ -741,7 +742,7 @@ func TestAuthzListenDeniedSubscription(t *testing.T) {
 	env := newAuthzEnv(t, authzAccess())
 	for _, uri := range []string{"db://tables/users", "db://tables/none/x"} {
 		a := env.modern("b", "subscriptions/listen", `"notifications":{"resourceSubscriptions":["db://tables/orders",`+jsonQuote(uri)+`]}`, "")
-		if a.Status != http.StatusBadRequest || a.Error == nil || a.Error.Code != codeInvalidParams || !strings.Contains(string(a.Error.Data), jsonQuote(uri)) {
+		if a.Status != http.StatusBadRequest || a.Error == nil || a.Error.Code != wire.CodeInvalidParams || !strings.Contains(string(a.Error.Data), jsonQuote(uri)) {
 			t.Errorf("listen naming %s: %s", uri, errOf(a, ""))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"strconv"
 	"time"
@@ -41,14 +42,14 @@ func (u *Upstream) list(method, member string, newReq func(cursor string) (*http
 		if err != nil {
 			return nil, false, nil, err
 		}
-		if e, ok, _ := field(msg, "error"); ok {
-			if c, ok, _ := field(e, "code"); ok && string(c) == strconv.Itoa(codeMethodNotFound) {
+		if e, ok, _ := wire.Field(msg, "error"); ok {
+			if c, ok, _ := wire.Field(e, "code"); ok && string(c) == strconv.Itoa(wire.CodeMethodNotFound) {
 				return []json.RawMessage{}, false, nil, nil
 			}
 			return nil, false, &upstreamAnswer{status, msg}, nil
 		}
-		res, ok, _ := field(msg, "result")
-		if !ok || !isObject(res) {
+		res, ok, _ := wire.Field(msg, "result")
+		if !ok || !wire.IsObject(res) {
 			return nil, false, nil, fmt.Errorf("upstream %s answered without a result: %s", method, truncate(msg, 200))
 		}
 		var page struct {
@@ -63,7 +64,7 @@ func (u *Upstream) list(method, member string, newReq func(cursor string) (*http
 		if page.ResultType != "" && page.ResultType != resultComplete {
 			return nil, false, &upstreamAnswer{status, msg}, nil
 		}
-		raw, _, _ := field(res, member)
+		raw, _, _ := wire.Field(res, member)
 		var got []json.RawMessage
 		if len(raw) > 0 {
 			if err := json.Unmarshal(raw, &got); err != nil {
@@ -90,9 +91,9 @@ func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (
 	return func(cursor string) (*http.Request, error) {
 		body, err := withParams(req.body, func(params []byte) ([]byte, error) {
 			if cursor == "" {
-				return setMembers(params, nil, []string{"cursor"})
+				return wire.SetMembers(params, nil, []string{"cursor"})
 			}
-			return setMembers(params, []kv{{key: "cursor", val: jsonString(cursor)}}, nil)
+			return wire.SetMembers(params, []wire.KV{{Key: "cursor", Val: jsonString(cursor)}}, nil)
 		})
 		if err != nil {
 			return nil, err
@@ -109,7 +110,7 @@ func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (
 // withParams rewrites the params member of a request body.
 func withParams(body []byte, edit func([]byte) ([]byte, error)) ([]byte, error) {
 	ps, pe, ok := span(body, "params")
-	if !ok || !isObject(body[ps:pe]) {
+	if !ok || !wire.IsObject(body[ps:pe]) {
 		return nil, errors.New("request has no params object")
 	}
 	np, err := edit(body[ps:pe])
@@ -128,16 +129,16 @@ func withParams(body []byte, edit func([]byte) ([]byte, error)) ([]byte, error) 
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request) {
 	spec, method := req.spec.list, req.method
 	cursor := ""
-	if raw, ok, _ := field(req.params, "cursor"); ok && string(raw) != "null" {
+	if raw, ok, _ := wire.Field(req.params, "cursor"); ok && string(raw) != "null" {
 		var okStr bool
-		if cursor, okStr = stringValue(raw); !okStr {
-			s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: cursor must be a string"))
+		if cursor, okStr = wire.StringValue(raw); !okStr {
+			s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: cursor must be a string"))
 			return
 		}
 	}
 	offset, ok := parseCursor(method, cursor)
 	if !ok {
-		s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: invalid cursor"))
+		s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: invalid cursor"))
 		return
 	}
 	c, g := s.catalogGrant(r)
@@ -146,7 +147,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		if s.endedByDrain(w, r, req) {
 			return
 		}
-		s.failReq(w, req, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+		s.failReq(w, req, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
 	up := []json.RawMessage{}
@@ -161,7 +162,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 				return
 			}
 			s.log.Warn("Upstream list failed", "method", method, "err", err)
-			s.failReq(w, req, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+			s.failReq(w, req, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream unavailable"))
 			return
 		}
 		if pass != nil {
@@ -227,11 +228,11 @@ func writeMessage(w http.ResponseWriter, status int, b []byte) {
 
 // paramString returns a string member of the request params.
 func paramString(req *request, name string) (string, bool) {
-	raw, ok, _ := field(req.params, name)
+	raw, ok, _ := wire.Field(req.params, name)
 	if !ok {
 		return "", false
 	}
-	return stringValue(raw)
+	return wire.StringValue(raw)
 }
 
 // serveToolCall refuses calls to tools clients cannot see and calls renamed
@@ -239,7 +240,7 @@ func paramString(req *request, name string) (string, bool) {
 func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *request) {
 	name, ok := toolName(req.params)
 	if !ok {
-		s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: tools/call requires params.name, a string, exactly once"))
+		s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: tools/call requires params.name, a string, exactly once"))
 		return
 	}
 	c, g := s.catalogGrant(r)
@@ -255,17 +256,17 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 		// Withheld from tools/list too: refused like a tool clients cannot see,
 		// saying why (the operator accepts a new definition in the MCPTool).
 		s.m.pinRefused.Inc()
-		e := newErr(http.StatusBadRequest, codeInvalidParams, "Tool withheld: "+name+": "+why)
-		e.data = map[string]string{"name": name, "reason": why}
+		e := wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Tool withheld: "+name+": "+why)
+		e.Data = map[string]string{"name": name, "reason": why}
 		s.failReq(w, req, e)
 		return
 	}
 	if upstream != name {
 		body, err := withParams(req.body, func(p []byte) ([]byte, error) {
-			return setMembers(p, []kv{{key: "name", val: jsonString(upstream)}}, nil)
+			return wire.SetMembers(p, []wire.KV{{Key: "name", Val: jsonString(upstream)}}, nil)
 		})
 		if err != nil {
-			s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: "+err.Error()))
+			s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: "+err.Error()))
 			return
 		}
 		req.body = body
@@ -278,34 +279,34 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 // (parseRequest has refused params in which another member spells "name"
 // in another case, which a case-insensitive upstream would read instead.)
 func toolName(params []byte) (string, bool) {
-	raw, ok, _ := field(params, "name")
+	raw, ok, _ := wire.Field(params, "name")
 	if !ok {
 		return "", false
 	}
-	return stringValue(raw)
+	return wire.StringValue(raw)
 }
 
 // serveComplete answers completion/complete for a declared prompt or a
 // sidecar-served resource (the upstream does not know them, and their
 // arguments have no completions) and forwards the rest.
 func (s *Server) serveComplete(w http.ResponseWriter, r *http.Request, req *request) {
-	raw, _, _ := field(req.params, "ref")
-	typ, _, _ := field(raw, "type")
-	t, _ := stringValue(typ)
+	raw, _, _ := wire.Field(req.params, "ref")
+	typ, _, _ := wire.Field(raw, "type")
+	t, _ := wire.StringValue(typ)
 	c, g := s.catalogGrant(r)
 	served := false
 	switch t {
 	case "ref/prompt":
-		n, _, _ := field(raw, "name")
-		name, _ := stringValue(n)
+		n, _, _ := wire.Field(raw, "name")
+		name, _ := wire.StringValue(n)
 		if !g.Prompt(name) {
 			s.failReq(w, req, errUnknownPrompt(name))
 			return
 		}
 		served = findPrompt(c, name) != nil
 	case "ref/resource":
-		u, _, _ := field(raw, "uri")
-		uri, _ := stringValue(u)
+		u, _, _ := wire.Field(raw, "uri")
+		uri, _ := wire.StringValue(u)
 		if !g.Template(uri) && !g.Resource(uri) {
 			s.failReq(w, req, errResourceNotFound(uri))
 			return
@@ -404,9 +405,9 @@ func (s *Server) servePromptGet(w http.ResponseWriter, r *http.Request, req *req
 	}
 	markRouted(w)
 	args := map[string]string{}
-	if raw, ok, _ := field(req.params, "arguments"); ok && string(raw) != "null" {
+	if raw, ok, _ := wire.Field(req.params, "arguments"); ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {
-			s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: arguments must be an object of strings"))
+			s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: arguments must be an object of strings"))
 			return
 		}
 	}
@@ -429,8 +430,8 @@ func (o *Overlay) hints(method string, params []byte) (int64, string) {
 	switch {
 	case spec != nil && spec.kind == KindResourceUpdated:
 		uri := ""
-		if raw, ok, _ := field(params, spec.nameMember); ok {
-			uri, _ = stringValue(raw)
+		if raw, ok, _ := wire.Field(params, spec.nameMember); ok {
+			uri, _ = wire.StringValue(raw)
 		}
 		h = o.readHintFor(uri)
 	case spec != nil && spec.hint != nil:

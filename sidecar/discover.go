@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"strconv"
 	"time"
@@ -16,7 +17,7 @@ import (
 func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *request) {
 	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(req.body))
 	if err != nil {
-		s.fail(w, req.id, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
+		s.fail(w, req.id, wire.NewError(http.StatusInternalServerError, wire.CodeInternalError, "Internal error: "+err.Error()))
 		return
 	}
 	setUpstreamHeaders(ureq, r)
@@ -28,11 +29,11 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 			return
 		}
 		s.log.Warn("Upstream server/discover failed", "err", err)
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
 	rs, re, ok := span(msg, "result")
-	if !ok || !isObject(msg[rs:re]) {
+	if !ok || !wire.IsObject(msg[rs:re]) {
 		// An error from the upstream goes back as it came.
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(msg)))
@@ -45,12 +46,12 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 	info, err := parseDiscover(res)
 	if err != nil {
 		s.log.Warn("Upstream server/discover result unusable", "err", err)
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream discover result unusable"))
+		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream discover result unusable"))
 		return
 	}
 	caps, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
 	if err != nil {
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream capabilities unusable"))
+		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream capabilities unusable"))
 		return
 	}
 	versions, _ := json.Marshal(s.policy().supported)
@@ -58,15 +59,15 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 	if scope != "public" {
 		scope = "private"
 	}
-	nres, err := setMembers(res, []kv{
-		{key: "resultType", val: []byte(`"complete"`)},
-		{key: "supportedVersions", val: versions},
-		{key: "capabilities", val: caps},
-		{key: "ttlMs", val: strconv.AppendInt(nil, max(ttl, 0), 10)},
-		{key: "cacheScope", val: []byte(`"` + scope + `"`)},
+	nres, err := wire.SetMembers(res, []wire.KV{
+		{Key: "resultType", Val: []byte(`"complete"`)},
+		{Key: "supportedVersions", Val: versions},
+		{Key: "capabilities", Val: caps},
+		{Key: "ttlMs", Val: strconv.AppendInt(nil, max(ttl, 0), 10)},
+		{Key: "cacheScope", Val: []byte(`"` + scope + `"`)},
 	}, nil)
 	if err != nil {
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream discover result unusable"))
+		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream discover result unusable"))
 		return
 	}
 	out := make([]byte, 0, len(msg)+len(nres))
@@ -98,7 +99,7 @@ func mergedCapabilities(raw json.RawMessage, overlay bool) (json.RawMessage, err
 	}
 	if overlay {
 		for _, name := range []string{"tools", "prompts", "resources"} {
-			if c, ok := caps[name]; !ok || !isObject(c) {
+			if c, ok := caps[name]; !ok || !wire.IsObject(c) {
 				caps[name] = json.RawMessage(`{}`)
 			}
 		}
@@ -109,14 +110,14 @@ func mergedCapabilities(raw json.RawMessage, overlay bool) (json.RawMessage, err
 		"tools": {"listChanged"}, "prompts": {"listChanged"}, "resources": {"listChanged", "subscribe"},
 	} {
 		c, ok := caps[name]
-		if !ok || !isObject(c) {
+		if !ok || !wire.IsObject(c) {
 			continue
 		}
-		var sets []kv
+		var sets []wire.KV
 		for _, k := range extra {
-			sets = append(sets, kv{key: k, val: []byte("true")})
+			sets = append(sets, wire.KV{Key: k, Val: []byte("true")})
 		}
-		nc, err := setMembers(c, sets, nil)
+		nc, err := wire.SetMembers(c, sets, nil)
 		if err != nil {
 			return nil, err
 		}

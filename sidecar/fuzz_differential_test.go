@@ -3,6 +3,7 @@ package sidecar
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,8 +71,8 @@ func FuzzParserDifferential(f *testing.F) {
 			}
 		}
 		// Arguments bound to headers (paramheaders.go).
-		args, ok, _ := field(r.params, "arguments")
-		if !ok || !isObject(args) || boundArgsErr(args, bindings) != nil {
+		args, ok, _ := wire.Field(r.params, "arguments")
+		if !ok || !wire.IsObject(args) || boundArgsErr(args, bindings) != nil {
 			return
 		}
 		scRegion := mustField(args, "region")
@@ -82,7 +83,7 @@ func FuzzParserDifferential(f *testing.F) {
 				Kind json.RawMessage `json:"kind"`
 			} `json:"nested"`
 		}
-		if mustField(args, "nested") != nil && !isObject(mustField(args, "nested")) {
+		if mustField(args, "nested") != nil && !wire.IsObject(mustField(args, "nested")) {
 			return // not an object: no bound value under it for anyone
 		}
 		_ = json.Unmarshal(args, &g)
@@ -100,10 +101,10 @@ type view struct{ id, method, name, uri, version []byte }
 
 // mustField is field's value when given exactly once (nil otherwise).
 func mustField(obj []byte, name string) []byte {
-	if obj == nil || !isObject(obj) {
+	if obj == nil || !wire.IsObject(obj) {
 		return nil
 	}
-	v, ok, _ := field(obj, name)
+	v, ok, _ := wire.Field(obj, name)
 	if !ok {
 		return nil
 	}
@@ -125,7 +126,7 @@ func goView(body []byte) (view, bool) {
 		return view{}, false
 	}
 	v := view{id: g.ID, method: g.Method}
-	if isObject(g.Params) {
+	if wire.IsObject(g.Params) {
 		var p struct {
 			Name json.RawMessage `json:"name"`
 			URI  json.RawMessage `json:"uri"`
@@ -135,7 +136,7 @@ func goView(body []byte) (view, bool) {
 			return view{}, false
 		}
 		v.name, v.uri = p.Name, p.URI
-		if isObject(p.Meta) {
+		if wire.IsObject(p.Meta) {
 			var m struct {
 				Version json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
 			}
@@ -163,7 +164,7 @@ func exactView(body []byte) (view, bool) {
 // name (after unescaping), read token by token with json.Decoder; nil when
 // obj is not an object or has no such member.
 func lastExact(obj []byte, name string) []byte {
-	if obj == nil || !isObject(obj) {
+	if obj == nil || !wire.IsObject(obj) {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(obj))

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"slices"
 	"strconv"
@@ -40,14 +41,14 @@ const headerSessionID = "Mcp-Session-Id"
 // initializes again) when the id is not one of ours, has expired, or is
 // bound to another caller than the request's, and 400 when the header is
 // repeated.
-func (s *Server) legacySession(r *http.Request) (*legacySession, *rpcError) {
+func (s *Server) legacySession(r *http.Request) (*legacySession, *wire.Error) {
 	vs := r.Header[headerSessionID]
 	switch len(vs) {
 	case 0:
 		return nil, nil
 	case 1:
 	default:
-		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header given more than once")
+		return nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header given more than once")
 	}
 	sess, err := s.sessions.open(vs[0])
 	if err == nil && !sess.boundTo(callerBinding(authn.FromContext(r.Context()))) {
@@ -58,7 +59,7 @@ func (s *Server) legacySession(r *http.Request) (*legacySession, *rpcError) {
 		err = errSessionEnded
 	}
 	if err != nil {
-		return nil, newErr(http.StatusNotFound, codeInvalidRequest, "Session not found: "+err.Error()+"; initialize a new session")
+		return nil, wire.NewError(http.StatusNotFound, wire.CodeInvalidRequest, "Session not found: "+err.Error()+"; initialize a new session")
 	}
 	return sess, nil
 }
@@ -83,7 +84,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, req *reques
 		return
 	}
 	if spec != nil && spec.era == eraModern {
-		s.failReq(w, req, newErr(http.StatusOK, codeMethodNotFound, "Method not found: "+req.method+" is part of protocol revision "+ProtocolVersion+" only"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeMethodNotFound, "Method not found: "+req.method+" is part of protocol revision "+ProtocolVersion+" only"))
 		return
 	}
 	var caps json.RawMessage
@@ -105,20 +106,20 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, req *reques
 // _meta claim (protocol version, the client's capabilities) spliced into
 // params, and the headers a modern upstream requires. Members the client
 // sent (progressToken, arguments, …) are kept byte for byte.
-func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMessage, logLevel string) *rpcError {
+func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMessage, logLevel string) *wire.Error {
 	if len(clientCaps) == 0 {
 		clientCaps = json.RawMessage(`{}`)
 	}
-	claim := []kv{
-		{key: mcp.MetaKeyProtocolVersion, val: []byte(`"` + ProtocolVersion + `"`)},
-		{key: mcp.MetaKeyClientCapabilities, val: clientCaps},
-		{key: metaKeyLogLevel, val: jsonString(logLevel)},
+	claim := []wire.KV{
+		{Key: mcp.MetaKeyProtocolVersion, Val: []byte(`"` + ProtocolVersion + `"`)},
+		{Key: mcp.MetaKeyClientCapabilities, Val: clientCaps},
+		{Key: metaKeyLogLevel, Val: jsonString(logLevel)},
 	}
-	if req.meta != nil && !isObject(req.meta) {
-		return newErr(http.StatusOK, codeInvalidParams, "Invalid params: _meta must be an object")
+	if req.meta != nil && !wire.IsObject(req.meta) {
+		return wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: _meta must be an object")
 	}
-	if req.params != nil && !isObject(req.params) {
-		return newErr(http.StatusOK, codeInvalidParams, "Invalid params: params must be an object")
+	if req.params != nil && !wire.IsObject(req.params) {
+		return wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: params must be an object")
 	}
 	var nmeta []byte
 	if req.meta == nil {
@@ -130,13 +131,13 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 			} else {
 				nmeta = append(nmeta, ',')
 			}
-			nmeta = append(append(append(append(nmeta, '"'), c.key...), '"', ':'), c.val...)
+			nmeta = append(append(append(append(nmeta, '"'), c.Key...), '"', ':'), c.Val...)
 		}
 		nmeta = append(nmeta, '}')
 	} else {
 		var err error
-		if nmeta, err = setMembers(req.meta, claim, nil); err != nil {
-			return newErr(http.StatusOK, codeInvalidParams, "Invalid params: _meta must be an object")
+		if nmeta, err = wire.SetMembers(req.meta, claim, nil); err != nil {
+			return wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: _meta must be an object")
 		}
 	}
 	// One splice into the body: everything the client sent stays where it
@@ -147,7 +148,7 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 	case !hasParams:
 		end := bytes.LastIndexByte(req.body, '}')
 		if end < 0 {
-			return newErr(http.StatusOK, codeInvalidRequest, "Invalid Request: body must be a JSON-RPC request object")
+			return wire.NewError(http.StatusOK, wire.CodeInvalidRequest, "Invalid Request: body must be a JSON-RPC request object")
 		}
 		body = append(body, req.body[:end]...)
 		body = append(body, `,"params":{"_meta":`...)
@@ -175,8 +176,8 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 		body = append(body, req.body[pe:]...)
 	}
 	req.body = body
-	req.params, _, _ = field(body, "params")
-	req.meta, _, _ = field(req.params, "_meta")
+	req.params, _, _ = wire.Field(body, "params")
+	req.meta, _, _ = wire.Field(req.params, "_meta")
 	req.metaVersion, req.hasVersion = ProtocolVersion, true
 
 	h := r.Header
@@ -210,7 +211,7 @@ var (
 // included: the sidecar relays an upstream's input requests for them to the
 // client (legacyinput.go).
 func upstreamCaps(caps json.RawMessage) json.RawMessage {
-	if !isObject(caps) {
+	if !wire.IsObject(caps) {
 		return nil
 	}
 	return caps
@@ -219,10 +220,10 @@ func upstreamCaps(caps json.RawMessage) json.RawMessage {
 // failReq answers a request with a JSON-RPC error: for a 2025-era client
 // with HTTP 200 (its transport reads JSON-RPC errors from successful
 // responses; 4xx is reserved for transport and session problems).
-func (s *Server) failReq(w http.ResponseWriter, req *request, e *rpcError) {
-	if req.legacy && e.status != http.StatusOK {
+func (s *Server) failReq(w http.ResponseWriter, req *request, e *wire.Error) {
+	if req.legacy && e.Status != http.StatusOK {
 		c := *e
-		c.status = http.StatusOK
+		c.Status = http.StatusOK
 		e = &c
 	}
 	s.fail(w, req.id, e)
@@ -232,7 +233,7 @@ func (s *Server) failReq(w http.ResponseWriter, req *request, e *rpcError) {
 // for client input where the sidecar cannot relay it: a request without a
 // session (the client's answer would have nowhere to go).
 func errInputRequired(id json.RawMessage) []byte {
-	return errorBody(id, newErr(http.StatusOK, codeInternalError,
+	return wire.ErrorBody(id, wire.NewError(http.StatusOK, wire.CodeInternalError,
 		"Internal error: the MCP server asked the client for input (input_required: elicitation, sampling or roots); "+
 			"the sidecar relays it to clients of protocol revision 2025-11-25 and earlier only within a session: initialize first"))
 }
@@ -243,20 +244,20 @@ func errInputRequired(id json.RawMessage) []byte {
 // and anything else stay the upstream's bytes.
 func legacyResult(id json.RawMessage, msg []byte) []byte {
 	rs, re, ok := span(msg, "result")
-	if !ok || !isObject(msg[rs:re]) {
+	if !ok || !wire.IsObject(msg[rs:re]) {
 		return msg
 	}
 	res := msg[rs:re]
 	// One pass: is there anything to drop, and is it input_required?
 	drop := 0
 	inputRequired := false
-	_ = eachMember(res, func(m member) bool {
+	_ = wire.EachMember(res, func(m wire.Member) bool {
 		switch {
-		case keyIs(m.key, "resultType"):
+		case wire.KeyIs(m.Key, "resultType"):
 			drop++
-			v, _ := stringValue(res[m.start:m.end])
+			v, _ := wire.StringValue(res[m.Start:m.End])
 			inputRequired = v == resultInputRequired
-		case keyIs(m.key, "ttlMs"), keyIs(m.key, "cacheScope"):
+		case wire.KeyIs(m.Key, "ttlMs"), wire.KeyIs(m.Key, "cacheScope"):
 			drop++
 		}
 		return true
@@ -272,15 +273,15 @@ func legacyResult(id json.RawMessage, msg []byte) []byte {
 	out = append(out, msg[:rs]...)
 	out = append(out, '{')
 	first := true
-	err := eachMember(res, func(m member) bool {
-		if keyIs(m.key, "resultType") || keyIs(m.key, "ttlMs") || keyIs(m.key, "cacheScope") {
+	err := wire.EachMember(res, func(m wire.Member) bool {
+		if wire.KeyIs(m.Key, "resultType") || wire.KeyIs(m.Key, "ttlMs") || wire.KeyIs(m.Key, "cacheScope") {
 			return true
 		}
 		if !first {
 			out = append(out, ',')
 		}
 		first = false
-		out = append(append(append(out, m.key...), ':'), res[m.start:m.end]...)
+		out = append(append(append(out, m.Key...), ':'), res[m.Start:m.End]...)
 		return true
 	})
 	if err != nil {
@@ -333,7 +334,7 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		Capabilities    json.RawMessage `json:"capabilities"`
 	}
 	if req.params == nil || json.Unmarshal(req.params, &p) != nil {
-		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: initialize requires params.protocolVersion and params.capabilities"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: initialize requires params.protocolVersion and params.capabilities"))
 		return
 	}
 	info, err := s.upstreamInfoFor(r.Context())
@@ -341,12 +342,12 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
 			return
 		}
-		s.failReq(w, req, newErr(http.StatusOK, codeInternalError, "Internal error: upstream unavailable"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
 	caps, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
 	if err != nil {
-		s.failReq(w, req, newErr(http.StatusOK, codeInternalError, "Internal error: upstream capabilities unusable"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: upstream capabilities unusable"))
 		return
 	}
 	serverInfo := info.serverInfo
@@ -356,7 +357,7 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 	version := negotiate(p.ProtocolVersion)
 	id, err := s.sessions.mint(version, p.Capabilities, callerBinding(authn.FromContext(r.Context())))
 	if err != nil {
-		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: "+err.Error()))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: "+err.Error()))
 		return
 	}
 	w.Header().Set(headerSessionID, id)
@@ -381,7 +382,7 @@ func (s *Server) serveEmpty(w http.ResponseWriter, _ *http.Request, req *request
 func (s *Server) serveSetLevel(w http.ResponseWriter, _ *http.Request, req *request) {
 	level, ok := paramString(req, "level")
 	if !ok || !logLevels[level] {
-		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency"))
 		return
 	}
 	if req.session != nil {
@@ -405,7 +406,7 @@ var logLevels = map[string]bool{"debug": true, "info": true, "notice": true, "wa
 func (s *Server) serveSubscribe(w http.ResponseWriter, r *http.Request, req *request) {
 	uri, ok := paramString(req, "uri")
 	if !ok || uri == "" {
-		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: "+req.method+" requires params.uri"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: "+req.method+" requires params.uri"))
 		return
 	}
 	if len(uri) > MaxURIBytes {
@@ -419,13 +420,13 @@ func (s *Server) serveSubscribe(w http.ResponseWriter, r *http.Request, req *req
 		return
 	}
 	if req.session == nil {
-		s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: "+req.method+" needs a session (Mcp-Session-Id from initialize)"))
+		s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Bad Request: "+req.method+" needs a session (Mcp-Session-Id from initialize)"))
 		return
 	}
-	var e *rpcError
+	var e *wire.Error
 	s.states.mu.Lock()
 	if st := s.states.getLocked(req.session); st == nil {
-		e = newErr(http.StatusOK, codeInternalError, "Internal error: subscription limit reached")
+		e = wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: subscription limit reached")
 	} else if req.method == "resources/subscribe" {
 		e = s.subscribeLocked(st, uri)
 	} else if st.uris[uri] {
@@ -448,14 +449,14 @@ func (s *Server) serveSubscribe(w http.ResponseWriter, r *http.Request, req *req
 // subscribeLocked adds uri to a session's subscriptions and to its open GET streams, each
 // taking its share of the replica's budget, or none of them (s.states.mu held; the hub's
 // mutex is taken inside it, never the other way round).
-func (s *Server) subscribeLocked(st *sessionState, uri string) *rpcError {
+func (s *Server) subscribeLocked(st *sessionState, uri string) *wire.Error {
 	if st.uris[uri] {
 		return nil
 	}
 	cost := subscriptionBytes(uri)
 	if len(st.uris) >= MaxSessionSubscriptions || st.bytes+cost > MaxSessionSubscriptionBytes {
 		s.m.refuseSubscription(refusedSession)
-		return newErr(http.StatusOK, codeInternalError, "Internal error: subscription limit reached for this session (max "+
+		return wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: subscription limit reached for this session (max "+
 			strconv.Itoa(MaxSessionSubscriptions)+" URIs, "+strconv.Itoa(MaxSessionSubscriptionBytes)+" bytes)")
 	}
 	// Expired sessions' subscriptions are given back only when room is needed.
@@ -490,12 +491,12 @@ func (s *Server) subscribeLocked(st *sessionState, uri string) *rpcError {
 // not kept. The drain ends it with a retry hint.
 func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 	if !acceptsEventStream(r.Header) {
-		s.fail(w, nil, newErr(http.StatusNotAcceptable, codeInvalidRequest, "Not Acceptable: GET must accept text/event-stream"))
+		s.fail(w, nil, wire.NewError(http.StatusNotAcceptable, wire.CodeInvalidRequest, "Not Acceptable: GET must accept text/event-stream"))
 		return
 	}
 	sess, e := s.legacySession(r)
 	if e == nil && sess == nil {
-		e = newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+		e = wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
 	}
 	if e != nil {
 		s.fail(w, nil, e)
@@ -503,7 +504,7 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 	}
 	info, err := s.upstreamInfoFor(r.Context())
 	if err != nil {
-		s.fail(w, nil, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: upstream unavailable"))
+		s.fail(w, nil, wire.NewError(http.StatusServiceUnavailable, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
 	caps := s.effectiveCaps(info)
@@ -523,11 +524,11 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 	}
 	// The stream holds its own copy of the session's subscriptions (in the hub's indexes), so it
 	// takes its share of the replica's budget: a session's URIs times its streams is bounded.
-	var refuse *rpcError
+	var refuse *wire.Error
 	s.states.mu.Lock()
 	state := s.states.getLocked(sess)
 	if state == nil {
-		refuse = newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: session limit reached")
+		refuse = wire.NewError(http.StatusServiceUnavailable, wire.CodeInternalError, "Internal error: session limit reached")
 	} else {
 		for u := range state.uris {
 			st.uris = append(st.uris, u)
@@ -572,7 +573,7 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 		first = []byte(": stream open\n\n")
 	}
 	if !s.attachStream(w, r, st, first, false, func() {
-		s.fail(w, nil, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: stream limit reached"))
+		s.fail(w, nil, wire.NewError(http.StatusServiceUnavailable, wire.CodeInternalError, "Internal error: stream limit reached"))
 	}) {
 		forget(st)
 	}
@@ -584,7 +585,7 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveLegacyDelete(w http.ResponseWriter, r *http.Request) {
 	sess, e := s.legacySession(r)
 	if e == nil && sess == nil {
-		e = newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+		e = wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
 	}
 	if e != nil {
 		s.fail(w, nil, e)

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net"
 	"strconv"
 	"sync"
@@ -54,14 +55,14 @@ func subscriptionBytes(uri string) int64 {
 }
 
 // uriError is the answer to a subscription URI over MaxURIBytes.
-func uriError(status int) *rpcError {
-	return newErr(status, codeInvalidParams, "Invalid params: a resource URI exceeds "+strconv.Itoa(MaxURIBytes)+" bytes")
+func uriError(status int) *wire.Error {
+	return wire.NewError(status, wire.CodeInvalidParams, "Invalid params: a resource URI exceeds "+strconv.Itoa(MaxURIBytes)+" bytes")
 }
 
 // errSubscriptionLimit is the answer when the replica holds all the subscriptions it may: the
 // answer past --max-listen-streams (and the TypeScript SDK's past its listen cap).
-func errSubscriptionLimit(status int) *rpcError {
-	return newErr(status, codeInternalError, "Internal error: Subscription limit reached")
+func errSubscriptionLimit(status int) *wire.Error {
+	return wire.NewError(status, wire.CodeInternalError, "Internal error: Subscription limit reached")
 }
 
 // Reasons a subscription is refused (the reason label of subscriptions_refused_total).
@@ -95,8 +96,8 @@ const (
 // errBusy is the answer past --max-inflight-requests: 503 with Retry-After (RFC 9110 §15.6.4,
 // a temporary overload), and -32603, the spec's code for a server-side failure, without an id
 // (the body was not read).
-func errBusy() *rpcError {
-	return newErr(503, codeInternalError, "Internal error: too many requests in progress; retry")
+func errBusy() *wire.Error {
+	return wire.NewError(503, wire.CodeInternalError, "Internal error: too many requests in progress; retry")
 }
 
 // refusedConnection is what a connection past --max-connections gets before it is closed.

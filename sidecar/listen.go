@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net"
 	"net/http"
 	"slices"
@@ -18,14 +19,14 @@ import (
 
 // serveListen opens a subscriptions/listen stream owned by the sidecar.
 func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *request) {
-	raw, ok, _ := field(req.params, "notifications")
-	if !ok || !isObject(raw) {
-		s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: subscriptions/listen requires params.notifications"))
+	raw, ok, _ := wire.Field(req.params, "notifications")
+	if !ok || !wire.IsObject(raw) {
+		s.fail(w, req.id, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: subscriptions/listen requires params.notifications"))
 		return
 	}
 	var want mcp.NotificationSubscriptions
 	if err := json.Unmarshal(raw, &want); err != nil {
-		s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: notifications: "+err.Error()))
+		s.fail(w, req.id, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: notifications: "+err.Error()))
 		return
 	}
 	if e, reason := checkStreamURIs(want.ResourceSubscriptions); e != nil {
@@ -54,7 +55,7 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 		info, err = s.up.Discover(ctx)
 		cancel()
 		if err != nil {
-			s.fail(w, req.id, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: upstream unavailable"))
+			s.fail(w, req.id, wire.NewError(http.StatusServiceUnavailable, wire.CodeInternalError, "Internal error: upstream unavailable"))
 			return
 		}
 	}
@@ -98,9 +99,9 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 // checkStreamURIs bounds the URIs of one listen: their count, each one's length and their
 // bytes together. The filter is the request's params, so a listen over a bound is Invalid
 // params; it returns the reason label too.
-func checkStreamURIs(uris []string) (*rpcError, string) {
+func checkStreamURIs(uris []string) (*wire.Error, string) {
 	if len(uris) > MaxStreamSubscriptions {
-		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: too many resourceSubscriptions (max "+strconv.Itoa(MaxStreamSubscriptions)+")"), refusedStream
+		return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: too many resourceSubscriptions (max "+strconv.Itoa(MaxStreamSubscriptions)+")"), refusedStream
 	}
 	var b int64
 	for _, u := range uris {
@@ -110,7 +111,7 @@ func checkStreamURIs(uris []string) (*rpcError, string) {
 		b += subscriptionBytes(u)
 	}
 	if b > MaxStreamSubscriptionBytes {
-		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: resourceSubscriptions exceed "+strconv.Itoa(MaxStreamSubscriptionBytes)+" bytes"), refusedStream
+		return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: resourceSubscriptions exceed "+strconv.Itoa(MaxStreamSubscriptionBytes)+" bytes"), refusedStream
 	}
 	return nil, ""
 }

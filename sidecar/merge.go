@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"slices"
 	"strconv"
@@ -457,17 +458,17 @@ func findResource(c *catalog.Catalog, uri string) *catalog.Resource {
 // missing required argument is an error naming it; an absent optional
 // argument renders as the empty string; an argument the prompt does not
 // declare is an error too.
-func renderPrompt(p *catalog.Prompt, args map[string]string) (json.RawMessage, *rpcError) {
+func renderPrompt(p *catalog.Prompt, args map[string]string) (json.RawMessage, *wire.Error) {
 	known := map[string]bool{}
 	for _, a := range p.Arguments {
 		known[a.Name] = true
 		if _, ok := args[a.Name]; a.Required && !ok {
-			return nil, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: missing required argument "+strconv.Quote(a.Name)+" of prompt "+strconv.Quote(p.Name))
+			return nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: missing required argument "+strconv.Quote(a.Name)+" of prompt "+strconv.Quote(p.Name))
 		}
 	}
 	for k := range args {
 		if !known[k] {
-			return nil, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: prompt "+strconv.Quote(p.Name)+" has no argument "+strconv.Quote(k))
+			return nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: prompt "+strconv.Quote(p.Name)+" has no argument "+strconv.Quote(k))
 		}
 	}
 	pairs := make([]string, 0, 2*len(p.Arguments))

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"encoding/json"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"slices"
 	"strings"
 	"sync"
@@ -224,7 +225,7 @@ func TestMergePromptsAndRender(t *testing.T) {
 	for _, tt := range tests {
 		out, e := renderPrompt(&c.Prompts[0], tt.args)
 		if tt.wantErr != "" {
-			if e == nil || e.code != codeInvalidParams || !strings.Contains(e.message, tt.wantErr) {
+			if e == nil || e.Code != wire.CodeInvalidParams || !strings.Contains(e.Message, tt.wantErr) {
 				t.Errorf("render(%v) error = %v, want -32602 %q", tt.args, e, tt.wantErr)
 			}
 			continue

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"strconv"
 	"time"
 
@@ -192,8 +193,8 @@ func NewMetrics() *Metrics {
 	for _, r := range []string{refusedURI, refusedStream, refusedSession, refusedReplica} {
 		m.subscriptionsRefused.WithLabelValues(r)
 	}
-	for _, c := range []int64{codeParseError, codeInvalidRequest, codeMethodNotFound, codeInvalidParams, codeInternalError,
-		codeHeaderMismatch, codeUnsupportedProto} {
+	for _, c := range []int64{wire.CodeParseError, wire.CodeInvalidRequest, wire.CodeMethodNotFound, wire.CodeInvalidParams, wire.CodeInternalError,
+		wire.CodeHeaderMismatch, wire.CodeUnsupportedProtocolVersion} {
 		m.errors.WithLabelValues(strconv.FormatInt(c, 10))
 	}
 	return m

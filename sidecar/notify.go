@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 )
 
@@ -29,13 +30,13 @@ func (s *Server) serveNotification(w http.ResponseWriter, r *http.Request, req *
 	spec := req.spec
 	switch {
 	case spec == nil:
-		s.fail(w, nil, newErr(http.StatusBadRequest, codeMethodNotFound,
+		s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeMethodNotFound,
 			"Method not found: "+req.method+" is not a notification a client sends"))
 	case !spec.notification: // a request method (go-sdk: "missing id")
-		s.fail(w, nil, newErr(http.StatusBadRequest, codeInvalidRequest,
+		s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest,
 			"Invalid Request: "+req.method+" is a request and needs an id"))
 	case !req.legacy && spec.era == eraLegacy:
-		s.fail(w, nil, newErr(http.StatusBadRequest, codeMethodNotFound,
+		s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeMethodNotFound,
 			"Method not found: "+req.method+" is not part of protocol revision "+ProtocolVersion))
 	case req.legacy && spec.legacyServe != nil:
 		spec.legacyServe(s, w, r, req)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"math"
 	"net/http"
 	"strconv"
@@ -186,7 +187,7 @@ func isToken(h string) bool {
 // setParamHeaders replaces whatever Mcp-Param-* headers a translated
 // tools/call carries with those its arguments call for. It refuses
 // arguments in which a bound member is ambiguous (boundArgsErr).
-func (s *Server) setParamHeaders(r *http.Request, req *request) *rpcError {
+func (s *Server) setParamHeaders(r *http.Request, req *request) *wire.Error {
 	h := r.Header
 	for k := range h {
 		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
@@ -200,7 +201,7 @@ func (s *Server) setParamHeaders(r *http.Request, req *request) *rpcError {
 	for _, b := range bindings {
 		v, ok := args, true
 		for _, p := range b.path {
-			if v, ok, _ = field(v, p); !ok {
+			if v, ok, _ = wire.Field(v, p); !ok {
 				break
 			}
 		}
@@ -218,7 +219,7 @@ func (s *Server) setParamHeaders(r *http.Request, req *request) *rpcError {
 // headers when a bound member of its arguments is ambiguous (boundArgsErr):
 // whoever trusts the header must find the same value in the body as the
 // upstream reads. Calls without such headers skip the tool lookup.
-func (s *Server) checkBoundArgs(r *http.Request, req *request) *rpcError {
+func (s *Server) checkBoundArgs(r *http.Request, req *request) *wire.Error {
 	for k := range r.Header {
 		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
 			return boundArgsErr(s.boundArgs(r, req))
@@ -230,13 +231,13 @@ func (s *Server) checkBoundArgs(r *http.Request, req *request) *rpcError {
 // boundArgs returns the arguments of a tools/call as it goes upstream (a
 // catalog rename is already in its body) and the upstream tool's bindings.
 func (s *Server) boundArgs(r *http.Request, req *request) ([]byte, []paramBinding) {
-	params, _, _ := field(req.body, "params")
+	params, _, _ := wire.Field(req.body, "params")
 	name, ok := toolName(params)
 	if !ok {
 		return nil, nil
 	}
-	args, ok, _ := field(params, "arguments")
-	if !ok || !isObject(args) {
+	args, ok, _ := wire.Field(params, "arguments")
+	if !ok || !wire.IsObject(args) {
 		return nil, nil
 	}
 	return args, s.params.lookup(r.Context(), name, s.hub.ToolsGeneration())
@@ -246,18 +247,18 @@ func (s *Server) boundArgs(r *http.Request, req *request) ([]byte, []paramBindin
 // property is given twice or in another case (strictjson.go): the
 // Mcp-Param-* header would then carry one value while a case-insensitive
 // or last-duplicate-wins upstream reads another.
-func boundArgsErr(args []byte, bindings []paramBinding) *rpcError {
+func boundArgsErr(args []byte, bindings []paramBinding) *wire.Error {
 	for _, b := range bindings {
 		v := args
 		for _, p := range b.path {
-			if !isObject(v) {
+			if !wire.IsObject(v) {
 				break
 			}
-			if k := ambiguousMember(v, []string{p}); k != "" {
+			if k := wire.AmbiguousMember(v, []string{p}); k != "" {
 				return ambiguousParam("params.arguments", k)
 			}
 			var ok bool
-			if v, ok, _ = field(v, p); !ok {
+			if v, ok, _ = wire.Field(v, p); !ok {
 				break
 			}
 		}
@@ -329,8 +330,8 @@ func (s *Server) upstreamSeesParamHeaders(ctx context.Context) bool {
 // from =?base64?…?=); an absent or null one must have none. The
 // annotations are the upstream tool's (the body already names it, after a
 // catalog rename), as for setParamHeaders.
-func (s *Server) checkParamHeaders(r *http.Request, req *request) *rpcError {
-	params, _, _ := field(req.body, "params")
+func (s *Server) checkParamHeaders(r *http.Request, req *request) *wire.Error {
+	params, _, _ := wire.Field(req.body, "params")
 	name, ok := toolName(params)
 	if !ok {
 		return nil
@@ -339,25 +340,25 @@ func (s *Server) checkParamHeaders(r *http.Request, req *request) *rpcError {
 	if len(bindings) == 0 {
 		return nil
 	}
-	args, hasArgs, dup := field(params, "arguments")
-	if dup || (hasArgs && !isObject(args) && string(args) != "null") {
+	args, hasArgs, dup := wire.Field(params, "arguments")
+	if dup || (hasArgs && !wire.IsObject(args) && string(args) != "null") {
 		// go-sdk validates nothing when it cannot read the arguments;
 		// the call is then the upstream's to refuse.
 		return nil
 	}
-	mismatch := func(format string, a ...any) *rpcError {
-		return newErr(http.StatusBadRequest, codeHeaderMismatch, "header mismatch: "+fmt.Sprintf(format, a...))
+	mismatch := func(format string, a ...any) *wire.Error {
+		return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, "header mismatch: "+fmt.Sprintf(format, a...))
 	}
 	for _, b := range bindings {
 		hv := r.Header.Get(b.header)
-		v, present, ambiguous := args, hasArgs && isObject(args), false
+		v, present, ambiguous := args, hasArgs && wire.IsObject(args), false
 		for _, p := range b.path {
-			if !present || !isObject(v) {
+			if !present || !wire.IsObject(v) {
 				present = false
 				break
 			}
 			var d bool
-			v, present, d = field(v, p)
+			v, present, d = wire.Field(v, p)
 			ambiguous = ambiguous || d
 		}
 		path := strings.Join(b.path, ".")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -252,20 +253,20 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 		cancel()
 		return nil, err
 	}
-	if !isEventStream(resp.Header) {
+	if !wire.IsEventStream(resp.Header) {
 		msg, _ := rl.up.readResponse(resp)
 		resp.Body.Close()
 		cancel()
 		return nil, fmt.Errorf("upstream listen answered HTTP %d: %s", resp.StatusCode, truncate(msg, 200))
 	}
-	rd := newSSEReader(resp.Body, rl.up.maxBytes)
+	rd := wire.NewSSEReader(resp.Body, rl.up.maxBytes)
 	// The first message must be the acknowledgement.
-	ev, err := rd.next()
-	if err != nil || notificationMethod(ev.data) != notifAcknowledged {
+	ev, err := rd.Next()
+	if err != nil || notificationMethod(ev.Data) != notifAcknowledged {
 		resp.Body.Close()
 		cancel()
 		if err == nil {
-			err = fmt.Errorf("upstream listen did not start with an acknowledgement: %s", truncate(ev.data, 200))
+			err = fmt.Errorf("upstream listen did not start with an acknowledgement: %s", truncate(ev.Data, 200))
 		}
 		return nil, err
 	}
@@ -273,18 +274,18 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 	go func() {
 		defer resp.Body.Close()
 		for {
-			ev, err := rd.next()
+			ev, err := rd.Next()
 			if err != nil {
 				l.done <- err
 				return
 			}
-			if isResponse(ev.data) {
+			if wire.IsResponse(ev.Data) {
 				// The upstream ended the subscription (its complete result).
 				l.done <- errors.New("upstream completed the listen")
 				return
 			}
 			var e upEvent
-			switch notificationMethod(ev.data) {
+			switch notificationMethod(ev.Data) {
 			case notifToolsListChanged:
 				e.kind = KindTools
 			case notifPromptsListChanged:
@@ -298,7 +299,7 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 						URI string `json:"uri"`
 					} `json:"params"`
 				}
-				if json.Unmarshal(ev.data, &p) != nil || p.Params.URI == "" {
+				if json.Unmarshal(ev.Data, &p) != nil || p.Params.URI == "" {
 					continue
 				}
 				e.uri = p.Params.URI
@@ -329,10 +330,10 @@ func (rl *Relay) invalidate(kinds Kind, uris []string) {
 }
 
 func notificationMethod(msg []byte) string {
-	raw, ok, _ := field(msg, "method")
+	raw, ok, _ := wire.Field(msg, "method")
 	if !ok {
 		return ""
 	}
-	m, _ := stringValue(raw)
+	m, _ := wire.StringValue(raw)
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"log/slog"
 	"net"
 	"net/http"
@@ -256,8 +257,8 @@ func (s *Server) ConnContext(ctx context.Context, _ net.Conn) context.Context {
 func (s *Server) Aborted() int64 { return s.aborted.Load() }
 
 // errDrained is the answer to a forwarded request the drain budget cut short.
-func errDrained() *rpcError {
-	return newErr(http.StatusServiceUnavailable, codeInternalError,
+func errDrained() *wire.Error {
+	return wire.NewError(http.StatusServiceUnavailable, wire.CodeInternalError,
 		"Internal error: the server is shutting down and did not answer within the drain budget; retry")
 }
 
@@ -281,10 +282,10 @@ func newPolicy(serveLegacy bool) versionPolicy {
 	return p
 }
 
-func (s *Server) fail(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
-	s.m.countError(e.code)
+func (s *Server) fail(w http.ResponseWriter, id json.RawMessage, e *wire.Error) {
+	s.m.countError(e.Code)
 	if tw := tracedFrom(w); tw != nil {
-		tw.recordError(e.code, e.message)
+		tw.recordError(e.Code, e.Message)
 	}
-	writeRPCError(w, id, e)
+	wire.WriteError(w, id, e)
 }

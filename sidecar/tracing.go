@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -191,11 +192,11 @@ var traceKeys = [...]string{"traceparent", "tracestate", "baggage"}
 func (t *Tracing) parentContext(ctx context.Context, r *http.Request, req *request) context.Context {
 	if req.meta != nil && bytes.Contains(req.meta, []byte("traceparent")) {
 		var c metaCarrier
-		_ = eachMember(req.meta, func(m member) bool {
+		_ = wire.EachMember(req.meta, func(m wire.Member) bool {
 			for _, k := range traceKeys {
-				if keyIs(m.key, k) {
+				if wire.KeyIs(m.Key, k) {
 					var v string
-					if json.Unmarshal(req.meta[m.start:m.end], &v) == nil {
+					if json.Unmarshal(req.meta[m.Start:m.End], &v) == nil {
 						if c == nil {
 							c = metaCarrier{}
 						}
@@ -256,11 +257,11 @@ func (t *Tracing) startRequest(w http.ResponseWriter, r *http.Request, req *requ
 	case req.session != nil:
 		attrs = append(attrs, attrProtocolVersion.String(req.session.version))
 	default:
-		if v := headerValue(r.Header, headerProtocolVersion); v != "" {
+		if v := wire.HeaderValue(r.Header, headerProtocolVersion); v != "" {
 			attrs = append(attrs, attrProtocolVersion.String(v))
 		}
 	}
-	if sid := headerValue(r.Header, headerSessionID); sid != "" {
+	if sid := wire.HeaderValue(r.Header, headerSessionID); sid != "" {
 		attrs = append(attrs, attrSessionID.String(sessionIDHash(sid)))
 	}
 	span.SetAttributes(attrs...)
@@ -348,23 +349,23 @@ func (w *tracedWriter) finish() {
 // observeResponse notes the error (or a tool result with isError) of an
 // upstream's JSON-RPC response the sidecar relays.
 func (w *tracedWriter) observeResponse(msg []byte) {
-	_ = eachMember(msg, func(m member) bool {
+	_ = wire.EachMember(msg, func(m wire.Member) bool {
 		switch {
-		case keyIs(m.key, "error"):
+		case wire.KeyIs(m.Key, "error"):
 			var e struct {
 				Code    int64  `json:"code"`
 				Message string `json:"message"`
 			}
-			if json.Unmarshal(msg[m.start:m.end], &e) == nil {
+			if json.Unmarshal(msg[m.Start:m.End], &e) == nil {
 				w.recordError(e.Code, e.Message)
 			}
 			return false
-		case keyIs(m.key, "result"):
+		case wire.KeyIs(m.Key, "result"):
 			w.routed = true // the upstream served the target
 			var res struct {
 				IsError bool `json:"isError"`
 			}
-			if json.Unmarshal(msg[m.start:m.end], &res) == nil {
+			if json.Unmarshal(msg[m.Start:m.End], &res) == nil {
 				w.toolErr = res.IsError
 			}
 			return false
@@ -395,11 +396,11 @@ func (t *Tracing) injectUpstream(h http.Header, req *request) {
 	if req.meta == nil || tp == "" {
 		return
 	}
-	_ = eachMember(req.meta, func(m member) bool {
-		if !keyIs(m.key, "traceparent") {
+	_ = wire.EachMember(req.meta, func(m wire.Member) bool {
+		if !wire.KeyIs(m.Key, "traceparent") {
 			return true
 		}
-		v := req.meta[m.start:m.end]
+		v := req.meta[m.Start:m.End]
 		if len(v) == len(tp)+2 && v[0] == '"' && v[len(v)-1] == '"' {
 			copy(v[1:], tp) // req.meta is a slice of req.body
 		}

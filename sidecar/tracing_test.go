@@ -3,6 +3,7 @@ package sidecar
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -230,7 +231,7 @@ func TestRequestSpanErrors(t *testing.T) {
 	}
 	_ = json.Unmarshal(w.Body.Bytes(), &msg)
 	sp := onlySpan(t, exp)
-	if a := attrs(sp); msg.Error.Code != codeInternalError || a["rpc.response.status_code"] != "-32603" || sp.Status.Code != codes.Error {
+	if a := attrs(sp); msg.Error.Code != wire.CodeInternalError || a["rpc.response.status_code"] != "-32603" || sp.Status.Code != codes.Error {
 		t.Errorf("upstream down: answer %s, span attrs %v status %+v", w.Body, a, sp.Status)
 	}
 }

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"encoding/json"
 	"errors"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"net"
 	"net/http"
@@ -44,7 +45,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Allow", http.MethodPost)
-		s.fail(w, nil, newErr(http.StatusMethodNotAllowed, codeInvalidRequest, "Method not allowed: the MCP endpoint accepts POST only"))
+		s.fail(w, nil, wire.NewError(http.StatusMethodNotAllowed, wire.CodeInvalidRequest, "Method not allowed: the MCP endpoint accepts POST only"))
 		return
 	}
 	// Past the in-flight cap the request is refused before its body is read.
@@ -69,13 +70,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var ne net.Error
 		switch {
 		case errors.As(err, &mbe):
-			s.fail(w, nil, newErr(http.StatusRequestEntityTooLarge, codeInvalidRequest, "Request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes"))
+			s.fail(w, nil, wire.NewError(http.StatusRequestEntityTooLarge, wire.CodeInvalidRequest, "Request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes"))
 		case errors.As(err, &ne) && ne.Timeout():
 			// The connection cannot be read any more; net/http closes it after this answer.
 			s.m.bodyReadTimeouts.Inc()
-			s.fail(w, nil, newErr(http.StatusRequestTimeout, codeInvalidRequest, "Request body not received within "+s.opts.BodyReadTimeout.String()))
+			s.fail(w, nil, wire.NewError(http.StatusRequestTimeout, wire.CodeInvalidRequest, "Request body not received within "+s.opts.BodyReadTimeout.String()))
 		default:
-			s.fail(w, nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Reading request body: "+err.Error()))
+			s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Reading request body: "+err.Error()))
 		}
 		return
 	}
@@ -88,8 +89,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, id, e)
 		return
 	}
-	if !mediaTypeIs(headerValue(r.Header, "Content-Type"), "application/json") {
-		s.fail(w, id, newErr(http.StatusUnsupportedMediaType, codeInvalidRequest, "Content-Type must be application/json"))
+	if !wire.MediaTypeIs(wire.HeaderValue(r.Header, "Content-Type"), "application/json") {
+		s.fail(w, id, wire.NewError(http.StatusUnsupportedMediaType, wire.CodeInvalidRequest, "Content-Type must be application/json"))
 		return
 	}
 	if perr != nil {
@@ -106,7 +107,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !req.isNotification() && !req.legacy && !acceptsBoth(r.Header) {
-		s.fail(w, id, newErr(http.StatusBadRequest, codeInvalidRequest, "Accept must list both application/json and text/event-stream"))
+		s.fail(w, id, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Accept must list both application/json and text/event-stream"))
 		return
 	}
 	if req.method == methodListen && !req.legacy && !req.isNotification() {
@@ -201,7 +202,7 @@ func acceptsBoth(h http.Header) bool {
 
 // checkHostOrigin is the DNS-rebinding protection (spec §2.5): a present
 // Origin must be allowed (403), and so must the Host.
-func (s *Server) checkHostOrigin(r *http.Request) *rpcError {
+func (s *Server) checkHostOrigin(r *http.Request) *wire.Error {
 	host := r.Host
 	hostname := host
 	if h, _, err := net.SplitHostPort(host); err == nil {
@@ -231,9 +232,9 @@ func (s *Server) checkHostOrigin(r *http.Request) *rpcError {
 		}
 	}
 	if !hostOK {
-		return newErr(http.StatusForbidden, codeInvalidRequest, "Forbidden: Host "+strconv.Quote(host)+" is not allowed")
+		return wire.NewError(http.StatusForbidden, wire.CodeInvalidRequest, "Forbidden: Host "+strconv.Quote(host)+" is not allowed")
 	}
-	origin := headerValue(r.Header, "Origin")
+	origin := wire.HeaderValue(r.Header, "Origin")
 	if origin == "" {
 		return nil
 	}
@@ -245,7 +246,7 @@ func (s *Server) checkHostOrigin(r *http.Request) *rpcError {
 	if u, err := url.Parse(origin); err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackName(u.Hostname()) {
 		return nil
 	}
-	return newErr(http.StatusForbidden, codeInvalidRequest, "Forbidden: Origin "+strconv.Quote(origin)+" is not allowed")
+	return wire.NewError(http.StatusForbidden, wire.CodeInvalidRequest, "Forbidden: Origin "+strconv.Quote(origin)+" is not allowed")
 }
 
 func isLoopbackName(h string) bool {

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,7 +189,7 @@ func parseDiscover(result []byte) (*upstreamInfo, error) {
 	if info.protocolVersion == "" {
 		info.protocolVersion = ProtocolVersion
 	}
-	if !isObject(info.serverInfo) {
+	if !wire.IsObject(info.serverInfo) {
 		info.serverInfo = nil
 	}
 	if len(d.Capabilities) > 0 {
@@ -229,8 +229,8 @@ func (u *Upstream) Discover(ctx context.Context) (*upstreamInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, ok, _ := field(msg, "result")
-	if !ok || !isObject(res) {
+	res, ok, _ := wire.Field(msg, "result")
+	if !ok || !wire.IsObject(res) {
 		return nil, fmt.Errorf("upstream server/discover failed: %s", truncate(msg, 200))
 	}
 	return u.store(res)
@@ -278,51 +278,13 @@ func (u *Upstream) roundTrip(req *http.Request) (int, []byte, error) {
 // readResponse reads the JSON-RPC response from an upstream HTTP response.
 func (u *Upstream) readResponse(resp *http.Response) ([]byte, error) {
 	b, err := readUpstreamMessage(resp, u.maxBytes)
-	if err != nil || isEventStream(resp.Header) {
+	if err != nil || wire.IsEventStream(resp.Header) {
 		return b, err
 	}
 	if !json.Valid(b) {
 		return nil, fmt.Errorf("upstream answered HTTP %d with a non-JSON body: %s", resp.StatusCode, truncate(b, 200))
 	}
 	return b, nil
-}
-
-// isResponse reports whether msg is a JSON-RPC response (result or error).
-func isResponse(msg []byte) bool {
-	isResp := false
-	_ = eachMember(msg, func(m member) bool {
-		if keyIs(m.key, "result") || keyIs(m.key, "error") {
-			isResp = true
-			return false
-		}
-		return true
-	})
-	return isResp
-}
-
-func isEventStream(h http.Header) bool {
-	return mediaTypeIs(headerValue(h, "Content-Type"), "text/event-stream")
-}
-
-func isJSON(h http.Header) bool {
-	return mediaTypeIs(headerValue(h, "Content-Type"), "application/json")
-}
-
-// headerValue is h.Get for a key already in canonical form: the forwarding
-// path looks up a handful of fixed headers on every request, and skipping
-// the canonicalisation that Get does on each call is measurable there.
-func headerValue(h http.Header, canonicalKey string) string {
-	if vs := h[canonicalKey]; len(vs) > 0 {
-		return vs[0]
-	}
-	return ""
-}
-
-// mediaTypeIs compares the media type of a Content-Type value, ignoring
-// parameters and case.
-func mediaTypeIs(ct, want string) bool {
-	mt, _, _ := strings.Cut(ct, ";")
-	return strings.EqualFold(strings.TrimSpace(mt), want)
 }
 
 func truncate(b []byte, n int) string {
@@ -335,15 +297,15 @@ func truncate(b []byte, n int) string {
 // readUpstreamMessage reads the JSON-RPC response an upstream HTTP response carries: the first
 // response event of an SSE body, or a JSON body, at most maxBytes either way.
 func readUpstreamMessage(resp *http.Response, maxBytes int) ([]byte, error) {
-	if isEventStream(resp.Header) {
-		rd := newSSEReader(resp.Body, maxBytes)
+	if wire.IsEventStream(resp.Header) {
+		rd := wire.NewSSEReader(resp.Body, maxBytes)
 		for {
-			ev, err := rd.next()
+			ev, err := rd.Next()
 			if err != nil {
 				return nil, fmt.Errorf("reading upstream event stream: %w", err)
 			}
-			if isResponse(ev.data) {
-				return bytes.Clone(ev.data), nil
+			if wire.IsResponse(ev.Data) {
+				return bytes.Clone(ev.Data), nil
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,9 +36,9 @@ func benchLegacyUpstream() *httptest.Server {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		id, _, _ := field(body, "id")
-		m, _, _ := field(body, "method")
-		method, _ := stringValue(m)
+		id, _, _ := wire.Field(body, "id")
+		m, _, _ := wire.Field(body, "method")
+		method, _ := wire.StringValue(m)
 		switch {
 		case method == "initialize":
 			w.Header().Set("Content-Type", "application/json")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"net/http"
 	"strconv"
@@ -46,7 +47,7 @@ func (t *generationTransport) listenList() []*legacyListen {
 // upstream's notifications that the filter asks for, each tagged with the
 // listen's id.
 func (t *generationTransport) legacyListen(req *http.Request, body []byte) (*http.Response, error) {
-	id, _, _ := field(body, "id")
+	id, _, _ := wire.Field(body, "id")
 	var p struct {
 		Params struct {
 			Notifications struct {
@@ -141,8 +142,8 @@ func (t *generationTransport) legacyListen(req *http.Request, body []byte) (*htt
 				method := notificationMethod(msg)
 				var extra []byte
 				if method == notifResourcesUpdated {
-					if p, ok, _ := field(msg, "params"); ok {
-						if u, ok, _ := field(p, "uri"); ok {
+					if p, ok, _ := wire.Field(msg, "params"); ok {
+						if u, ok, _ := wire.Field(p, "uri"); ok {
 							extra = append([]byte(`"uri":`), u...)
 						}
 					}
@@ -216,7 +217,7 @@ func (t *generationTransport) upstreamSubscription(ctx context.Context, method, 
 	}
 	msg, _ := t.readMessage(resp)
 	resp.Body.Close()
-	if _, ok, _ := field(msg, "result"); !ok {
+	if _, ok, _ := wire.Field(msg, "result"); !ok {
 		t.log.Load().Warn("Upstream "+method+" refused", "uri", uri, "answer", truncate(msg, 160))
 	}
 }
@@ -236,9 +237,9 @@ func (t *generationTransport) dispatch(method string, msg []byte) bool {
 		kind = KindResources
 	case notifResourcesUpdated:
 		kind = KindResourceUpdated
-		if p, ok, _ := field(msg, "params"); ok {
-			if u, ok, _ := field(p, "uri"); ok {
-				uri, _ = stringValue(u)
+		if p, ok, _ := wire.Field(msg, "params"); ok {
+			if u, ok, _ := wire.Field(p, "uri"); ok {
+				uri, _ = wire.StringValue(u)
 			}
 		}
 	default:
@@ -321,24 +322,24 @@ func (t *generationTransport) getStream(ctx context.Context, s *upSession) (int,
 	if resp.StatusCode == http.StatusNotFound && sid != "" {
 		return resp.StatusCode, t.reinit(ctx, s, sid)
 	}
-	if resp.StatusCode != http.StatusOK || !isEventStream(resp.Header) {
+	if resp.StatusCode != http.StatusOK || !wire.IsEventStream(resp.Header) {
 		return resp.StatusCode, errors.New("upstream GET stream refused")
 	}
-	rd := newSSEReader(resp.Body, t.maxBytes)
+	rd := wire.NewSSEReader(resp.Body, t.maxBytes)
 	for {
-		ev, err := rd.next()
+		ev, err := rd.Next()
 		if err != nil {
 			return resp.StatusCode, err
 		}
-		m, hasMethod, _ := field(ev.data, "method")
+		m, hasMethod, _ := wire.Field(ev.Data, "method")
 		if !hasMethod {
 			continue
 		}
-		method, _ := stringValue(m)
-		if _, hasID, _ := field(ev.data, "id"); hasID {
-			t.answerServerRequest(s, ev.data, method)
+		method, _ := wire.StringValue(m)
+		if _, hasID, _ := wire.Field(ev.Data, "id"); hasID {
+			t.answerServerRequest(s, ev.Data, method)
 			continue
 		}
-		t.dispatch(method, ev.data)
+		t.dispatch(method, ev.Data)
 	}
 }
