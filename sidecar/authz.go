@@ -1,13 +1,14 @@
 package sidecar
 
 import (
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"strconv"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/access"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/rules"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // This file is the authorization half of the choke point: what the caller of a request may use
@@ -58,13 +59,13 @@ func visible(g *access.Grant, method, key string) bool {
 }
 
 // filterEntries keeps the entries of a merged list the caller may use (in place).
-func filterEntries(g *access.Grant, method string, list []entry) []entry {
+func filterEntries(g *access.Grant, method string, list []rules.Entry) []rules.Entry {
 	if g.Unrestricted() {
 		return list
 	}
 	out := list[:0]
 	for _, e := range list {
-		if visible(g, method, e.key) {
+		if visible(g, method, e.Key) {
 			out = append(out, e)
 		}
 	}

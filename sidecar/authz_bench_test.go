@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
 
 // Benchmarks of the identity-aware fan-out (docs/performance.md, "Caller identity"):
@@ -80,7 +81,7 @@ func BenchmarkPolicyEditFanout(b *testing.B) {
 			for j := range streams {
 				id := &authn.Identity{Subject: fmt.Sprintf("system:serviceaccount:bench:agent-%d", j%callers),
 					ServiceAccount: fmt.Sprintf("bench/agent-%d", j%callers)}
-				st := &stream{id: []byte(fmt.Sprint(j)), kinds: KindTools | KindPrompts | KindResources, caller: id}
+				st := &stream{id: []byte(fmt.Sprint(j)), kinds: protocol.KindTools | protocol.KindPrompts | protocol.KindResources, caller: id}
 				if !hub.reserve() || !hub.add(st) || !st.start(countingWriter{&written}) {
 					b.Fatal("stream not registered")
 				}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,6 +21,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // These tests drive the Server over HTTP with a real go-sdk MCP server as the upstream. The
@@ -709,12 +710,12 @@ func TestAuthzListenExpiry(t *testing.T) {
 func TestAuthzNoWriteAfterExpiry(t *testing.T) {
 	h := NewHub(HubOptions{Keepalive: -1})
 	w := &recordingWriter{}
-	st := &stream{id: []byte(`1`), kinds: KindTools, caller: testCallers["a"], expires: time.Now().Add(-time.Millisecond)}
+	st := &stream{id: []byte(`1`), kinds: protocol.KindTools, caller: testCallers["a"], expires: time.Now().Add(-time.Millisecond)}
 	if !h.reserve() || !h.add(st) || !st.start(w) {
 		t.Fatal("stream not registered")
 	}
 	// No expireAt: as if its timer had not fired yet.
-	if n := h.Publish(KindTools, ""); n != 0 {
+	if n := h.Publish(protocol.KindTools, ""); n != 0 {
 		t.Fatalf("wrote to %d streams after expiry", n)
 	}
 	if len(w.events) != 0 || !w.ended || !bytes.Contains(w.final, []byte(`"token_expiry"`)) {

@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/rules"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // This file serves the methods the catalog overlay owns: the four lists
@@ -61,7 +63,7 @@ func (u *Upstream) list(method, member string, newReq func(cursor string) (*http
 		if err := json.Unmarshal(res, &page); err != nil {
 			return nil, false, nil, fmt.Errorf("upstream %s result: %w", method, err)
 		}
-		if page.ResultType != "" && page.ResultType != resultComplete {
+		if page.ResultType != "" && page.ResultType != protocol.ResultComplete {
 			return nil, false, &upstreamAnswer{status, msg}, nil
 		}
 		raw, _, _ := wire.Field(res, member)
@@ -93,7 +95,7 @@ func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (
 			if cursor == "" {
 				return wire.SetMembers(params, nil, []string{"cursor"})
 			}
-			return wire.SetMembers(params, []wire.KV{{Key: "cursor", Val: jsonString(cursor)}}, nil)
+			return wire.SetMembers(params, []wire.KV{{Key: "cursor", Val: wire.JSONString(cursor)}}, nil)
 		})
 		if err != nil {
 			return nil, err
@@ -136,7 +138,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 			return
 		}
 	}
-	offset, ok := parseCursor(method, cursor)
+	offset, ok := rules.ParseCursor(method, cursor)
 	if !ok {
 		s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: invalid cursor"))
 		return
@@ -173,7 +175,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 	if method == "tools/list" && c.Server.ToolPinning == catalog.ToolPinningEnforce {
 		s.opts.Overlay.checkDigests(c, up)
 	}
-	items, next, more := page(filterEntries(g, method, spec.merge(c, up)), offset, s.opts.Overlay.opts.PageSize)
+	items, next, more := rules.Page(filterEntries(g, method, spec.merge(c, up)), offset, s.opts.Overlay.opts.PageSize)
 	h := req.spec.hint(&c.Server.Caching)
 	if private || c.Access != nil {
 		// Something in the answer depends on the caller (with a policy, the whole list does).
@@ -193,18 +195,18 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(e.raw)
+		b.Write(e.Raw)
 	}
 	b.WriteByte(']')
 	if more {
 		b.WriteString(`,"nextCursor":`)
-		b.Write(jsonString(mintCursor(method, next)))
+		b.Write(wire.JSONString(rules.MintCursor(method, next)))
 	}
 	if !req.legacy {
 		b.WriteString(`,"ttlMs":`)
 		b.WriteString(strconv.FormatInt(max(h.TTLMs, 0), 10))
 		b.WriteString(`,"cacheScope":`)
-		b.Write(jsonString(scopeOf(h.CacheScope)))
+		b.Write(wire.JSONString(scopeOf(h.CacheScope)))
 	}
 	b.WriteString(`}}`)
 	writeMessage(w, http.StatusOK, b.Bytes())
@@ -244,7 +246,7 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 		return
 	}
 	c, g := s.catalogGrant(r)
-	upstream, _, ok := routeTool(c, name)
+	upstream, _, ok := rules.RouteTool(c, name)
 	if !ok || !g.Tool(name) {
 		// Not granted is unknown: before the pinning check, whose answer would tell that
 		// the tool exists.
@@ -252,7 +254,7 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 		return
 	}
 	markRouted(w) // a catalog name: it may name the span (tracing.go)
-	if why := toolWithheld(c, upstream, s.opts.Overlay.observedDigestOf(upstream)); why != "" {
+	if why := rules.ToolWithheld(c, upstream, s.opts.Overlay.observedDigestOf(upstream)); why != "" {
 		// Withheld from tools/list too: refused like a tool clients cannot see,
 		// saying why (the operator accepts a new definition in the MCPTool).
 		s.m.pinRefused.Inc()
@@ -263,14 +265,14 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 	}
 	if upstream != name {
 		body, err := withParams(req.body, func(p []byte) ([]byte, error) {
-			return wire.SetMembers(p, []wire.KV{{Key: "name", Val: jsonString(upstream)}}, nil)
+			return wire.SetMembers(p, []wire.KV{{Key: "name", Val: wire.JSONString(upstream)}}, nil)
 		})
 		if err != nil {
 			s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: "+err.Error()))
 			return
 		}
 		req.body = body
-		r.Header.Set(headerName, mcpHeaderValue(upstream))
+		r.Header.Set(protocol.HeaderName, mcpHeaderValue(upstream))
 	}
 	s.forward(w, r, req)
 }
@@ -303,7 +305,7 @@ func (s *Server) serveComplete(w http.ResponseWriter, r *http.Request, req *requ
 			s.failReq(w, req, errUnknownPrompt(name))
 			return
 		}
-		served = findPrompt(c, name) != nil
+		served = rules.FindPrompt(c, name) != nil
 	case "ref/resource":
 		u, _, _ := wire.Field(raw, "uri")
 		uri, _ := wire.StringValue(u)
@@ -344,7 +346,7 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 		s.failReq(w, req, errResourceNotFound(uri))
 		return
 	}
-	res := findResource(c, uri)
+	res := rules.FindResource(c, uri)
 	if res == nil || res.Source.Upstream {
 		s.forward(w, r, req)
 		return
@@ -372,7 +374,7 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 		Contents   []content `json:"contents"`
 		TTLMs      int64     `json:"ttlMs"`
 		CacheScope string    `json:"cacheScope"`
-	}{resultComplete, []content{ct}, max(h.TTLMs, 0), scopeOf(h.CacheScope)})
+	}{protocol.ResultComplete, []content{ct}, max(h.TTLMs, 0), scopeOf(h.CacheScope)})
 	s.writeResult(w, req, out)
 }
 
@@ -398,7 +400,7 @@ func (s *Server) servePromptGet(w http.ResponseWriter, r *http.Request, req *req
 		s.failReq(w, req, errUnknownPrompt(name))
 		return
 	}
-	p := findPrompt(c, name)
+	p := rules.FindPrompt(c, name)
 	if p == nil {
 		s.forward(w, r, req)
 		return
@@ -411,7 +413,7 @@ func (s *Server) servePromptGet(w http.ResponseWriter, r *http.Request, req *req
 			return
 		}
 	}
-	out, e := renderPrompt(p, args)
+	out, e := rules.RenderPrompt(p, args)
 	if e != nil {
 		s.failReq(w, req, e)
 		return
@@ -428,7 +430,7 @@ func (o *Overlay) hints(method string, params []byte) (int64, string) {
 	var h catalog.CacheHint
 	spec := methodOf(method)
 	switch {
-	case spec != nil && spec.kind == KindResourceUpdated:
+	case spec != nil && spec.kind == protocol.KindResourceUpdated:
 		uri := ""
 		if raw, ok, _ := wire.Field(params, spec.nameMember); ok {
 			uri, _ = wire.StringValue(raw)

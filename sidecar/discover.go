@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // serveDiscover answers server/discover: the upstream's versions and
@@ -23,7 +25,7 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 	setUpstreamHeaders(ureq, r)
 	start := time.Now()
 	status, msg, err := s.up.roundTrip(ureq)
-	s.m.observeUpstream(methodDiscover, time.Since(start))
+	s.m.observeUpstream(protocol.MethodDiscover, time.Since(start))
 	if err != nil {
 		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
 			return
@@ -55,7 +57,7 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 		return
 	}
 	versions, _ := json.Marshal(s.policy().supported)
-	ttl, scope := s.opts.Hints(methodDiscover, req.params)
+	ttl, scope := s.opts.Hints(protocol.MethodDiscover, req.params)
 	if scope != "public" {
 		scope = "private"
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
 
 // procsWriter records the GOMAXPROCS its writes ran under.
@@ -40,12 +41,12 @@ func TestFanoutWidens(t *testing.T) {
 	seen := map[int]int{}
 	const n = 2 * procs.WidenMin
 	for i := range n {
-		st := &stream{id: []byte(`"` + string(rune('a'+i%26)) + `"`), kinds: KindTools}
+		st := &stream{id: []byte(`"` + string(rune('a'+i%26)) + `"`), kinds: protocol.KindTools}
 		if !h.reserve() || !h.add(st) || !st.start(procsWriter{&mu, seen}) {
 			t.Fatalf("stream %d not admitted", i)
 		}
 	}
-	if got := h.Publish(KindTools, ""); got != n {
+	if got := h.Publish(protocol.KindTools, ""); got != n {
 		t.Fatalf("published to %d streams, want %d", got, n)
 	}
 	if seen[2] != n {

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // isHopHeader reports the headers that are not forwarded in either
@@ -283,7 +285,7 @@ func (s *Server) stamp(req *request, msg []byte) []byte {
 	res := msg[rs:re]
 	rt, hasRT, _ := wire.Field(res, "resultType")
 	rtv, _ := wire.StringValue(rt)
-	cacheable := req.spec != nil && req.spec.cacheable && (!hasRT || rtv == resultComplete)
+	cacheable := req.spec != nil && req.spec.cacheable && (!hasRT || rtv == protocol.ResultComplete)
 	if hasRT && !cacheable {
 		return msg
 	}

@@ -3,10 +3,11 @@ package sidecar
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // FuzzParserDifferential (security review F2): whenever parseRequest accepts
@@ -44,7 +45,7 @@ func FuzzParserDifferential(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	bindings := []paramBinding{{path: []string{"region"}, header: "Mcp-Param-Region"}, {path: []string{"nested", "kind"}, header: "Mcp-Param-Kind"}}
+	bindings := []paramBinding{{path: []string{"region"}, header: "Mcp-Param-Region"}, {path: []string{"nested", "kind"}, header: "Mcp-Param-protocol.Kind"}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, perr := parseRequest(body)
 		if perr != nil {

@@ -3,10 +3,12 @@ package sidecar
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"reflect"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 const fuzzMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -39,9 +41,9 @@ func FuzzRequest(f *testing.F) {
 	srv := &Server{opts: Options{Hints: DefaultHints}}
 	f.Fuzz(func(t *testing.T, body []byte, pv, method, name string) {
 		h := http.Header{}
-		h.Set(headerProtocolVersion, pv)
-		h.Set(headerMethod, method)
-		h.Set(headerName, name)
+		h.Set(protocol.HeaderProtocolVersion, pv)
+		h.Set(protocol.HeaderMethod, method)
+		h.Set(protocol.HeaderName, name)
 		h.Set("Mcp-Param-X", name)
 		req, perr := parseRequest(body)
 		if perr == nil {
@@ -134,7 +136,7 @@ func FuzzLegacy(f *testing.F) {
 		}
 		h := http.Header{}
 		if pv != "" {
-			h.Set(headerProtocolVersion, pv)
+			h.Set(protocol.HeaderProtocolVersion, pv)
 		}
 		if validate(h, req, srv.pol) != nil || !req.legacy || req.isNotification() {
 			return
@@ -147,14 +149,14 @@ func FuzzLegacy(f *testing.F) {
 		if perr != nil {
 			t.Fatalf("the modern form does not parse (%v): %q", perr.Message, req.body)
 		}
-		if m.method != req.method || string(m.id) != string(req.id) || !m.hasVersion || m.metaVersion != ProtocolVersion {
+		if m.method != req.method || string(m.id) != string(req.id) || !m.hasVersion || m.metaVersion != protocol.Version {
 			t.Fatalf("the modern form changed the envelope: %q -> %q", body, req.body)
 		}
 		if nm := m.nameMember(); nm != "" {
 			if v, ok := paramString(m, nm); ok {
-				got, ok := decodeHeaderValue(h.Get(headerName))
+				got, ok := decodeHeaderValue(h.Get(protocol.HeaderName))
 				if !ok || got != v {
-					t.Fatalf("Mcp-Name %q does not mirror params.%s %q", h.Get(headerName), nm, v)
+					t.Fatalf("Mcp-Name %q does not mirror params.%s %q", h.Get(protocol.HeaderName), nm, v)
 				}
 			}
 		}

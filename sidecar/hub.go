@@ -14,24 +14,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/access"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
-
-// Kind is a kind of change a listen stream can ask for.
-type Kind uint8
-
-const (
-	// KindTools is notifications/tools/list_changed.
-	KindTools Kind = 1 << iota
-	// KindPrompts is notifications/prompts/list_changed.
-	KindPrompts
-	// KindResources is notifications/resources/list_changed.
-	KindResources
-	// KindResourceUpdated is notifications/resources/updated for one URI.
-	KindResourceUpdated
-)
-
-// listKinds are the kinds a stream selects with a boolean filter field.
-var listKinds = [...]Kind{KindTools, KindPrompts, KindResources}
 
 // Hub limits. Each is overridable through HubOptions.
 const (
@@ -85,7 +69,7 @@ type Hub struct {
 	// complete result before the process exits.
 	attaching int
 	all       *streamSet
-	byKind    map[Kind]*streamSet
+	byKind    map[protocol.Kind]*streamSet
 	byURI     map[string]*streamSet
 	// callers groups the registered streams by caller (access.Key; "" for streams without a
 	// verified caller), so that a change is weighed once per caller, not once per stream.
@@ -139,12 +123,12 @@ func NewHub(o HubOptions) *Hub {
 		log:        o.Logger,
 		m:          o.Metrics,
 		all:        newStreamSet(),
-		byKind:     map[Kind]*streamSet{},
+		byKind:     map[protocol.Kind]*streamSet{},
 		byURI:      map[string]*streamSet{},
 		callers:    map[string]*callerGroup{},
 		uriChanged: make(chan struct{}, 1),
 	}
-	for _, k := range listKinds {
+	for _, k := range protocol.ListKinds {
 		h.byKind[k] = newStreamSet()
 	}
 	return h
@@ -200,7 +184,7 @@ func (ss *streamSet) snapshot() []*stream {
 // stream is one client listen stream.
 type stream struct {
 	id    []byte // the listen request's JSON-RPC id, raw (type preserved)
-	kinds Kind
+	kinds protocol.Kind
 	uris  []string // guarded by Hub.mu once the stream is registered
 	// legacy marks a 2025-era GET stream: notifications without a
 	// subscription id, and a retry hint instead of a complete result at
@@ -354,7 +338,7 @@ func (h *Hub) add(s *stream) bool {
 	}
 	g.n++
 	s.group, s.caller = g, nil
-	for _, k := range listKinds {
+	for _, k := range protocol.ListKinds {
 		if s.kinds&k != 0 {
 			h.byKind[k].add(s)
 		}
@@ -390,7 +374,7 @@ func (h *Hub) remove(s *stream) {
 			delete(h.callers, g.key)
 		}
 	}
-	for _, k := range listKinds {
+	for _, k := range protocol.ListKinds {
 		h.byKind[k].remove(s)
 	}
 	goneURI := false
@@ -496,22 +480,22 @@ func (h *Hub) send(s *stream, ev []byte, scratch []byte) ([]byte, bool) {
 }
 
 // Publish fans one change out to exactly the streams whose filter asks for
-// it: list kinds to streams that set the matching flag, KindResourceUpdated
+// it: list kinds to streams that set the matching flag, protocol.KindResourceUpdated
 // to streams subscribed to uri. It returns once every write has been
 // attempted, with the number of streams written. It does not look at callers:
 // the catalog overlay, which knows what each caller may see, publishes with
 // PublishViews and PublishUpdate.
-func (h *Hub) Publish(k Kind, uri string) int {
-	if _, ok := kindMethod[k]; !ok {
+func (h *Hub) Publish(k protocol.Kind, uri string) int {
+	if k.Method() == "" {
 		return 0
 	}
-	if k == KindTools {
+	if k == protocol.KindTools {
 		h.toolsGen.Add(1)
 	}
 	start := time.Now()
 	h.mu.Lock()
 	var set *streamSet
-	if k == KindResourceUpdated {
+	if k == protocol.KindResourceUpdated {
 		set = h.byURI[uri]
 	} else {
 		set = h.byKind[k]
@@ -522,11 +506,11 @@ func (h *Hub) Publish(k Kind, uri string) int {
 }
 
 // publishTargets writes one change to targets, traced when tracing is on.
-func (h *Hub) publishTargets(k Kind, uri string, targets []*stream, start time.Time) int {
+func (h *Hub) publishTargets(k protocol.Kind, uri string, targets []*stream, start time.Time) int {
 	if len(targets) == 0 {
 		return 0
 	}
-	method := kindMethod[k]
+	method := k.Method()
 	if span := h.opts.Tracing.startFanoutIfOn(method, uri); span != nil {
 		n := h.publish(k, method, uri, targets, start)
 		span.SetAttributes(attrStreams.Int(n))
@@ -549,7 +533,7 @@ type callerGroup struct {
 // is called once per caller with open streams, never per stream; tools is whether the tools
 // list itself changed (paramheaders.go re-reads the upstream's annotations then). A caller
 // whose view did not change gets nothing. It returns the streams written.
-func (h *Hub) PublishViews(tools bool, changed func(*authn.Identity) Kind) int {
+func (h *Hub) PublishViews(tools bool, changed func(*authn.Identity) protocol.Kind) int {
 	if tools {
 		h.toolsGen.Add(1)
 	}
@@ -560,8 +544,8 @@ func (h *Hub) PublishViews(tools bool, changed func(*authn.Identity) Kind) int {
 		groups = append(groups, g)
 	}
 	h.mu.Unlock()
-	kinds := make(map[*callerGroup]Kind, len(groups))
-	var any Kind
+	kinds := make(map[*callerGroup]protocol.Kind, len(groups))
+	var any protocol.Kind
 	for _, g := range groups {
 		if k := changed(g.id); k != 0 {
 			kinds[g] = k
@@ -569,7 +553,7 @@ func (h *Hub) PublishViews(tools bool, changed func(*authn.Identity) Kind) int {
 		}
 	}
 	n := 0
-	for _, k := range listKinds {
+	for _, k := range protocol.ListKinds {
 		if any&k == 0 {
 			continue
 		}
@@ -610,22 +594,22 @@ func (h *Hub) PublishUpdate(uri string, allowed func(*authn.Identity) bool) int 
 		}
 	}
 	h.mu.Unlock()
-	return h.publishTargets(KindResourceUpdated, uri, targets, start)
+	return h.publishTargets(protocol.KindResourceUpdated, uri, targets, start)
 }
 
 // publish writes the notification of one change to targets.
-func (h *Hub) publish(k Kind, method, uri string, targets []*stream, start time.Time) int {
+func (h *Hub) publish(k protocol.Kind, method, uri string, targets []*stream, start time.Time) int {
 	var suffix []byte
-	if k == KindResourceUpdated {
+	if k == protocol.KindResourceUpdated {
 		u, _ := json.Marshal(uri)
 		suffix = append(append([]byte(`},"uri":`), u...), `}}`...)
 	} else {
 		suffix = []byte(`}}}`)
 	}
-	prefix := []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + method + `","params":{"_meta":{"` + metaSubscriptionID + `":`)
+	prefix := []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + method + `","params":{"_meta":{"` + protocol.MetaSubscriptionID + `":`)
 	// A 2025-era stream gets the notification without a subscription id.
 	var legacyEv []byte
-	if k == KindResourceUpdated {
+	if k == protocol.KindResourceUpdated {
 		u, _ := json.Marshal(uri)
 		legacyEv = append(append([]byte(`event: message`+"\n"+`data: {"jsonrpc":"2.0","method":"`+method+`","params":{"uri":`), u...), "}}\n\n"...)
 	} else {
@@ -684,8 +668,6 @@ func (h *Hub) fanout(targets []*stream, render func(*stream, []byte) []byte) int
 	return int(sent.Load())
 }
 
-const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
-
 var keepaliveEvent = []byte(": keepalive\n\n")
 
 // Run sends keepalive comments on every stream until ctx ends.
@@ -715,7 +697,7 @@ func completeEvent(id []byte) []byte {
 	b := make([]byte, 0, 160+2*len(id))
 	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"...)
 	b = append(b, id...)
-	b = append(b, `,"result":{"resultType":"complete","_meta":{"`+metaSubscriptionID+`":`...)
+	b = append(b, `,"result":{"resultType":"complete","_meta":{"`+protocol.MetaSubscriptionID+`":`...)
 	b = append(b, id...)
 	return append(b, "}}}\n\n"...)
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
 
 func TestStreamSet(t *testing.T) {
@@ -89,11 +91,11 @@ func (w *recordingWriter) end(final []byte) { w.ended, w.final = true, bytes.Clo
 // acknowledgement, not lost (the client may have read the acknowledgement and made the change).
 func TestChangeBeforeStartIsDelivered(t *testing.T) {
 	h := NewHub(HubOptions{})
-	st := &stream{id: []byte(`"s"`), kinds: KindTools}
+	st := &stream{id: []byte(`"s"`), kinds: protocol.KindTools}
 	if !h.reserve() || !h.add(st) {
 		t.Fatal("stream not admitted")
 	}
-	if n := h.Publish(KindTools, ""); n != 1 {
+	if n := h.Publish(protocol.KindTools, ""); n != 1 {
 		t.Fatalf("published to %d streams, want 1", n)
 	}
 	w := &recordingWriter{}
@@ -103,14 +105,14 @@ func TestChangeBeforeStartIsDelivered(t *testing.T) {
 	if len(w.events) != 1 || !bytes.Contains(w.events[0], []byte("notifications/tools/list_changed")) {
 		t.Fatalf("written at start: %q", w.events)
 	}
-	h.Publish(KindTools, "")
+	h.Publish(protocol.KindTools, "")
 	if len(w.events) != 2 {
 		t.Fatalf("after start: %d events, want 2", len(w.events))
 	}
 
 	// Closed (the drain) before its transport was attached: start says so, and the caller
 	// writes the final event itself.
-	late := &stream{id: []byte(`"l"`), kinds: KindTools}
+	late := &stream{id: []byte(`"l"`), kinds: protocol.KindTools}
 	if !h.reserve() || !h.add(late) {
 		t.Fatal("second stream not admitted")
 	}

@@ -3,7 +3,6 @@ package sidecar
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"slices"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // This file serves 2025-era clients (Streamable HTTP 2025-11-25,
@@ -84,7 +85,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, req *reques
 		return
 	}
 	if spec != nil && spec.era == eraModern {
-		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeMethodNotFound, "Method not found: "+req.method+" is part of protocol revision "+ProtocolVersion+" only"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeMethodNotFound, "Method not found: "+req.method+" is part of protocol revision "+protocol.Version+" only"))
 		return
 	}
 	var caps json.RawMessage
@@ -111,9 +112,9 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 		clientCaps = json.RawMessage(`{}`)
 	}
 	claim := []wire.KV{
-		{Key: mcp.MetaKeyProtocolVersion, Val: []byte(`"` + ProtocolVersion + `"`)},
+		{Key: mcp.MetaKeyProtocolVersion, Val: []byte(`"` + protocol.Version + `"`)},
 		{Key: mcp.MetaKeyClientCapabilities, Val: clientCaps},
-		{Key: metaKeyLogLevel, Val: jsonString(logLevel)},
+		{Key: metaKeyLogLevel, Val: wire.JSONString(logLevel)},
 	}
 	if req.meta != nil && !wire.IsObject(req.meta) {
 		return wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: _meta must be an object")
@@ -178,22 +179,22 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 	req.body = body
 	req.params, _, _ = wire.Field(body, "params")
 	req.meta, _, _ = wire.Field(req.params, "_meta")
-	req.metaVersion, req.hasVersion = ProtocolVersion, true
+	req.metaVersion, req.hasVersion = protocol.Version, true
 
 	h := r.Header
 	delete(h, "Mcp-Session-Id")
 	delete(h, "Last-Event-Id")
-	h[headerProtocolVersion] = modernVersionValue
+	h[protocol.HeaderProtocolVersion] = modernVersionValue
 	if spec := req.spec; spec != nil && spec.methodValue != nil {
-		h[headerMethod] = spec.methodValue
+		h[protocol.HeaderMethod] = spec.methodValue
 	} else {
-		h[headerMethod] = []string{req.method}
+		h[protocol.HeaderMethod] = []string{req.method}
 	}
 	h["Accept"] = acceptBothValue
-	delete(h, headerName)
+	delete(h, protocol.HeaderName)
 	if nm := req.nameMember(); nm != "" {
 		if v, ok := paramString(req, nm); ok {
-			h[headerName] = []string{mcpHeaderValue(v)}
+			h[protocol.HeaderName] = []string{mcpHeaderValue(v)}
 		}
 	}
 	return nil
@@ -202,7 +203,7 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 // Header values the translation sets on every request. Shared, read-only:
 // len == cap, so an append elsewhere copies.
 var (
-	modernVersionValue = []string{ProtocolVersion}
+	modernVersionValue = []string{protocol.Version}
 	acceptBothValue    = []string{"application/json, text/event-stream"}
 )
 
@@ -256,7 +257,7 @@ func legacyResult(id json.RawMessage, msg []byte) []byte {
 		case wire.KeyIs(m.Key, "resultType"):
 			drop++
 			v, _ := wire.StringValue(res[m.Start:m.End])
-			inputRequired = v == resultInputRequired
+			inputRequired = v == protocol.ResultInputRequired
 		case wire.KeyIs(m.Key, "ttlMs"), wire.KeyIs(m.Key, "cacheScope"):
 			drop++
 		}
@@ -508,15 +509,15 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	caps := s.effectiveCaps(info)
-	var kinds Kind
+	var kinds protocol.Kind
 	if caps.Tools != nil && caps.Tools.ListChanged {
-		kinds |= KindTools
+		kinds |= protocol.KindTools
 	}
 	if caps.Prompts != nil && caps.Prompts.ListChanged {
-		kinds |= KindPrompts
+		kinds |= protocol.KindPrompts
 	}
 	if caps.Resources != nil && caps.Resources.ListChanged {
-		kinds |= KindResources
+		kinds |= protocol.KindResources
 	}
 	st := &stream{legacy: true, kinds: kinds, caller: authn.FromContext(r.Context())}
 	if st.caller != nil {
@@ -563,9 +564,9 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 		first = append(first, "\ndata: \n\n"...)
 	}
 	if len(r.Header["Last-Event-Id"]) > 0 {
-		for _, k := range listKinds {
+		for _, k := range protocol.ListKinds {
 			if kinds&k != 0 {
-				first = append(first, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+kindMethod[k]+"\"}\n\n"...)
+				first = append(first, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+k.Method()+"\"}\n\n"...)
 			}
 		}
 	}

@@ -6,12 +6,14 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // This file connects a 2025-era client's session to a 2026-07-28 upstream
@@ -238,7 +240,7 @@ func (lc *legacyCall) capture(msg []byte) bool {
 	if !ok {
 		return false
 	}
-	if v, _ := wire.StringValue(rt); v != resultInputRequired {
+	if v, _ := wire.StringValue(rt); v != protocol.ResultInputRequired {
 		return false
 	}
 	lc.inputs = bytes.Clone(msg[rs:re])
@@ -452,7 +454,7 @@ func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request,
 		if i > 0 {
 			resp.WriteByte(',')
 		}
-		resp.Write(jsonString(x.key))
+		resp.Write(wire.JSONString(x.key))
 		resp.WriteByte(':')
 		resp.Write(res)
 	}
@@ -471,7 +473,7 @@ type sentInput struct {
 // requests (2025 notifications/cancelled, best effort).
 func (s *Server) cancelInputs(w http.ResponseWriter, pending []sentInput, reason string) {
 	for _, x := range pending {
-		_ = writeEvent(w, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+x.id+`,"reason":`+string(jsonString(reason))+`}}`), false)
+		_ = writeEvent(w, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+x.id+`,"reason":`+string(wire.JSONString(reason))+`}}`), false)
 	}
 	_ = http.NewResponseController(w).Flush()
 }
@@ -492,7 +494,7 @@ func retryWithInput(req *request, responses, state json.RawMessage, round int) *
 	if err != nil {
 		return wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: retrying the call with the client's input: "+err.Error())
 	}
-	upID := jsonString("switchboard-retry-" + strconv.Itoa(round) + "-" + string(req.id))
+	upID := wire.JSONString("switchboard-retry-" + strconv.Itoa(round) + "-" + string(req.id))
 	body, err = wire.SetMembers(body, []wire.KV{{Key: "id", Val: upID}}, nil)
 	if err != nil {
 		return wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: retrying the call with the client's input: "+err.Error())

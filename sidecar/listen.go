@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net"
 	"net/http"
 	"slices"
@@ -15,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // serveListen opens a subscriptions/listen stream owned by the sidecar.
@@ -61,15 +62,15 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 	}
 	caps := s.effectiveCaps(info)
 	var agreed mcp.NotificationSubscriptions
-	var kinds Kind
+	var kinds protocol.Kind
 	if want.ToolsListChanged && caps.Tools != nil && caps.Tools.ListChanged {
-		agreed.ToolsListChanged, kinds = true, kinds|KindTools
+		agreed.ToolsListChanged, kinds = true, kinds|protocol.KindTools
 	}
 	if want.PromptsListChanged && caps.Prompts != nil && caps.Prompts.ListChanged {
-		agreed.PromptsListChanged, kinds = true, kinds|KindPrompts
+		agreed.PromptsListChanged, kinds = true, kinds|protocol.KindPrompts
 	}
 	if want.ResourcesListChanged && caps.Resources != nil && caps.Resources.ListChanged {
-		agreed.ResourcesListChanged, kinds = true, kinds|KindResources
+		agreed.ResourcesListChanged, kinds = true, kinds|protocol.KindResources
 	}
 	var uris []string
 	if len(want.ResourceSubscriptions) > 0 && caps.Resources != nil && caps.Resources.Subscribe {
@@ -234,7 +235,7 @@ func setListenHeaders(h http.Header) {
 // draft "Authorization lifetime for subscription streams").
 func ackEvent(id, agreed []byte, until time.Time) []byte {
 	b := make([]byte, 0, 240+len(id)+len(agreed))
-	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+notifAcknowledged+"\",\"params\":{\"_meta\":{\""+metaSubscriptionID+"\":"...)
+	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+protocol.NotifAcknowledged+"\",\"params\":{\"_meta\":{\""+protocol.MetaSubscriptionID+"\":"...)
 	b = append(b, id...)
 	b = append(b, `},"notifications":`...)
 	b = append(b, agreed...)

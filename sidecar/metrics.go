@@ -1,12 +1,14 @@
 package sidecar
 
 import (
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Metrics are the sidecar's Prometheus series. They live in their own
@@ -187,7 +189,7 @@ func NewMetrics() *Metrics {
 		m.upstreamBy[k] = m.upstreamSeconds.WithLabelValues(k)
 	}
 	// Pre-create the label values so the series exist from the start.
-	for _, t := range []string{notifToolsListChanged, notifPromptsListChanged, notifResourcesListChange, notifResourcesUpdated} {
+	for _, t := range []string{protocol.NotifToolsListChanged, protocol.NotifPromptsListChanged, protocol.NotifResourcesListChanged, protocol.NotifResourcesUpdated} {
 		m.notificationsSent.WithLabelValues(t)
 	}
 	for _, r := range []string{refusedURI, refusedStream, refusedSession, refusedReplica} {

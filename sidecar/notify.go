@@ -1,8 +1,10 @@
 package sidecar
 
 import (
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // serveNotification is the choke point for notifications (messages without
@@ -37,7 +39,7 @@ func (s *Server) serveNotification(w http.ResponseWriter, r *http.Request, req *
 			"Invalid Request: "+req.method+" is a request and needs an id"))
 	case !req.legacy && spec.era == eraLegacy:
 		s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeMethodNotFound,
-			"Method not found: "+req.method+" is not part of protocol revision "+ProtocolVersion))
+			"Method not found: "+req.method+" is not part of protocol revision "+protocol.Version))
 	case req.legacy && spec.legacyServe != nil:
 		spec.legacyServe(s, w, r, req)
 	default:

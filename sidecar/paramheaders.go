@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // This file gives a translated 2025-era tools/call the Mcp-Param-{Name}
@@ -98,7 +100,7 @@ func (s *Server) readParamTools(ctx context.Context) (map[string][]paramBinding,
 	items, _, pass, err := s.up.list("tools/list", "tools", func(cursor string) (*http.Request, error) {
 		extra := ""
 		if cursor != "" {
-			extra = `,"cursor":` + string(jsonString(cursor))
+			extra = `,"cursor":` + string(wire.JSONString(cursor))
 		}
 		return modernRequest(ctx, s.up.url, "switchboard-param-headers", "tools/list", extra)
 	})
@@ -150,13 +152,13 @@ func schemaBindings(schema json.RawMessage, prefix []string, out []paramBinding,
 			var h, typ string
 			_ = json.Unmarshal(prop.Type, &typ)
 			if json.Unmarshal(prop.XMCPHeader, &h) == nil && isToken(h) && (typ == "string" || typ == "integer" || typ == "boolean") {
-				canon := http.CanonicalHeaderKey(headerParamPrefix + h)
+				canon := http.CanonicalHeaderKey(protocol.HeaderParamPrefix + h)
 				dup := false
 				for _, b := range out {
 					dup = dup || strings.EqualFold(b.header, canon)
 				}
 				if !dup {
-					out = append(out, paramBinding{path: path, header: canon, label: headerParamPrefix + h})
+					out = append(out, paramBinding{path: path, header: canon, label: protocol.HeaderParamPrefix + h})
 				}
 			}
 		}
@@ -190,7 +192,7 @@ func isToken(h string) bool {
 func (s *Server) setParamHeaders(r *http.Request, req *request) *wire.Error {
 	h := r.Header
 	for k := range h {
-		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
+		if len(k) > len(protocol.HeaderParamPrefix) && strings.EqualFold(k[:len(protocol.HeaderParamPrefix)], protocol.HeaderParamPrefix) {
 			delete(h, k)
 		}
 	}
@@ -221,7 +223,7 @@ func (s *Server) setParamHeaders(r *http.Request, req *request) *wire.Error {
 // upstream reads. Calls without such headers skip the tool lookup.
 func (s *Server) checkBoundArgs(r *http.Request, req *request) *wire.Error {
 	for k := range r.Header {
-		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
+		if len(k) > len(protocol.HeaderParamPrefix) && strings.EqualFold(k[:len(protocol.HeaderParamPrefix)], protocol.HeaderParamPrefix) {
 			return boundArgsErr(s.boundArgs(r, req))
 		}
 	}
@@ -318,7 +320,7 @@ func needsBase64(s string) bool {
 // upstream is not known yet the sidecar validates.
 func (s *Server) upstreamSeesParamHeaders(ctx context.Context) bool {
 	info, err := s.upstreamInfoFor(ctx)
-	return err == nil && info.protocolVersion == ProtocolVersion
+	return err == nil && info.protocolVersion == protocol.Version
 }
 
 // checkParamHeaders validates a 2026-07-28 client's Mcp-Param-* headers

@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Relay backoff and timing.
@@ -61,7 +63,7 @@ func NewRelay(up *Upstream, hub *Hub, log *slog.Logger, m *Metrics) *Relay {
 
 // Publisher is where changes go: Hub.Publish, or Overlay.Publish.
 type Publisher interface {
-	Publish(k Kind, uri string) int
+	Publish(k protocol.Kind, uri string) int
 }
 
 // SetPublisher routes the relay's changes to p instead of the hub (call
@@ -70,13 +72,13 @@ func (rl *Relay) SetPublisher(p Publisher) { rl.pub = p }
 
 // upEvent is one notification from the upstream listen stream.
 type upEvent struct {
-	kind Kind
+	kind protocol.Kind
 	uri  string
 }
 
 // upListen is one open upstream listen stream.
 type upListen struct {
-	kinds  Kind
+	kinds  protocol.Kind
 	uris   []string
 	events chan upEvent
 	done   chan error // receives once when the stream ends
@@ -121,17 +123,17 @@ var errNothingToListen = errors.New("upstream advertises nothing to listen for")
 
 // filterFor returns what to ask the upstream for, given its capabilities
 // and the URIs clients subscribe to.
-func filterFor(info *upstreamInfo, uris []string) (Kind, []string) {
-	var k Kind
+func filterFor(info *upstreamInfo, uris []string) (protocol.Kind, []string) {
+	var k protocol.Kind
 	c := info.caps
 	if c.Tools != nil && c.Tools.ListChanged {
-		k |= KindTools
+		k |= protocol.KindTools
 	}
 	if c.Prompts != nil && c.Prompts.ListChanged {
-		k |= KindPrompts
+		k |= protocol.KindPrompts
 	}
 	if c.Resources != nil && c.Resources.ListChanged {
-		k |= KindResources
+		k |= protocol.KindResources
 	}
 	if c.Resources == nil || !c.Resources.Subscribe {
 		uris = nil
@@ -220,15 +222,15 @@ func (rl *Relay) session(ctx context.Context, reconnect bool) error {
 }
 
 // open starts an upstream listen and returns once it is acknowledged.
-func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen, error) {
+func (rl *Relay) open(ctx context.Context, kinds protocol.Kind, uris []string) (*upListen, error) {
 	filter := map[string]any{}
-	if kinds&KindTools != 0 {
+	if kinds&protocol.KindTools != 0 {
 		filter["toolsListChanged"] = true
 	}
-	if kinds&KindPrompts != 0 {
+	if kinds&protocol.KindPrompts != 0 {
 		filter["promptsListChanged"] = true
 	}
-	if kinds&KindResources != 0 {
+	if kinds&protocol.KindResources != 0 {
 		filter["resourcesListChanged"] = true
 	}
 	if len(uris) > 0 {
@@ -243,7 +245,7 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 	fb := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	sctx, cancel := context.WithCancel(ctx)
 	id := "switchboard-relay-" + strconv.FormatInt(rl.seq.Add(1), 10)
-	req, err := modernRequest(sctx, rl.up.url, id, methodListen, `,"notifications":`+string(fb))
+	req, err := modernRequest(sctx, rl.up.url, id, protocol.MethodListen, `,"notifications":`+string(fb))
 	if err != nil {
 		cancel()
 		return nil, err
@@ -262,7 +264,7 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 	rd := wire.NewSSEReader(resp.Body, rl.up.maxBytes)
 	// The first message must be the acknowledgement.
 	ev, err := rd.Next()
-	if err != nil || notificationMethod(ev.Data) != notifAcknowledged {
+	if err != nil || notificationMethod(ev.Data) != protocol.NotifAcknowledged {
 		resp.Body.Close()
 		cancel()
 		if err == nil {
@@ -286,14 +288,14 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 			}
 			var e upEvent
 			switch notificationMethod(ev.Data) {
-			case notifToolsListChanged:
-				e.kind = KindTools
-			case notifPromptsListChanged:
-				e.kind = KindPrompts
-			case notifResourcesListChange:
-				e.kind = KindResources
-			case notifResourcesUpdated:
-				e.kind = KindResourceUpdated
+			case protocol.NotifToolsListChanged:
+				e.kind = protocol.KindTools
+			case protocol.NotifPromptsListChanged:
+				e.kind = protocol.KindPrompts
+			case protocol.NotifResourcesListChanged:
+				e.kind = protocol.KindResources
+			case protocol.NotifResourcesUpdated:
+				e.kind = protocol.KindResourceUpdated
 				var p struct {
 					Params struct {
 						URI string `json:"uri"`
@@ -318,14 +320,14 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 }
 
 // invalidate publishes every change kind the relay covers.
-func (rl *Relay) invalidate(kinds Kind, uris []string) {
-	for _, k := range listKinds {
+func (rl *Relay) invalidate(kinds protocol.Kind, uris []string) {
+	for _, k := range protocol.ListKinds {
 		if kinds&k != 0 {
 			rl.pub.Publish(k, "")
 		}
 	}
 	for _, u := range uris {
-		rl.pub.Publish(KindResourceUpdated, u)
+		rl.pub.Publish(protocol.KindResourceUpdated, u)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/sidecar/access"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Request limits.
@@ -275,7 +276,7 @@ func (s *Server) Inflight() int64 { return s.inflight.Load() }
 func (s *Server) policy() versionPolicy { return s.pol }
 
 func newPolicy(serveLegacy bool) versionPolicy {
-	p := versionPolicy{serveLegacy: serveLegacy, supported: []string{ProtocolVersion}}
+	p := versionPolicy{serveLegacy: serveLegacy, supported: []string{protocol.Version}}
 	if serveLegacy {
 		p.supported = append(p.supported, legacyVersions...)
 	}

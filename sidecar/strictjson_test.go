@@ -1,9 +1,10 @@
 package sidecar
 
 import (
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // TestParseRequestRefusesAmbiguousMembers: every body two JSON decoders
@@ -79,7 +80,7 @@ func TestParseRequestRefusesAmbiguousMembers(t *testing.T) {
 // TestBoundArgsErr: members on the path of a header-bound property must be
 // given once and exactly; other arguments are the upstream's alone.
 func TestBoundArgsErr(t *testing.T) {
-	bindings := []paramBinding{{path: []string{"region"}, header: "Mcp-Param-Region"}, {path: []string{"spec", "kind"}, header: "Mcp-Param-Kind"}}
+	bindings := []paramBinding{{path: []string{"region"}, header: "Mcp-Param-Region"}, {path: []string{"spec", "kind"}, header: "Mcp-Param-protocol.Kind"}}
 	for _, c := range []struct {
 		args string
 		ok   bool

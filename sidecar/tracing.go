@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -23,6 +22,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Traces (off unless Config.OTLPEndpoint or Options.Tracing is set). One
@@ -257,7 +259,7 @@ func (t *Tracing) startRequest(w http.ResponseWriter, r *http.Request, req *requ
 	case req.session != nil:
 		attrs = append(attrs, attrProtocolVersion.String(req.session.version))
 	default:
-		if v := wire.HeaderValue(r.Header, headerProtocolVersion); v != "" {
+		if v := wire.HeaderValue(r.Header, protocol.HeaderProtocolVersion); v != "" {
 			attrs = append(attrs, attrProtocolVersion.String(v))
 		}
 	}

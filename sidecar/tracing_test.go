@@ -3,7 +3,6 @@ package sidecar
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 const (
@@ -242,7 +244,7 @@ func TestSampler(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(Sampler()))
 	tr := NewTracingWith(tp, 0)
-	if sp := tr.startFanout(notifToolsListChanged, ""); sp != nil {
+	if sp := tr.startFanout(protocol.NotifToolsListChanged, ""); sp != nil {
 		t.Error("sampling 0 started a fan-out span")
 	}
 	tr.drainSpan(time.Now(), DrainStatus{StreamsEnded: 3})

@@ -3,7 +3,6 @@ package sidecar
 import (
 	"encoding/json"
 	"errors"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // ServeHTTP serves the MCP endpoint.
@@ -110,7 +111,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, id, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Accept must list both application/json and text/event-stream"))
 		return
 	}
-	if req.method == methodListen && !req.legacy && !req.isNotification() {
+	if req.method == protocol.MethodListen && !req.legacy && !req.isNotification() {
 		// A stream, ended by the drain itself; streams have their own cap.
 		s.admitted.Add(-1)
 		admitted = false

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"log/slog"
 	"net"
@@ -19,8 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
-
 	"github.com/switchboard-mcp/switchboard/internal/version"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Upstream limits.
@@ -68,7 +68,7 @@ type upstreamInfo struct {
 	serverInfo   json.RawMessage
 	instructions string
 	// protocolVersion is the revision the sidecar speaks with the upstream:
-	// the one a 2025-era upstream negotiated, else ProtocolVersion.
+	// the one a 2025-era upstream negotiated, else protocol.Version.
 	protocolVersion string
 }
 
@@ -187,7 +187,7 @@ func parseDiscover(result []byte) (*upstreamInfo, error) {
 	info := &upstreamInfo{versions: d.SupportedVersions, capsRaw: d.Capabilities,
 		serverInfo: d.Meta.ServerInfo, instructions: d.Instructions, protocolVersion: d.Meta.UpstreamVersion}
 	if info.protocolVersion == "" {
-		info.protocolVersion = ProtocolVersion
+		info.protocolVersion = protocol.Version
 	}
 	if !wire.IsObject(info.serverInfo) {
 		info.serverInfo = nil
@@ -204,7 +204,7 @@ func parseDiscover(result []byte) (*upstreamInfo, error) {
 // behalf.
 func modernRequest(ctx context.Context, url string, id, method string, extra string) (*http.Request, error) {
 	body := `{"jsonrpc":"2.0","id":"` + id + `","method":"` + method + `","params":{"_meta":{"` +
-		mcp.MetaKeyProtocolVersion + `":"` + ProtocolVersion + `","` + mcp.MetaKeyClientCapabilities + `":{},"` +
+		mcp.MetaKeyProtocolVersion + `":"` + protocol.Version + `","` + mcp.MetaKeyClientCapabilities + `":{},"` +
 		mcp.MetaKeyClientInfo + `":` + string(sidecarClientInfo) + `}` + extra + `}}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(body)))
 	if err != nil {
@@ -212,8 +212,8 @@ func modernRequest(ctx context.Context, url string, id, method string, extra str
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerProtocolVersion, ProtocolVersion)
-	req.Header.Set(headerMethod, method)
+	req.Header.Set(protocol.HeaderProtocolVersion, protocol.Version)
+	req.Header.Set(protocol.HeaderMethod, method)
 	return req, nil
 }
 
@@ -221,7 +221,7 @@ func modernRequest(ctx context.Context, url string, id, method string, extra str
 func (u *Upstream) Discover(ctx context.Context) (*upstreamInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
 	defer cancel()
-	req, err := modernRequest(ctx, u.url, "switchboard-discover", methodDiscover, "")
+	req, err := modernRequest(ctx, u.url, "switchboard-discover", protocol.MethodDiscover, "")
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"log/slog"
 	"maps"
@@ -16,6 +15,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // This file is the UpstreamTransport every sidecar uses: it finds out what
@@ -112,7 +114,7 @@ func newGenerationTransport(base http.RoundTripper, url string, maxBytes int) *g
 type UpstreamGeneration struct {
 	// Legacy is set when the upstream is a 2025-era server.
 	Legacy bool
-	// ProtocolVersion is the revision the upstream negotiated (legacy).
+	// protocol.Version is the revision the upstream negotiated (legacy).
 	ProtocolVersion string
 }
 
@@ -172,7 +174,7 @@ func (t *generationTransport) detect(ctx context.Context) (upstreamGen, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, discoverTimeout)
 	defer cancel()
-	req, err := modernRequest(dctx, t.url, "switchboard-generation", methodDiscover, "")
+	req, err := modernRequest(dctx, t.url, "switchboard-generation", protocol.MethodDiscover, "")
 	if err != nil {
 		return genUnknown, err
 	}
@@ -279,7 +281,7 @@ func (t *generationTransport) legacyRequest(ctx context.Context, body []byte, si
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
 	if version != "" {
-		req.Header.Set(headerProtocolVersion, version)
+		req.Header.Set(protocol.HeaderProtocolVersion, version)
 	}
 	return req, nil
 }
@@ -325,9 +327,9 @@ func (t *generationTransport) legacyRoundTrip(req *http.Request) (*http.Response
 			Header: http.Header{}, Body: http.NoBody, Request: req}, nil
 	}
 	switch method {
-	case methodDiscover:
+	case protocol.MethodDiscover:
 		return t.legacyDiscover(req, body)
-	case methodListen:
+	case protocol.MethodListen:
 		return t.legacyListen(req, body)
 	}
 	return t.legacyCall(req, body, method)
@@ -380,7 +382,7 @@ func (t *generationTransport) legacyDiscover(req *http.Request, body []byte) (*h
 	if wire.IsObject(ir.ServerInfo) {
 		meta[metaServerInfo] = ir.ServerInfo
 	}
-	out := map[string]any{"supportedVersions": []string{ProtocolVersion}, "capabilities": ir.Capabilities, "_meta": meta}
+	out := map[string]any{"supportedVersions": []string{protocol.Version}, "capabilities": ir.Capabilities, "_meta": meta}
 	if ir.Instructions != "" {
 		out["instructions"] = ir.Instructions
 	}

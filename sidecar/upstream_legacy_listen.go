@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // legacyListen is one subscriptions/listen served from a legacy upstream's
@@ -18,7 +20,7 @@ import (
 // the goroutine that writes the listen's response body.
 type legacyListen struct {
 	id        []byte // the listen request's id: every frame's subscriptionId
-	kinds     Kind
+	kinds     protocol.Kind
 	uris      map[string]bool
 	queue     chan []byte
 	endOnce   sync.Once
@@ -79,15 +81,15 @@ func (t *generationTransport) legacyListen(req *http.Request, body []byte) (*htt
 	l := &legacyListen{id: bytes.Clone(id), uris: map[string]bool{}, queue: make(chan []byte, legacyListenQueue), ended: make(chan struct{})}
 	ack := map[string]any{}
 	if n.Tools && c.Tools != nil && c.Tools.ListChanged {
-		l.kinds |= KindTools
+		l.kinds |= protocol.KindTools
 		ack["toolsListChanged"] = true
 	}
 	if n.Prompts && c.Prompts != nil && c.Prompts.ListChanged {
-		l.kinds |= KindPrompts
+		l.kinds |= protocol.KindPrompts
 		ack["promptsListChanged"] = true
 	}
 	if n.Resources && c.Resources != nil && c.Resources.ListChanged {
-		l.kinds |= KindResources
+		l.kinds |= protocol.KindResources
 		ack["resourcesListChanged"] = true
 	}
 	var added []string
@@ -122,7 +124,7 @@ func (t *generationTransport) legacyListen(req *http.Request, body []byte) (*htt
 		write := func(method string, params []byte) bool {
 			out = append(out[:0], `event: message`+"\n"+`data: {"jsonrpc":"2.0","method":"`...)
 			out = append(out, method...)
-			out = append(out, `","params":{"_meta":{"`+metaSubscriptionID+`":`...)
+			out = append(out, `","params":{"_meta":{"`+protocol.MetaSubscriptionID+`":`...)
 			out = append(out, l.id...)
 			out = append(out, '}')
 			if len(params) > 0 {
@@ -133,7 +135,7 @@ func (t *generationTransport) legacyListen(req *http.Request, body []byte) (*htt
 			_, err := pw.Write(out)
 			return err == nil
 		}
-		if !write(notifAcknowledged, append([]byte(`"notifications":`), ackJSON...)) {
+		if !write(protocol.NotifAcknowledged, append([]byte(`"notifications":`), ackJSON...)) {
 			return
 		}
 		for {
@@ -141,7 +143,7 @@ func (t *generationTransport) legacyListen(req *http.Request, body []byte) (*htt
 			case msg := <-l.queue:
 				method := notificationMethod(msg)
 				var extra []byte
-				if method == notifResourcesUpdated {
+				if method == protocol.NotifResourcesUpdated {
 					if p, ok, _ := wire.Field(msg, "params"); ok {
 						if u, ok, _ := wire.Field(p, "uri"); ok {
 							extra = append([]byte(`"uri":`), u...)
@@ -226,17 +228,17 @@ func (t *generationTransport) upstreamSubscription(ctx context.Context, method, 
 // that asked for it, and reports whether msg was one (change notifications
 // are not request-scoped, so they never go on a call's stream).
 func (t *generationTransport) dispatch(method string, msg []byte) bool {
-	var kind Kind
+	var kind protocol.Kind
 	uri := ""
 	switch method {
-	case notifToolsListChanged:
-		kind = KindTools
-	case notifPromptsListChanged:
-		kind = KindPrompts
-	case notifResourcesListChange:
-		kind = KindResources
-	case notifResourcesUpdated:
-		kind = KindResourceUpdated
+	case protocol.NotifToolsListChanged:
+		kind = protocol.KindTools
+	case protocol.NotifPromptsListChanged:
+		kind = protocol.KindPrompts
+	case protocol.NotifResourcesListChanged:
+		kind = protocol.KindResources
+	case protocol.NotifResourcesUpdated:
+		kind = protocol.KindResourceUpdated
 		if p, ok, _ := wire.Field(msg, "params"); ok {
 			if u, ok, _ := wire.Field(p, "uri"); ok {
 				uri, _ = wire.StringValue(u)
@@ -249,7 +251,7 @@ func (t *generationTransport) dispatch(method string, msg []byte) bool {
 	ls := t.listenList()
 	t.mu.Unlock()
 	for _, l := range ls {
-		if (kind == KindResourceUpdated && !l.uris[uri]) || (kind != KindResourceUpdated && l.kinds&kind == 0) {
+		if (kind == protocol.KindResourceUpdated && !l.uris[uri]) || (kind != protocol.KindResourceUpdated && l.kinds&kind == 0) {
 			continue
 		}
 		select {
@@ -313,7 +315,7 @@ func (t *generationTransport) getStream(ctx context.Context, s *upSession) (int,
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
-	req.Header.Set(headerProtocolVersion, version)
+	req.Header.Set(protocol.HeaderProtocolVersion, version)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return 0, err

@@ -5,12 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // request is a POSTed JSON-RPC message as far as the sidecar needs to know
@@ -168,7 +170,7 @@ func (p versionPolicy) unsupported(requested string) *wire.Error {
 // Mcp-Method and Mcp-Name (-32020), removed methods (404 -32601).
 // It marks r.legacy for claim-less requests the policy serves.
 func validate(h http.Header, r *request, p versionPolicy) *wire.Error {
-	hv, herr := singleHeader(h, headerProtocolVersion)
+	hv, herr := singleHeader(h, protocol.HeaderProtocolVersion)
 	if herr != nil {
 		return herr
 	}
@@ -189,7 +191,7 @@ func validate(h http.Header, r *request, p versionPolicy) *wire.Error {
 				requested = v
 			}
 			return p.unsupported(requested)
-		case !slices.Contains(p.supported, hv) || hv < ProtocolVersion:
+		case !slices.Contains(p.supported, hv) || hv < protocol.Version:
 			return p.unsupported(hv)
 		}
 	}
@@ -203,7 +205,7 @@ func validate(h http.Header, r *request, p versionPolicy) *wire.Error {
 			if e := versionHeaderMatches(hv, r.metaVersion); e != nil {
 				return e
 			}
-			if r.metaVersion != ProtocolVersion || !slices.Contains(p.supported, r.metaVersion) {
+			if r.metaVersion != protocol.Version || !slices.Contains(p.supported, r.metaVersion) {
 				return p.unsupported(r.metaVersion)
 			}
 		}
@@ -221,14 +223,14 @@ func validate(h http.Header, r *request, p versionPolicy) *wire.Error {
 	if e := versionHeaderMatches(hv, r.metaVersion); e != nil {
 		return e
 	}
-	if r.metaVersion != ProtocolVersion || !slices.Contains(p.supported, r.metaVersion) {
+	if r.metaVersion != protocol.Version || !slices.Contains(p.supported, r.metaVersion) {
 		return p.unsupported(r.metaVersion)
 	}
 	if e := checkMCPHeaders(h, r); e != nil {
 		return e
 	}
 	if r.spec != nil && r.spec.era == eraLegacy {
-		return wire.NewError(http.StatusNotFound, wire.CodeMethodNotFound, "Method not found: "+r.method+" is not part of protocol revision "+ProtocolVersion)
+		return wire.NewError(http.StatusNotFound, wire.CodeMethodNotFound, "Method not found: "+r.method+" is not part of protocol revision "+protocol.Version)
 	}
 	return nil
 }
@@ -248,7 +250,7 @@ func versionHeaderMatches(hv, metaVersion string) *wire.Error {
 // checkMCPHeaders checks Mcp-Method, Mcp-Name and the characters of
 // Mcp-Param-* against a modern message (request or notification).
 func checkMCPHeaders(h http.Header, r *request) *wire.Error {
-	mh, herr := singleHeader(h, headerMethod)
+	mh, herr := singleHeader(h, protocol.HeaderMethod)
 	if herr != nil {
 		return herr
 	}
@@ -264,7 +266,7 @@ func checkMCPHeaders(h http.Header, r *request) *wire.Error {
 		if !present || !isStr {
 			return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, fmt.Sprintf("Invalid params: %s requires params.%s", r.method, bodyName))
 		}
-		nh, herr := singleHeader(h, headerName)
+		nh, herr := singleHeader(h, protocol.HeaderName)
 		if herr != nil {
 			return herr
 		}
@@ -284,7 +286,7 @@ func checkMCPHeaders(h http.Header, r *request) *wire.Error {
 	// by the sidecar for one that does not see them (checkParamHeaders);
 	// here only their characters are checked.
 	for k, vs := range h {
-		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
+		if len(k) > len(protocol.HeaderParamPrefix) && strings.EqualFold(k[:len(protocol.HeaderParamPrefix)], protocol.HeaderParamPrefix) {
 			for _, v := range vs {
 				if !safeHeaderValue(v) {
 					return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, fmt.Sprintf("Header mismatch: %s header contains invalid characters", k))

@@ -1,10 +1,12 @@
 package sidecar
 
 import (
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 func TestValidate(t *testing.T) {
@@ -13,7 +15,7 @@ func TestValidate(t *testing.T) {
 	strict := versionPolicy{supported: []string{"2026-07-28"}}
 	hdr := func(kv ...string) http.Header {
 		h := http.Header{}
-		h.Set(headerProtocolVersion, "2026-07-28")
+		h.Set(protocol.HeaderProtocolVersion, "2026-07-28")
 		for i := 0; i+1 < len(kv); i += 2 {
 			if kv[i+1] == "" {
 				h.Del(kv[i])
@@ -31,43 +33,47 @@ func TestValidate(t *testing.T) {
 		code   int64 // 0 = accepted
 		legacy bool
 	}{
-		{"plain tools/list", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + m + `}}`, hdr(headerMethod, "tools/list"), modern, 0, false},
+		{"plain tools/list", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + m + `}}`, hdr(protocol.HeaderMethod, "tools/list"), modern, 0, false},
 		{"Mcp-Name base64 decodes to the body name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + m + `,"name":"café"}}`,
-			hdr(headerMethod, "tools/call", headerName, "=?base64?Y2Fmw6k=?="), modern, 0, false},
+			hdr(protocol.HeaderMethod, "tools/call", protocol.HeaderName, "=?base64?Y2Fmw6k=?="), modern, 0, false},
 		{"Mcp-Name raw non-ASCII is invalid", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + m + `,"name":"café"}}`,
-			hdr(headerMethod, "tools/call", headerName, "café"), modern, wire.CodeHeaderMismatch, false},
+			hdr(protocol.HeaderMethod, "tools/call", protocol.HeaderName, "café"), modern, wire.CodeHeaderMismatch, false},
 		{"Mcp-Name for prompts/get", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{` + m + `,"name":"p"}}`,
-			hdr(headerMethod, "prompts/get", headerName, " p "), modern, 0, false},
+			hdr(protocol.HeaderMethod, "prompts/get", protocol.HeaderName, " p "), modern, 0, false},
 		{"tools/call without a name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + m + `}}`,
-			hdr(headerMethod, "tools/call", headerName, "x"), modern, wire.CodeInvalidParams, false},
+			hdr(protocol.HeaderMethod, "tools/call", protocol.HeaderName, "x"), modern, wire.CodeInvalidParams, false},
 		{"claim-less legacy request is served", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`,
-			hdr(headerProtocolVersion, ""), modern, 0, true},
+			hdr(protocol.HeaderProtocolVersion, ""), modern, 0, true},
 		{"legacy header version is served", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
-			hdr(headerProtocolVersion, "2025-11-25"), modern, 0, true},
+			hdr(protocol.HeaderProtocolVersion, "2025-11-25"), modern, 0, true},
 		{"legacy rejected when not served", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
-			hdr(headerProtocolVersion, "2025-11-25"), strict, wire.CodeUnsupportedProtocolVersion, false},
+			hdr(protocol.HeaderProtocolVersion, "2025-11-25"), strict, wire.CodeUnsupportedProtocolVersion, false},
 		{"claim-less request rejected, naming the versions, when not served", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
-			hdr(headerProtocolVersion, ""), strict, wire.CodeUnsupportedProtocolVersion, false},
+			hdr(protocol.HeaderProtocolVersion, ""), strict, wire.CodeUnsupportedProtocolVersion, false},
 		{"legacy _meta without a claim (progressToken) is a 2025-era request", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"x"}}`,
-			hdr(headerProtocolVersion, "2025-11-25"), modern, 0, true},
+			hdr(protocol.HeaderProtocolVersion, "2025-11-25"), modern, 0, true},
 		{"a modern header without the claim is a modern error", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"x"}}`,
-			hdr(headerMethod, "tools/call", headerName, "x"), modern, wire.CodeInvalidParams, false},
+			hdr(protocol.HeaderMethod, "tools/call", protocol.HeaderName, "x"), modern, wire.CodeInvalidParams, false},
 		{"_meta without the version claim", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}`,
-			hdr(headerMethod, "tools/list"), modern, wire.CodeInvalidParams, false},
+			hdr(protocol.HeaderMethod, "tools/list"), modern, wire.CodeInvalidParams, false},
 		{"_meta version 2025-11-25 is not served on the modern path", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}`,
-			hdr(headerProtocolVersion, "2025-11-25", headerMethod, "tools/list"), modern, wire.CodeUnsupportedProtocolVersion, false},
+			hdr(protocol.HeaderProtocolVersion, "2025-11-25", protocol.HeaderMethod, "tools/list"), modern, wire.CodeUnsupportedProtocolVersion, false},
 		{"duplicate Mcp-Method", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + m + `}}`,
-			func() http.Header { h := hdr(headerMethod, "tools/list"); h.Add(headerMethod, "tools/list"); return h }(), modern, wire.CodeHeaderMismatch, false},
+			func() http.Header {
+				h := hdr(protocol.HeaderMethod, "tools/list")
+				h.Add(protocol.HeaderMethod, "tools/list")
+				return h
+			}(), modern, wire.CodeHeaderMismatch, false},
 		{"notification without Mcp-Method", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{` + m + `}}`,
 			hdr(), modern, wire.CodeHeaderMismatch, false},
 		{"notification whose Mcp-Method names another method", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{` + m + `}}`,
-			hdr(headerMethod, "subscriptions/listen"), modern, wire.CodeHeaderMismatch, false},
+			hdr(protocol.HeaderMethod, "subscriptions/listen"), modern, wire.CodeHeaderMismatch, false},
 		{"notification with its headers", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{` + m + `,"requestId":1}}`,
-			hdr(headerMethod, "notifications/cancelled"), modern, 0, false},
+			hdr(protocol.HeaderMethod, "notifications/cancelled"), modern, 0, false},
 		{"notification without _meta (go-sdk clients send none)", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
-			hdr(headerMethod, "notifications/cancelled"), modern, 0, false},
+			hdr(protocol.HeaderMethod, "notifications/cancelled"), modern, 0, false},
 		{"removed method", `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{` + m + `}}`,
-			hdr(headerMethod, "logging/setLevel"), modern, wire.CodeMethodNotFound, false},
+			hdr(protocol.HeaderMethod, "logging/setLevel"), modern, wire.CodeMethodNotFound, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

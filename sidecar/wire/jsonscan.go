@@ -283,3 +283,9 @@ func IsResponse(msg []byte) bool {
 	})
 	return isResp
 }
+
+// JSONString is s as a JSON string value.
+func JSONString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
