@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"io"
 	"net/http"
 	"strconv"
@@ -195,7 +196,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 		if req.legacy {
 			// 2025-11-25: a server that may close the stream early tells the
 			// client when to come back.
-			_, _ = w.Write(legacyRetryEvent)
+			_, _ = w.Write(hub.LegacyRetryEvent)
 		}
 		if lc != nil {
 			lc.started = true

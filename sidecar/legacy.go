@@ -3,6 +3,7 @@ package sidecar
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"net/http"
 	"slices"
 	"strconv"
@@ -431,12 +432,12 @@ func (s *Server) serveSubscribe(w http.ResponseWriter, r *http.Request, req *req
 	} else if req.method == "resources/subscribe" {
 		e = s.subscribeLocked(st, uri)
 	} else if st.uris[uri] {
-		cost := subscriptionBytes(uri)
+		cost := hub.SubscriptionBytes(uri)
 		delete(st.uris, uri)
 		st.bytes -= cost
-		s.hub.giveSubscriptions(1, cost)
+		s.hub.GiveSubscriptions(1, cost)
 		for _, x := range st.streams {
-			s.hub.unsubscribe(x, uri)
+			s.hub.Unsubscribe(x, uri)
 		}
 	}
 	s.states.mu.Unlock()
@@ -454,23 +455,23 @@ func (s *Server) subscribeLocked(st *sessionState, uri string) *wire.Error {
 	if st.uris[uri] {
 		return nil
 	}
-	cost := subscriptionBytes(uri)
+	cost := hub.SubscriptionBytes(uri)
 	if len(st.uris) >= MaxSessionSubscriptions || st.bytes+cost > MaxSessionSubscriptionBytes {
 		s.m.refuseSubscription(refusedSession)
 		return wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: subscription limit reached for this session (max "+
 			strconv.Itoa(MaxSessionSubscriptions)+" URIs, "+strconv.Itoa(MaxSessionSubscriptionBytes)+" bytes)")
 	}
 	// Expired sessions' subscriptions are given back only when room is needed.
-	if !s.hub.takeSubscriptions(1, cost) && (!s.states.purgeLocked(st) || !s.hub.takeSubscriptions(1, cost)) {
+	if !s.hub.TakeSubscriptions(1, cost) && (!s.states.purgeLocked(st) || !s.hub.TakeSubscriptions(1, cost)) {
 		s.m.refuseSubscription(refusedReplica)
 		return errSubscriptionLimit(http.StatusOK)
 	}
 	for i, x := range st.streams {
-		if !s.hub.subscribe(x, uri) {
+		if !s.hub.Subscribe(x, uri) {
 			for _, y := range st.streams[:i] {
-				s.hub.unsubscribe(y, uri)
+				s.hub.Unsubscribe(y, uri)
 			}
-			s.hub.giveSubscriptions(1, cost)
+			s.hub.GiveSubscriptions(1, cost)
 			s.m.refuseSubscription(refusedReplica)
 			return errSubscriptionLimit(http.StatusOK)
 		}
@@ -519,9 +520,9 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 	if caps.Resources != nil && caps.Resources.ListChanged {
 		kinds |= protocol.KindResources
 	}
-	st := &stream{legacy: true, kinds: kinds, caller: authn.FromContext(r.Context())}
-	if st.caller != nil {
-		st.expires = st.caller.Expiry
+	st := &hub.Stream{Legacy: true, Kinds: kinds, Caller: authn.FromContext(r.Context())}
+	if st.Caller != nil {
+		st.Expires = st.Caller.Expiry
 	}
 	// The stream holds its own copy of the session's subscriptions (in the hub's indexes), so it
 	// takes its share of the replica's budget: a session's URIs times its streams is bounded.
@@ -532,10 +533,10 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 		refuse = wire.NewError(http.StatusServiceUnavailable, wire.CodeInternalError, "Internal error: session limit reached")
 	} else {
 		for u := range state.uris {
-			st.uris = append(st.uris, u)
+			st.URIs = append(st.URIs, u)
 		}
-		slices.Sort(st.uris)
-		if s.hub.charge(st) {
+		slices.Sort(st.URIs)
+		if s.hub.Charge(st) {
 			state.streams = append(state.streams, st)
 		} else {
 			s.m.refuseSubscription(refusedReplica)
@@ -549,15 +550,15 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 	}
 	// forget runs once the stream is over; after it no subscribe reaches the stream, so its
 	// subscriptions are given back for good.
-	forget := func(x *stream) {
+	forget := func(x *hub.Stream) {
 		s.states.mu.Lock()
 		if i := slices.Index(state.streams, x); i >= 0 {
 			state.streams = slices.Delete(state.streams, i, i+1)
 		}
 		s.states.mu.Unlock()
-		s.hub.uncharge(x)
+		s.hub.Uncharge(x)
 	}
-	st.onClose = forget
+	st.OnClose = forget
 	var first []byte
 	if sess.version >= "2025-11-25" {
 		first = append(append(first, "id: "...), s.nextEventID()...)
@@ -595,13 +596,13 @@ func (s *Server) serveLegacyDelete(w http.ResponseWriter, r *http.Request) {
 	s.states.mu.Lock()
 	state := s.states.dropLocked(sess.key)
 	s.states.endLocked(sess)
-	var streams []*stream
+	var streams []*hub.Stream
 	if state != nil {
 		streams = slices.Clone(state.streams)
 	}
 	s.states.mu.Unlock()
 	for _, x := range streams {
-		s.hub.close(x, nil)
+		s.hub.Close(x, nil)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"net/http"
 	"slices"
 	"strconv"
@@ -301,7 +302,7 @@ func startEvents(w http.ResponseWriter, req *request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	if req.legacy {
-		_, _ = w.Write(legacyRetryEvent)
+		_, _ = w.Write(hub.LegacyRetryEvent)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 )
 
 // Subscription limits. Subscriptions are held in memory for as long as their session or stream
@@ -24,35 +23,7 @@ const (
 	// session subscribes to on one replica.
 	MaxSessionSubscriptions     = 1024
 	MaxSessionSubscriptionBytes = 256 << 10
-	// DefaultMaxSubscriptions and DefaultMaxSubscriptionBytes bound every subscription a replica
-	// holds (--max-subscriptions, --max-subscription-bytes). 10,000 listen streams of ten URIs
-	// each fit; the bookkeeping of one subscription is about 100 bytes besides its URI, so the
-	// defaults hold at most about 26 MiB.
-	DefaultMaxSubscriptions     = 100000
-	DefaultMaxSubscriptionBytes = 16 << 20
 )
-
-// subscriptionBytes is what one subscribed URI costs: its length as a JSON string, quotes
-// included. The relay sends the union of the URIs upstream as JSON (without HTML escaping), so
-// the per-replica bound on these bytes bounds that body too.
-func subscriptionBytes(uri string) int64 {
-	n := int64(len(uri)) + 2
-	for i := 0; i < len(uri); {
-		r, w := utf8.DecodeRuneInString(uri[i:])
-		switch {
-		case r == '"' || r == '\\':
-			n++
-		case r < 0x20:
-			n += 5 // \u00XX
-		case r == '\u2028' || r == '\u2029':
-			n += 3 // \u2028
-		case r == utf8.RuneError && w == 1:
-			n += 5 // \ufffd
-		}
-		i += w
-	}
-	return n
-}
 
 // uriError is the answer to a subscription URI over MaxURIBytes.
 func uriError(status int) *wire.Error {

@@ -229,3 +229,26 @@ func (m *Metrics) servingRevision(revision string) {
 	m.catalogRevision.Reset()
 	m.catalogRevision.WithLabelValues(revision).Set(1)
 }
+
+// The hub's Observer (hub.Observer).
+
+// StreamOpened counts a registered listen or GET stream.
+func (m *Metrics) StreamOpened() { m.listenStreams.Inc() }
+
+// StreamClosed counts a stream's end.
+func (m *Metrics) StreamClosed() { m.listenStreams.Dec() }
+
+// StreamExpired counts a stream ended by its caller's token expiry.
+func (m *Metrics) StreamExpired() { m.streamsExpired.Inc() }
+
+// Sent records one fan-out of method to n streams that took d.
+func (m *Metrics) Sent(method string, n int, d time.Duration) {
+	m.notificationsSent.WithLabelValues(method).Add(float64(n))
+	m.fanoutSeconds.Observe(d.Seconds())
+}
+
+// Subscriptions sets the subscriptions the replica holds.
+func (m *Metrics) Subscriptions(n int, b int64) {
+	m.subscriptions.Set(float64(n))
+	m.subscriptionBytes.Set(float64(b))
+}

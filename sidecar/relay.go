@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -38,7 +39,7 @@ const (
 // upstream stream readers feed it through channels.
 type Relay struct {
 	up  *Upstream
-	hub *Hub
+	hub *hub.Hub
 	// pub receives the changes: the hub itself, or the catalog overlay
 	// (which diffs them against the catalog first).
 	pub Publisher
@@ -57,8 +58,8 @@ type Relay struct {
 func (rl *Relay) Settled() bool { return rl.settled.Load() }
 
 // NewRelay returns a relay from up into hub.
-func NewRelay(up *Upstream, hub *Hub, log *slog.Logger, m *Metrics) *Relay {
-	return &Relay{up: up, hub: hub, pub: hub, log: log, m: m}
+func NewRelay(up *Upstream, h *hub.Hub, log *slog.Logger, m *Metrics) *Relay {
+	return &Relay{up: up, hub: h, pub: h, log: log, m: m}
 }
 
 // Publisher is where changes go: Hub.Publish, or Overlay.Publish.

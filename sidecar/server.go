@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"log/slog"
 	"net"
 	"net/http"
@@ -77,7 +78,7 @@ type Options struct {
 	Overlay *Overlay
 	// Authn verifies callers when the live catalog has Auth (auth.go); nil: never.
 	Authn  *authn.Authenticator
-	Hub    *Hub
+	Hub    *hub.Hub
 	Logger *slog.Logger
 	// upstream is a client shared with the overlay (NewUpstream when nil).
 	upstream *Upstream
@@ -96,7 +97,7 @@ type Server struct {
 	log  *slog.Logger
 	m    *Metrics
 	up   *Upstream
-	hub  *Hub
+	hub  *hub.Hub
 	tr   *Tracing // nil when tracing is off
 
 	inflight atomic.Int64 // requests in progress, listen streams aside (for drain)
@@ -163,7 +164,7 @@ func NewServer(o Options) (*Server, error) {
 		o.upstream = NewUpstream(o.Upstream, o.MaxResponseBytes)
 	}
 	if o.Hub == nil {
-		o.Hub = NewHub(HubOptions{Logger: o.Logger, Metrics: o.Metrics})
+		o.Hub = hub.New(hub.Options{Logger: o.Logger, Observer: o.Metrics})
 	}
 	s := &Server{
 		opts: o,
@@ -181,7 +182,7 @@ func NewServer(o Options) (*Server, error) {
 		key = NewSessionKey()
 	}
 	s.sessions = newSessionCodec(key, o.SessionServer, o.SessionTTL)
-	s.states = newSessionStates(s.hub.giveSubscriptions)
+	s.states = newSessionStates(s.hub.GiveSubscriptions)
 	s.calls = newClientCalls()
 	s.params = &paramTools{}
 	s.params.fetcher = s.readParamTools
@@ -267,7 +268,7 @@ func errDrained() *wire.Error {
 func (s *Server) Upstream() *Upstream { return s.up }
 
 // Hub returns the listen hub.
-func (s *Server) Hub() *Hub { return s.hub }
+func (s *Server) Hub() *hub.Hub { return s.hub }
 
 // Inflight returns the number of forwarded requests in progress.
 func (s *Server) Inflight() int64 { return s.inflight.Load() }

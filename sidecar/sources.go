@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"log/slog"
 	"os"
 	"strings"
@@ -98,7 +99,7 @@ func kubeClient(kubeconfig string) (rest.Interface, error) {
 
 // newCatalogWiring builds the overlay and its sources from the command
 // line; it returns nil when no catalog source is configured.
-func newCatalogWiring(cfg Config, hub *Hub, up *Upstream, m *Metrics) (*catalogWiring, error) {
+func newCatalogWiring(cfg Config, hub *hub.Hub, up *Upstream, m *Metrics) (*catalogWiring, error) {
 	if cfg.CatalogConfigMap == "" && cfg.CatalogFile == "" {
 		if cfg.ReportConfigMap != "" {
 			return nil, errors.New("--report-configmap needs --catalog-configmap or --catalog-file")

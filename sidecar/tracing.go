@@ -62,7 +62,6 @@ const (
 	attrNetProtocol     = attribute.Key("network.protocol.name")
 	attrNetProtoVersion = attribute.Key("network.protocol.version")
 	// Switchboard's own.
-	attrStreams = attribute.Key("switchboard.listen.streams")
 	attrDrained = attribute.Key("switchboard.drain.streams_ended")
 	attrAborted = attribute.Key("switchboard.drain.inflight_aborted")
 )
@@ -446,8 +445,8 @@ func rawIDString(id json.RawMessage) string {
 	return string(id)
 }
 
-// startFanoutIfOn is startFanout on a Tracing that may be nil (off).
-func (t *Tracing) startFanoutIfOn(method, uri string) trace.Span {
+// StartFanout is startFanout on a Tracing that may be nil (off): the hub's Tracer.
+func (t *Tracing) StartFanout(method, uri string) trace.Span {
 	if t == nil {
 		return nil
 	}

@@ -20,6 +20,13 @@ const (
 	CodeUnsupportedProtocolVersion = mcp.CodeUnsupportedProtocolVersion
 )
 
+// CodeAuthorizationEnded is the JSON-RPC error code that ends a listen stream whose caller's
+// authorization ended. Provisional: the MCP draft "Authorization lifetime for subscription
+// streams" names the error AuthorizationEnded but allocates no code yet, and the spec reserves
+// -32020..-32099 for codes it defines (and discourages -32000..-32019), so this one sits outside
+// the JSON-RPC reserved range until the spec gives it a number.
+const CodeAuthorizationEnded = -31001
+
 // Error is an error the sidecar answers itself: an HTTP status and a
 // JSON-RPC error object.
 type Error struct {
