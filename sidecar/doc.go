@@ -6,34 +6,64 @@
 //
 // The sidecar is a pipeline of rooms, one package each. Imports point one
 // way, down this list: a room may import the rooms below it, never one
-// above (test/layering enforces it from docs/architecture.md).
+// above (docs/architecture.md has the rules; TestImportsFollowTheMap
+// enforces them).
 //
-//   - sidecar (this package): the request path and the Server that holds
-//     the rooms' handles. path.go reads top to bottom as one request's walk:
-//     transport guards → decode → client generation → caller identity →
-//     the method table's decision at the one choke point (dispatch) →
-//     catalog → upstream → stamping → response. methods.go is the one
-//     table of every MCP method; the catalog-owned methods, discover,
-//     listen and the 2025-era client adapter are served here.
-//   - sidecar/app: the process: flags turned into Options, listeners, the
-//     admin port, drain, metrics registry, tracing set-up, GC tuning.
-//   - sidecar/upstream: the server behind the sidecar, always spoken to in
-//     2026-07-28: the discover cache and readiness, and the transports that
-//     translate for a 2025-era HTTP server (session pool, input relay, its
-//     GET stream) or a stdio child; the relay of its listen stream.
-//   - sidecar/hub: the open listen streams: fan-out, keepalive, expiry,
-//     subscriptions accounting and the drain's EndAll. Knows no HTTP
-//     routing and no catalog.
+//   - sidecar (this package): the request path, the Server that holds the
+//     rooms' handles, and the rooms not yet cut out of it: the client
+//     generations, the upstream client, the live overlay and the process.
+//   - sidecar/hub: the open listen streams: fan-out, keepalive, expiry, the
+//     replica's subscription budget and the drain's EndAll. Knows no HTTP
+//     routing and no catalog: a stream's transport is a hub.FrameWriter,
+//     what it counts goes to a hub.Observer (Metrics), its spans start
+//     through a hub.Tracer (Tracing).
 //   - sidecar/rules: the catalog's pure rules: merging the upstream's lists
 //     with the declared catalog, overrides, pinning, routing tool calls,
 //     rendering prompts, pages and cursors. No I/O.
+//   - sidecar/protocol: the MCP names the rooms share (revision, Mcp-*
+//     headers, method and notification names, change kinds).
 //   - sidecar/wire: the leaf: JSON-RPC errors and codes, the exact-key
 //     scanner and the strict-JSON checks, the SSE reader, header helpers.
 //     No MCP method semantics.
 //
-// Beside the rooms: access, a caller's grant under the catalog's access
-// policies (pure); authn, the verified caller; stdio, the stdio bridge
-// (`sidecar stdio`); procs, how many OS threads run Go code (one for
-// requests, more for large fan-outs and queueing load), used by the sidecar
-// and the bridge. docs/sidecar.md has the behaviour.
+// Beside them: access, a caller's grant under the catalog's access policies
+// (pure); authn, the verified caller; stdio, the stdio bridge (`sidecar
+// stdio`); procs, how many OS threads run Go code (one for requests, more
+// for large fan-outs and queueing load). hub/hubtest and rules/rulestest
+// hold what the tests of two rooms share.
+//
+// # Files of package sidecar, by concern
+//
+// docs/sidecar.md has the behaviour.
+//
+//   - path.go: the request path, top to bottom: caller identity, the
+//     transport guards (body bounds, Host/Origin, Content-Type), decoding,
+//     the client generation, and the choke point, Server.dispatch, that
+//     every request of every generation passes. Its header lists where each
+//     step lives.
+//   - methods.go: the one table describing every MCP method (owner, era,
+//     cacheable, name member, change kind, list, handlers).
+//   - validate.go: the envelope parser, the header and _meta checks, and
+//     which params members the strict-JSON checks cover.
+//   - auth.go, authz.go: who the caller is (package authn) and what it may
+//     use (package access decides); refusals look like unknown names.
+//   - legacy.go, legacyinput.go, session.go, paramheaders.go: 2025-era
+//     clients: session ids, the methods the sidecar answers for them, the
+//     translation into the modern shape before the choke point, their GET
+//     streams and the input relay.
+//   - catalogserve.go: the methods the catalog owns (lists, tools/call
+//     routing, resources/read, prompts/get, completion/complete) and hints.
+//   - overlay.go, sources.go: the live catalog (its diff and notifications)
+//     and where catalogs and resource contents come from.
+//   - discover.go, listen.go, notify.go: server/discover and the merged
+//     capabilities; subscriptions/listen and the stream transports; the
+//     notifications clients send.
+//   - forward.go, forwarded.go: forwarding to the upstream, relaying SSE,
+//     stamping; the headers the upstream gets.
+//   - upstream.go, upstream_legacy*.go, relay.go: the client towards the MCP
+//     server (discover cache, readiness), the transports that translate for
+//     a 2025-era server, and the relay of its listen stream.
+//   - server.go, app.go, metrics.go, tracing.go, gcfloor.go, limits.go,
+//     drain*.go: the Server, the process (listeners, admin port, drain),
+//     metrics, traces, GC tuning, request limits.
 package sidecar

@@ -58,7 +58,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 			e = s.setParamHeaders(r, req)
 		default:
 			// The client's Mcp-Param-* headers must name unambiguous
-			// arguments (strictjson.go); when the upstream will not see
+			// arguments (wire/strictjson.go); when the upstream will not see
 			// them, they are checked here, as it would check them.
 			e = s.checkBoundArgs(r, req)
 			if e == nil && !s.upstreamSeesParamHeaders(r.Context()) {

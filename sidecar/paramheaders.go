@@ -246,7 +246,7 @@ func (s *Server) boundArgs(r *http.Request, req *request) ([]byte, []paramBindin
 }
 
 // boundArgsErr refuses arguments in which a member on the path of a bound
-// property is given twice or in another case (strictjson.go): the
+// property is given twice or in another case (wire/strictjson.go): the
 // Mcp-Param-* header would then carry one value while a case-insensitive
 // or last-duplicate-wins upstream reads another.
 func boundArgsErr(args []byte, bindings []paramBinding) *wire.Error {

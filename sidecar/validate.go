@@ -66,7 +66,7 @@ func parseRequest(body []byte) (*request, *wire.Error) {
 	var seen [len(wire.EnvelopeMembers)]bool
 	_ = wire.EachMember(body, func(m wire.Member) bool {
 		// Members are matched as a case-insensitive decoder would match
-		// them (strictjson.go): "Method" is refused, not ignored.
+		// them (wire/strictjson.go): "Method" is refused, not ignored.
 		k, exact := wire.MemberIndex(m.Key, wire.EnvelopeMembers[:])
 		if k < 0 {
 			return true

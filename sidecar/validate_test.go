@@ -102,7 +102,7 @@ func TestParseRequest(t *testing.T) {
 		id   string
 	}{
 		{`{"jsonrpc":"2.0","id":"x","method":"a"}`, 0, `"x"`},
-		{`{"jsonrpc":"2.0","id":1,"method":"a","Method":"b"}`, wire.CodeInvalidRequest, ``}, // a case variant: refused (strictjson.go)
+		{`{"jsonrpc":"2.0","id":1,"method":"a","Method":"b"}`, wire.CodeInvalidRequest, ``}, // a case variant: refused (wire/strictjson.go)
 		{`{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}`, wire.CodeInvalidRequest, `1`},
 		{`{"jsonrpc":"1.0","id":1,"method":"a"}`, wire.CodeInvalidRequest, `1`},
 		{`{"jsonrpc":"2.0","id":null,"method":"a"}`, wire.CodeInvalidRequest, ``},

@@ -1,5 +1,33 @@
 package sidecar
 
+// This file is the request path: one POST's walk through the sidecar, top to
+// bottom. Each step says where its concern lives; a request visits each once.
+//
+//  1. Caller identity (auth.go, package authn): with the catalog's auth, a
+//     caller without a valid token is refused before anything is read.
+//  2. Transport guards (this file): POST only (a 2025-era session's GET and
+//     DELETE branch off to legacy.go), the in-flight cap, the bounded body
+//     (readBody), Host and Origin (checkHostOrigin), Content-Type.
+//  3. Decode (validate.go, on sidecar/wire's exact-key scanner and strict
+//     JSON checks): parseRequest, then validate (headers, _meta claim,
+//     version), then Accept. A subscriptions/listen leaves the path here
+//     for its stream (listen.go, sidecar/hub).
+//  4. Client generation (legacy.go, legacyinput.go, session.go): a 2025-era
+//     request gets its session checked, the methods only the sidecar
+//     answers for 2025-era clients, and is turned into the modern shape;
+//     then it rejoins the path at dispatch. Notifications of every
+//     generation stop at serveNotification (notify.go).
+//  5. The choke point (dispatch, below): the method table (methods.go)
+//     says who answers: the sidecar, the catalog, or the upstream.
+//  6. Catalog (catalogserve.go, authz.go, overlay.go, sidecar/rules): what
+//     the caller may use (package access) and the catalog's rules decide:
+//     answered from the catalog, refused as unknown, or renamed and sent on.
+//  7. Upstream (forward.go, and the client in upstream*.go): the request goes
+//     to the MCP server, always in 2026-07-28 (a 2025-era or stdio server
+//     through the transports that translate).
+//  8. Stamping and response (forward.go stamp, legacy.go finish): cache hints
+//     and resultType on the modern shape, or the 2025-era shape back.
+
 import (
 	"encoding/json"
 	"errors"
@@ -19,6 +47,7 @@ import (
 // ServeHTTP serves the MCP endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	procs.Active()
+	// 1. Caller identity.
 	// With the catalog's auth, nothing below runs for a caller without a valid token: no
 	// body is read, no slot taken (auth.go).
 	if auth := s.currentAuth(); auth != nil {
@@ -27,6 +56,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// 2. Transport guards.
 	if r.Method != http.MethodPost {
 		if s.pol.serveLegacy && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && len(r.Header[headerSessionID]) > 0 {
 			// A 2025-era session's notification stream, or its end. (Without
@@ -81,6 +111,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	// 3. Decode.
 	req, perr := parseRequest(body)
 	var id json.RawMessage
 	if req != nil {
@@ -132,6 +163,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.inflight.Add(-1)
 		s.m.inflight.Dec()
 	}()
+	// 4. Client generation: a 2025-era request comes back to dispatch
+	// through serveLegacy.
 	if req.legacy {
 		s.serveLegacy(w, r, req)
 		return
@@ -140,6 +173,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveNotification(w, r, req)
 		return
 	}
+	// 5. The choke point.
 	s.dispatch(w, r, req)
 }
 
@@ -176,8 +210,11 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req *request) 
 	}
 	switch {
 	case owner == ownSidecar, owner == ownCatalog && s.opts.Overlay != nil:
+		// 6. Catalog (and the sidecar's own methods); a served tools/call
+		// goes on to forward from there.
 		spec.serve(s, w, r, req)
 	default:
+		// 7. and 8. Upstream, stamping and response.
 		s.forward(w, r, req)
 	}
 }
