@@ -93,7 +93,7 @@ FUZZTIME ?= 2m
 fuzz: ## Fuzz the sidecar's request parser/validator, its parser differential, SSE reader and bearer-token verification, FUZZTIME each.
 	go test ./sidecar -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME)
 	go test ./sidecar -run '^$$' -fuzz '^FuzzParserDifferential$$' -fuzztime $(FUZZTIME)
-	go test ./sidecar -run '^$$' -fuzz '^FuzzSSEReader$$' -fuzztime $(FUZZTIME)
+	go test ./sidecar/wire -run '^$$' -fuzz '^FuzzSSEReader$$' -fuzztime $(FUZZTIME)
 	go test ./sidecar/authn -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
