@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
 // Defaults for the command-line contract (docs/sidecar.md).
@@ -111,8 +112,8 @@ type Config struct {
 	AuthCacheEntries    int
 
 	// UpstreamTransport reaches the MCP server (plain HTTP to Upstream
-	// when nil); see UpstreamTransport.
-	UpstreamTransport UpstreamTransport
+	// when nil); see upstream.Transport.
+	UpstreamTransport upstream.Transport
 
 	// OTLPEndpoint turns traces on: spans go over OTLP/HTTP to this URL
 	// (e.g. http://collector:4318/v1/traces), TraceSamplingPerMillion of the
@@ -133,7 +134,7 @@ type App struct {
 	Metrics *Metrics
 	Hub     *hub.Hub
 	Server  *Server
-	relay   *Relay
+	relay   *upstream.Relay
 	tracing *Tracing       // nil when traces are off
 	catalog *catalogWiring // nil without a catalog source
 
@@ -205,7 +206,7 @@ func New(cfg Config) (*App, error) {
 	}
 	streams := hub.New(hub.Options{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Observer: m, Tracer: tracing,
 		MaxSubscriptions: cfg.MaxSubscriptions, MaxSubscriptionBytes: cfg.MaxSubscriptionBytes})
-	up := NewUpstreamWith(cfg.Upstream, cfg.MaxResponseBytes, cfg.UpstreamTransport)
+	up := upstream.NewWith(cfg.Upstream, cfg.MaxResponseBytes, cfg.UpstreamTransport)
 	up.SetLogger(cfg.Logger)
 	cat, err := newCatalogWiring(cfg, streams, up, m)
 	if err != nil {
@@ -259,7 +260,7 @@ func New(cfg Config) (*App, error) {
 		cfg.DrainRecoverAfter = cfg.DrainDelay + cfg.DrainJitter + cfg.DrainBudget + drainRecoverMargin
 	}
 	a := &App{cfg: cfg, log: cfg.Logger, Metrics: m, Hub: streams, Server: srv, catalog: cat, tracing: tracing,
-		relay:      NewRelay(srv.Upstream(), streams, cfg.Logger, m),
+		relay:      upstream.NewRelay(srv.Upstream(), streams, cfg.Logger, m),
 		drainBegun: make(chan struct{}), drainWaiters: make(chan struct{}, maxDrainWaiters)}
 	if overlay != nil {
 		a.relay.SetPublisher(overlay)

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub/hubtest"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -123,7 +124,7 @@ func newAuthzEnv(t testing.TB, access *catalog.Access) *authzEnv {
 
 	quiet := slog.New(slog.DiscardHandler)
 	streams := hub.New(hub.Options{Keepalive: -1, Logger: quiet})
-	upc := NewUpstream(up.URL, 0)
+	upc := upstream.New(up.URL, 0)
 	ov := NewOverlay(OverlayOptions{Hub: streams, Upstream: upc, Logger: quiet})
 	srv, err := NewServer(Options{Upstream: up.URL, upstream: upc, Overlay: ov, Hub: streams, Logger: quiet})
 	if err != nil {

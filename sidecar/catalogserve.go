@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -22,73 +22,6 @@ import (
 // resources/read for sidecar-served resources and prompts/get for declared
 // prompts. Everything else still goes to the upstream.
 
-// upstreamAnswer is an upstream response handed back to the client as it
-// came (a JSON-RPC error, or a result that is not complete).
-type upstreamAnswer struct {
-	status int
-	msg    []byte
-}
-
-// list reads every page of an upstream list. newReq builds the request for
-// one upstream cursor ("" for the first page). A method-not-found error is
-// an empty list; any other error or a non-complete result comes back as
-// pass. private is set when any page said cacheScope "private".
-func (u *Upstream) list(method, member string, newReq func(cursor string) (*http.Request, error)) (items []json.RawMessage, private bool, pass *upstreamAnswer, err error) {
-	cursor := ""
-	for range maxUpstreamPages {
-		req, err := newReq(cursor)
-		if err != nil {
-			return nil, false, nil, err
-		}
-		status, msg, err := u.roundTrip(req)
-		if err != nil {
-			return nil, false, nil, err
-		}
-		if e, ok, _ := wire.Field(msg, "error"); ok {
-			if c, ok, _ := wire.Field(e, "code"); ok && string(c) == strconv.Itoa(wire.CodeMethodNotFound) {
-				return []json.RawMessage{}, false, nil, nil
-			}
-			return nil, false, &upstreamAnswer{status, msg}, nil
-		}
-		res, ok, _ := wire.Field(msg, "result")
-		if !ok || !wire.IsObject(res) {
-			return nil, false, nil, fmt.Errorf("upstream %s answered without a result: %s", method, truncate(msg, 200))
-		}
-		var page struct {
-			ResultType string            `json:"resultType"`
-			Items      []json.RawMessage `json:"-"`
-			NextCursor *string           `json:"nextCursor"`
-			CacheScope string            `json:"cacheScope"`
-		}
-		if err := json.Unmarshal(res, &page); err != nil {
-			return nil, false, nil, fmt.Errorf("upstream %s result: %w", method, err)
-		}
-		if page.ResultType != "" && page.ResultType != protocol.ResultComplete {
-			return nil, false, &upstreamAnswer{status, msg}, nil
-		}
-		raw, _, _ := wire.Field(res, member)
-		var got []json.RawMessage
-		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &got); err != nil {
-				return nil, false, nil, fmt.Errorf("upstream %s %s: %w", method, member, err)
-			}
-		}
-		items = append(items, got...)
-		private = private || page.CacheScope == catalog.ScopePrivate
-		if page.NextCursor == nil || *page.NextCursor == cursor {
-			if items == nil {
-				items = []json.RawMessage{}
-			}
-			return items, private, nil, nil
-		}
-		cursor = *page.NextCursor
-	}
-	return nil, false, nil, fmt.Errorf("upstream %s has more than %d pages", method, maxUpstreamPages)
-}
-
-// clientListRequest builds the upstream request for one page on behalf of a
-// client: its headers and body, with params.cursor replaced by the
-// upstream's own cursor (or dropped).
 func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (*http.Request, error) {
 	return func(cursor string) (*http.Request, error) {
 		body, err := withParams(req.body, func(params []byte) ([]byte, error) {
@@ -100,7 +33,7 @@ func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (
 		if err != nil {
 			return nil, err
 		}
-		ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(body))
+		ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.URL(), bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +44,7 @@ func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (
 
 // withParams rewrites the params member of a request body.
 func withParams(body []byte, edit func([]byte) ([]byte, error)) ([]byte, error) {
-	ps, pe, ok := span(body, "params")
+	ps, pe, ok := wire.Span(body, "params")
 	if !ok || !wire.IsObject(body[ps:pe]) {
 		return nil, errors.New("request has no params object")
 	}
@@ -156,8 +89,8 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 	private := false
 	if spec.capability(info) {
 		start := time.Now()
-		var pass *upstreamAnswer
-		up, private, pass, err = s.up.list(method, spec.member, s.clientListRequest(r, req))
+		var pass *upstream.Answer
+		up, private, pass, err = s.up.List(method, spec.member, s.clientListRequest(r, req))
 		s.m.observeUpstream(method, time.Since(start))
 		if err != nil {
 			if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
@@ -168,7 +101,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 			return
 		}
 		if pass != nil {
-			writeMessage(w, pass.status, s.finish(req, pass.msg))
+			writeMessage(w, pass.Status, s.finish(req, pass.Msg))
 			return
 		}
 	}

@@ -11,20 +11,21 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // serveDiscover answers server/discover: the upstream's versions and
 // capabilities, plus what the sidecar provides itself, with cache hints.
 func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *request) {
-	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(req.body))
+	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
 	if err != nil {
 		s.fail(w, req.id, wire.NewError(http.StatusInternalServerError, wire.CodeInternalError, "Internal error: "+err.Error()))
 		return
 	}
 	setUpstreamHeaders(ureq, r)
 	start := time.Now()
-	status, msg, err := s.up.roundTrip(ureq)
+	status, msg, err := s.up.RoundTrip(ureq)
 	s.m.observeUpstream(protocol.MethodDiscover, time.Since(start))
 	if err != nil {
 		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
@@ -34,7 +35,7 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
-	rs, re, ok := span(msg, "result")
+	rs, re, ok := wire.Span(msg, "result")
 	if !ok || !wire.IsObject(msg[rs:re]) {
 		// An error from the upstream goes back as it came.
 		w.Header().Set("Content-Type", "application/json")
@@ -45,13 +46,13 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 	}
 	res := msg[rs:re]
 	// Parsed, not stored: this answer was made with the client's headers (store says why).
-	info, err := parseDiscover(res)
+	info, err := upstream.ParseDiscover(res)
 	if err != nil {
 		s.log.Warn("Upstream server/discover result unusable", "err", err)
 		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream discover result unusable"))
 		return
 	}
-	caps, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
+	caps, err := mergedCapabilities(info.CapsRaw, s.opts.Overlay != nil)
 	if err != nil {
 		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream capabilities unusable"))
 		return
@@ -129,9 +130,9 @@ func mergedCapabilities(raw json.RawMessage, overlay bool) (json.RawMessage, err
 }
 
 // effectiveCaps is the capability view used to narrow listen filters.
-func (s *Server) effectiveCaps(info *upstreamInfo) mcp.ServerCapabilities {
+func (s *Server) effectiveCaps(info *upstream.Info) mcp.ServerCapabilities {
 	var c mcp.ServerCapabilities
-	merged, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
+	merged, err := mergedCapabilities(info.CapsRaw, s.opts.Overlay != nil)
 	if err == nil {
 		_ = json.Unmarshal(merged, &c)
 	}
@@ -140,11 +141,11 @@ func (s *Server) effectiveCaps(info *upstreamInfo) mcp.ServerCapabilities {
 
 // upstreamInfoFor returns the cached discover result, asking once if there
 // is none.
-func (s *Server) upstreamInfoFor(ctx context.Context) (*upstreamInfo, error) {
-	if info := s.up.current(); info != nil {
+func (s *Server) upstreamInfoFor(ctx context.Context) (*upstream.Info, error) {
+	if info := s.up.Current(); info != nil {
 		return info, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	ctx, cancel := context.WithTimeout(ctx, upstream.DiscoverTimeout)
 	defer cancel()
 	return s.up.Discover(ctx)
 }

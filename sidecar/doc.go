@@ -10,8 +10,12 @@
 // enforces them).
 //
 //   - sidecar (this package): the request path, the Server that holds the
-//     rooms' handles, and the rooms not yet cut out of it: the client
-//     generations, the upstream client, the live overlay and the process.
+//     rooms' handles, and the rooms not yet cut out of it: the 2025-era
+//     client generation, the live overlay and the process.
+//   - sidecar/upstream: the server behind the sidecar, always spoken to in
+//     2026-07-28: the discover cache and readiness, the transports that
+//     translate for a 2025-era server (session pool, input relay, its GET
+//     stream), and the relay of the sidecar's listen stream on it.
 //   - sidecar/hub: the open listen streams: fan-out, keepalive, expiry, the
 //     replica's subscription budget and the drain's EndAll. Knows no HTTP
 //     routing and no catalog: a stream's transport is a hub.FrameWriter,
@@ -58,11 +62,9 @@
 //   - discover.go, listen.go, notify.go: server/discover and the merged
 //     capabilities; subscriptions/listen and the stream transports; the
 //     notifications clients send.
-//   - forward.go, forwarded.go: forwarding to the upstream, relaying SSE,
-//     stamping; the headers the upstream gets.
-//   - upstream.go, upstream_legacy*.go, relay.go: the client towards the MCP
-//     server (discover cache, readiness), the transports that translate for
-//     a 2025-era server, and the relay of its listen stream.
+//   - forward.go, forwarded.go: forwarding to the upstream (through
+//     sidecar/upstream), relaying SSE, stamping; the headers the upstream
+//     gets.
 //   - server.go, app.go, metrics.go, tracing.go, gcfloor.go, limits.go,
 //     drain*.go: the Server, the process (listeners, admin port, drain),
 //     metrics, traces, GC tuning, request limits.

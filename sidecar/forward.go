@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"io"
 	"net/http"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -91,7 +91,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 	if lc != nil {
 		ctx = lc.ctx
 	}
-	ureq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.up.url, bytes.NewReader(req.body))
+	ureq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
 	if err != nil {
 		s.failCall(w, req, lc, wire.NewError(http.StatusInternalServerError, wire.CodeInternalError, "Internal error: "+err.Error()))
 		return
@@ -101,7 +101,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 		s.tr.injectUpstream(ureq.Header, req)
 	}
 	start := time.Now()
-	resp, err := s.up.client.Do(ureq)
+	resp, err := s.up.Do(ureq)
 	s.m.observeUpstream(req.method, time.Since(start))
 	if err != nil {
 		if s.abortedByDrain(r) {
@@ -130,8 +130,8 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 		buf := respBufs.Get().(*bytes.Buffer)
 		defer putRespBuf(buf)
 		buf.Reset()
-		_, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(s.up.maxBytes)+1))
-		if err != nil || buf.Len() > s.up.maxBytes {
+		_, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(s.up.MaxBytes())+1))
+		if err != nil || buf.Len() > s.up.MaxBytes() {
 			if !started {
 				w.Header().Del("Content-Type")
 			}
@@ -166,7 +166,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 		s.failCall(w, req, lc, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream answered HTTP "+strconv.Itoa(resp.StatusCode)+" with "+strconv.Quote(resp.Header.Get("Content-Type"))))
 	default:
 		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, io.LimitReader(resp.Body, int64(s.up.maxBytes)))
+		_, _ = io.Copy(w, io.LimitReader(resp.Body, int64(s.up.MaxBytes())))
 	}
 }
 
@@ -208,7 +208,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 	// flushed on its own either, so it leaves with the terminating chunk
 	// when the handler returns. Every event before the response (progress,
 	// logs) is flushed as it arrives.
-	rd := wire.NewSSEReader(resp.Body, s.up.maxBytes)
+	rd := wire.NewSSEReader(resp.Body, s.up.MaxBytes())
 	var out []byte
 	answered := false
 	for {
@@ -279,7 +279,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 // and, for cacheable complete results, the cache hints. Everything else
 // stays the bytes the upstream sent.
 func (s *Server) stamp(req *request, msg []byte) []byte {
-	rs, re, ok := span(msg, "result")
+	rs, re, ok := wire.Span(msg, "result")
 	if !ok || !wire.IsObject(msg[rs:re]) {
 		return msg
 	}
@@ -314,16 +314,4 @@ func (s *Server) stamp(req *request, msg []byte) []byte {
 	out = append(out, msg[:rs]...)
 	out = append(out, nres...)
 	return append(out, msg[re:]...)
-}
-
-// span returns the offsets of the value of the top-level member name.
-func span(obj []byte, name string) (start, end int, ok bool) {
-	_ = wire.EachMember(obj, func(m wire.Member) bool {
-		if wire.KeyIs(m.Key, name) {
-			start, end, ok = m.Start, m.End, true
-			return false
-		}
-		return true
-	})
-	return
 }

@@ -3,7 +3,6 @@ package sidecar
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"net/http"
 	"slices"
 	"strconv"
@@ -12,7 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -145,7 +146,7 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 	// One splice into the body: everything the client sent stays where it
 	// was, byte for byte.
 	body := make([]byte, 0, len(req.body)+len(nmeta)+24)
-	ps, pe, hasParams := span(req.body, "params")
+	ps, pe, hasParams := wire.Span(req.body, "params")
 	switch {
 	case !hasParams:
 		end := bytes.LastIndexByte(req.body, '}')
@@ -159,7 +160,7 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 		body = append(body, req.body[end:]...)
 	case req.meta != nil:
 		params := req.body[ps:pe]
-		ms, me, _ := span(params, "_meta")
+		ms, me, _ := wire.Span(params, "_meta")
 		body = append(body, req.body[:ps]...)
 		body = append(body, params[:ms]...)
 		body = append(body, nmeta...)
@@ -245,7 +246,7 @@ func errInputRequired(id json.RawMessage) []byte {
 // input_required result becomes an error naming the limitation. Errors
 // and anything else stay the upstream's bytes.
 func legacyResult(id json.RawMessage, msg []byte) []byte {
-	rs, re, ok := span(msg, "result")
+	rs, re, ok := wire.Span(msg, "result")
 	if !ok || !wire.IsObject(msg[rs:re]) {
 		return msg
 	}
@@ -336,7 +337,7 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		Capabilities    json.RawMessage `json:"capabilities"`
 	}
 	if req.params == nil || json.Unmarshal(req.params, &p) != nil {
-		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: initialize requires params.protocolVersion and params.capabilities"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: initialize requires params.ProtocolVersion and params.capabilities"))
 		return
 	}
 	info, err := s.upstreamInfoFor(r.Context())
@@ -347,14 +348,14 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
-	caps, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
+	caps, err := mergedCapabilities(info.CapsRaw, s.opts.Overlay != nil)
 	if err != nil {
 		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: upstream capabilities unusable"))
 		return
 	}
-	serverInfo := info.serverInfo
+	serverInfo := info.ServerInfo
 	if serverInfo == nil {
-		serverInfo = sidecarClientInfo
+		serverInfo = upstream.ClientInfo
 	}
 	version := negotiate(p.ProtocolVersion)
 	id, err := s.sessions.mint(version, p.Capabilities, callerBinding(authn.FromContext(r.Context())))
@@ -368,7 +369,7 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		Capabilities    json.RawMessage `json:"capabilities"`
 		ServerInfo      json.RawMessage `json:"serverInfo"`
 		Instructions    string          `json:"instructions,omitempty"`
-	}{version, caps, serverInfo, info.instructions}
+	}{version, caps, serverInfo, info.Instructions}
 	b, _ := json.Marshal(res)
 	s.writeResult(w, req, b)
 }

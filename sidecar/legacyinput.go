@@ -6,13 +6,13 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"net/http"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -233,7 +233,7 @@ func (lc *legacyCall) capture(msg []byte) bool {
 	if lc == nil || !lc.mrtr {
 		return false
 	}
-	rs, re, ok := span(msg, "result")
+	rs, re, ok := wire.Span(msg, "result")
 	if !ok {
 		return false
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"net"
 	"net/http"
 	"slices"
@@ -15,7 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -50,9 +51,9 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 			return
 		}
 	}
-	info := s.up.current()
+	info := s.up.Current()
 	if info == nil {
-		ctx, cancel := context.WithTimeout(r.Context(), discoverTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), upstream.DiscoverTimeout)
 		var err error
 		info, err = s.up.Discover(ctx)
 		cancel()

@@ -7,6 +7,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
 // This file describes every MCP method the sidecar knows, once. Validation
@@ -80,7 +81,7 @@ type methodSpec struct {
 type listSpec struct {
 	member string // result member holding the entries
 	// capability is the server capability that says the upstream serves it.
-	capability func(*upstreamInfo) bool
+	capability func(*upstream.Info) bool
 	merge      func(c *catalog.Catalog, up []json.RawMessage) []rules.Entry
 }
 
@@ -93,9 +94,9 @@ var methods map[string]*methodSpec
 var listOrder = []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"}
 
 func init() {
-	toolsCap := func(i *upstreamInfo) bool { return i.caps.Tools != nil }
-	promptsCap := func(i *upstreamInfo) bool { return i.caps.Prompts != nil }
-	resourcesCap := func(i *upstreamInfo) bool { return i.caps.Resources != nil }
+	toolsCap := func(i *upstream.Info) bool { return i.Caps.Tools != nil }
+	promptsCap := func(i *upstream.Info) bool { return i.Caps.Prompts != nil }
+	resourcesCap := func(i *upstream.Info) bool { return i.Caps.Resources != nil }
 	methods = map[string]*methodSpec{
 		protocol.MethodDiscover: {owner: ownSidecar, era: eraModern, cacheable: true,
 			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Discover }, serve: (*Server).serveDiscover},

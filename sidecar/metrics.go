@@ -252,3 +252,13 @@ func (m *Metrics) Subscriptions(n int, b int64) {
 	m.subscriptions.Set(float64(n))
 	m.subscriptionBytes.Set(float64(b))
 }
+
+// RelayConnected records whether the relay's upstream listen is connected
+// (upstream.Observer).
+func (m *Metrics) RelayConnected(up bool) {
+	if up {
+		m.relayConnected.Set(1)
+	} else {
+		m.relayConnected.Set(0)
+	}
+}

@@ -21,7 +21,7 @@ import (
 // notification names an id the sidecar cannot tie to the client that sent
 // it). Either ends the call's upstream request, and a 2025-era upstream is
 // sent notifications/cancelled with the sidecar's own id for that call
-// (upstream_legacy.go).
+// (sidecar/upstream/legacy.go).
 //
 // A notification the client may send in its revision (the method table's
 // notification flag) gets 202 with no body; any other gets 400 with a

@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -39,8 +40,6 @@ const (
 	// re-reading the upstream's lists after a failure.
 	overlayRetryFloor   = 200 * time.Millisecond
 	overlayRetryCeiling = 10 * time.Second
-	// maxUpstreamPages bounds the pages read from one upstream list.
-	maxUpstreamPages = 100
 )
 
 // ContentSource serves the ConfigMap and Secret keys that resources
@@ -55,8 +54,8 @@ type ContentSource interface {
 
 // OverlayOptions configure an Overlay.
 type OverlayOptions struct {
-	Hub      Publisher // the listen hub (or a recorder in tests)
-	Upstream *Upstream
+	Hub      upstream.Publisher // the listen hub (or a recorder in tests)
+	Upstream *upstream.Client
 	Logger   *slog.Logger
 	Metrics  *Metrics
 	// PageSize is the page size of merged lists (DefaultPageSize when 0).
@@ -102,7 +101,7 @@ type Overlay struct {
 	grants access.Cache
 }
 
-// viewPublisher is a Publisher that knows the callers of its streams (the Hub): the overlay
+// viewPublisher is a upstream.Publisher that knows the callers of its streams (the Hub): the overlay
 // then publishes each caller's own view.
 type viewPublisher interface {
 	PublishViews(tools bool, changed func(*authn.Identity) protocol.Kind) int
@@ -352,15 +351,15 @@ func (o *Overlay) fetchUpstream(ctx context.Context, kinds protocol.Kind) protoc
 			o.upLists[method] = []json.RawMessage{}
 			continue
 		}
-		items, _, pass, err := o.opts.Upstream.list(method, spec.list.member, func(cursor string) (*http.Request, error) {
+		items, _, pass, err := o.opts.Upstream.List(method, spec.list.member, func(cursor string) (*http.Request, error) {
 			extra := ""
 			if cursor != "" {
 				extra = `,"cursor":` + string(wire.JSONString(cursor))
 			}
-			return modernRequest(ctx, o.opts.Upstream.url, "switchboard-overlay", method, extra)
+			return upstream.ModernRequest(ctx, o.opts.Upstream.URL(), "switchboard-overlay", method, extra)
 		})
 		if err == nil && pass != nil {
-			err = fmt.Errorf("upstream answered %s", truncate(pass.msg, 200))
+			err = fmt.Errorf("upstream answered %s", wire.Truncate(pass.Msg, 200))
 		}
 		if err != nil {
 			o.log.Debug("Overlay: reading upstream list failed", "method", method, "err", err)
@@ -490,7 +489,7 @@ func (o *Overlay) compute() *snapshot {
 			o.log.Warn("Tool pinning withholds tools from clients (toolPinning Enforce)", "tools", withheld)
 		}
 	}
-	up := o.opts.Upstream.report()
+	up := o.opts.Upstream.Report()
 	if up != nil && upTools != nil {
 		// What the upstream serves, before the catalog's rules: replicas whose servers differ
 		// are told apart by the controller (the Verified condition).

@@ -63,7 +63,7 @@ func TestHints(t *testing.T) {
 	}
 }
 
-// recorder is a Publisher that remembers what it was told.
+// recorder is a upstream.Publisher that remembers what it was told.
 type recorder struct {
 	mu  sync.Mutex
 	got []string

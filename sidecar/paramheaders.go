@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -95,14 +96,14 @@ func (p *paramTools) lookup(ctx context.Context, tool string, gen uint64) []para
 // readParamTools reads the upstream's tool list (every page) and keeps the
 // annotated tools.
 func (s *Server) readParamTools(ctx context.Context) (map[string][]paramBinding, error) {
-	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	ctx, cancel := context.WithTimeout(ctx, upstream.DiscoverTimeout)
 	defer cancel()
-	items, _, pass, err := s.up.list("tools/list", "tools", func(cursor string) (*http.Request, error) {
+	items, _, pass, err := s.up.List("tools/list", "tools", func(cursor string) (*http.Request, error) {
 		extra := ""
 		if cursor != "" {
 			extra = `,"cursor":` + string(wire.JSONString(cursor))
 		}
-		return modernRequest(ctx, s.up.url, "switchboard-param-headers", "tools/list", extra)
+		return upstream.ModernRequest(ctx, s.up.URL(), "switchboard-param-headers", "tools/list", extra)
 	})
 	if err != nil {
 		return nil, err
@@ -316,11 +317,11 @@ func needsBase64(s string) bool {
 // upstreamSeesParamHeaders reports whether the upstream gets a client's
 // Mcp-Param-* headers, and so validates them itself: a 2026-07-28 server
 // does; a 2025-era one (over HTTP, or stdio behind the bridge) is sent
-// neither them nor any other Mcp-* header (upstream_legacy.go). When the
+// neither them nor any other Mcp-* header (sidecar/upstream/legacy.go). When the
 // upstream is not known yet the sidecar validates.
 func (s *Server) upstreamSeesParamHeaders(ctx context.Context) bool {
 	info, err := s.upstreamInfoFor(ctx)
-	return err == nil && info.protocolVersion == protocol.Version
+	return err == nil && info.ProtocolVersion == protocol.Version
 }
 
 // checkParamHeaders validates a 2026-07-28 client's Mcp-Param-* headers

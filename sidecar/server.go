@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,7 +15,9 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/sidecar/access"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -68,7 +69,7 @@ type Options struct {
 	// MaxInflightRequests caps the POSTs served at once, listen streams aside; past it a
 	// request gets 503 with Retry-After (DefaultMaxInflightRequests when 0).
 	MaxInflightRequests int64
-	MaxResponseBytes    int // DefaultMaxResponseBytes when 0
+	MaxResponseBytes    int // upstream.DefaultMaxResponseBytes when 0
 	// Hints stamps cache hints; DefaultHints when nil (the overlay's when
 	// Overlay is set).
 	Hints HintFunc
@@ -81,7 +82,7 @@ type Options struct {
 	Hub    *hub.Hub
 	Logger *slog.Logger
 	// upstream is a client shared with the overlay (NewUpstream when nil).
-	upstream *Upstream
+	upstream *upstream.Client
 	Metrics  *Metrics
 	// Tracing records a span per MCP request (nil: no traces; tracing.go).
 	Tracing *Tracing
@@ -96,7 +97,7 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	m    *Metrics
-	up   *Upstream
+	up   *upstream.Client
 	hub  *hub.Hub
 	tr   *Tracing // nil when tracing is off
 
@@ -161,7 +162,7 @@ func NewServer(o Options) (*Server, error) {
 		o.Metrics = NewMetrics()
 	}
 	if o.upstream == nil {
-		o.upstream = NewUpstream(o.Upstream, o.MaxResponseBytes)
+		o.upstream = upstream.New(o.Upstream, o.MaxResponseBytes)
 	}
 	if o.Hub == nil {
 		o.Hub = hub.New(hub.Options{Logger: o.Logger, Observer: o.Metrics})
@@ -265,7 +266,7 @@ func errDrained() *wire.Error {
 }
 
 // Upstream returns the upstream client (for the relay and readiness).
-func (s *Server) Upstream() *Upstream { return s.up }
+func (s *Server) Upstream() *upstream.Client { return s.up }
 
 // Hub returns the listen hub.
 func (s *Server) Hub() *hub.Hub { return s.hub }

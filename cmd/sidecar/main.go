@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/stdio"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
 func main() {
@@ -57,7 +58,7 @@ func main() {
 	fs.DurationVar(&cfg.Keepalive, "keepalive", hub.DefaultKeepalive, "interval between SSE keepalive comments on listen streams")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest accepted request body")
 	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", sidecar.DefaultMaxHeaderBytes, "largest accepted request header block")
-	fs.IntVar(&cfg.MaxResponseBytes, "max-response-bytes", sidecar.DefaultMaxResponseBytes, "largest upstream JSON response or SSE event")
+	fs.IntVar(&cfg.MaxResponseBytes, "max-response-bytes", upstream.DefaultMaxResponseBytes, "largest upstream JSON response or SSE event")
 	fs.DurationVar(&cfg.DrainDelay, "drain-delay", sidecar.DefaultDrainDelay, "on drain, time between failing readiness and ending listen streams")
 	fs.DurationVar(&cfg.DrainJitter, "drain-jitter", sidecar.DefaultDrainJitter, "on drain, period over which listen streams are ended")
 	fs.DurationVar(&cfg.DrainBudget, "drain-budget", sidecar.DefaultDrainBudget, "on drain, longest wait for forwarded requests in flight")

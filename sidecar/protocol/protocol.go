@@ -34,6 +34,18 @@ const (
 	MetaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
 )
 
+// The headers that tell the upstream who the verified caller is (docs/sidecar.md). Every
+// header starting with IdentityHeaderPrefix that a client sends is removed, whatever the auth
+// mode, so an upstream can trust them.
+const (
+	IdentityHeaderPrefix = "X-Switchboard-"
+	HeaderSubject        = "X-Switchboard-Subject"
+	HeaderGroups         = "X-Switchboard-Groups" // one field per group
+	HeaderServiceAccount = "X-Switchboard-Service-Account"
+	HeaderSPIFFE         = "X-Switchboard-Spiffe-Id"
+	HeaderIssuer         = "X-Switchboard-Issuer"
+)
+
 // Kind is a kind of change a listen stream can ask for.
 type Kind uint8
 

@@ -289,3 +289,23 @@ func JSONString(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
 }
+
+// Span returns the offsets of the value of the top-level member name.
+func Span(obj []byte, name string) (start, end int, ok bool) {
+	_ = EachMember(obj, func(m Member) bool {
+		if KeyIs(m.Key, name) {
+			start, end, ok = m.Start, m.End, true
+			return false
+		}
+		return true
+	})
+	return
+}
+
+// Truncate is b as a string of at most n bytes and an ellipsis (for logs and errors).
+func Truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

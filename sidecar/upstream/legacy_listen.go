@@ -1,4 +1,4 @@
-package sidecar
+package upstream
 
 import (
 	"bytes"
@@ -190,7 +190,7 @@ func (t *generationTransport) closeListen(l *legacyListen) {
 		return
 	}
 	for _, u := range removed {
-		ctx, cancel := context.WithTimeout(context.Background(), discoverTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), DiscoverTimeout)
 		t.upstreamSubscription(ctx, "resources/unsubscribe", u)
 		cancel()
 	}
@@ -220,7 +220,7 @@ func (t *generationTransport) upstreamSubscription(ctx context.Context, method, 
 	msg, _ := t.readMessage(resp)
 	resp.Body.Close()
 	if _, ok, _ := wire.Field(msg, "result"); !ok {
-		t.log.Load().Warn("Upstream "+method+" refused", "uri", uri, "answer", truncate(msg, 160))
+		t.log.Load().Warn("Upstream "+method+" refused", "uri", uri, "answer", wire.Truncate(msg, 160))
 	}
 }
 

@@ -1,4 +1,4 @@
-package sidecar
+package upstream
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
-// This file is the UpstreamTransport every sidecar uses: it finds out what
+// This file is the Transport every sidecar uses: it finds out what
 // the MCP server container speaks and reaches it accordingly.
 //
 //   - A 2026-07-28 server (server/discover answers): requests go through
@@ -34,7 +34,7 @@ import (
 //     Mcp-* headers, gives each request an id of its own on the session,
 //     turns the upstream's questions during a call (elicitation, sampling,
 //     roots) into input_required results and delivers the client's answers
-//     (upstream_legacy_input.go), and serves subscriptions/listen from the
+//     (legacy_input.go), and serves subscriptions/listen from the
 //     upstream's GET stream (list_changed; resources/updated through
 //     reference-counted upstream resources/subscribe).
 //
@@ -72,7 +72,7 @@ const (
 	genLegacy
 )
 
-// generationTransport is the UpstreamTransport described above.
+// generationTransport is the Transport described above.
 type generationTransport struct {
 	base     http.RoundTripper
 	url      string
@@ -110,8 +110,8 @@ func newGenerationTransport(base http.RoundTripper, url string, maxBytes int) *g
 	return t
 }
 
-// UpstreamGeneration describes what the upstream speaks, for the report.
-type UpstreamGeneration struct {
+// Generation describes what the upstream speaks, for the report.
+type Generation struct {
 	// Legacy is set when the upstream is a 2025-era server.
 	Legacy bool
 	// protocol.Version is the revision the upstream negotiated (legacy).
@@ -172,9 +172,9 @@ func (t *generationTransport) detect(ctx context.Context) (upstreamGen, error) {
 	if g := t.generation(); g != genUnknown {
 		return g, nil
 	}
-	dctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	dctx, cancel := context.WithTimeout(ctx, DiscoverTimeout)
 	defer cancel()
-	req, err := modernRequest(dctx, t.url, "switchboard-generation", protocol.MethodDiscover, "")
+	req, err := ModernRequest(dctx, t.url, "switchboard-generation", protocol.MethodDiscover, "")
 	if err != nil {
 		return genUnknown, err
 	}
@@ -195,7 +195,7 @@ func (t *generationTransport) detect(ctx context.Context) (upstreamGen, error) {
 			}
 		}
 	}
-	discoverAnswer := fmt.Sprintf("HTTP %d %s", resp.StatusCode, truncate(body, 160))
+	discoverAnswer := fmt.Sprintf("HTTP %d %s", resp.StatusCode, wire.Truncate(body, 160))
 	s := &upSession{}
 	res, version, err := t.initialize(dctx, s)
 	if err != nil {
@@ -222,7 +222,7 @@ func (t *generationTransport) detect(ctx context.Context) (upstreamGen, error) {
 func (t *generationTransport) initialize(ctx context.Context, s *upSession) (json.RawMessage, string, error) {
 	body := `{"jsonrpc":"2.0","id":"switchboard-init-` + strconv.FormatInt(t.seq.Add(1), 10) +
 		`","method":"initialize","params":{"protocolVersion":"` + legacyClientVersion +
-		`","capabilities":` + legacyClientCapabilities + `,"clientInfo":` + string(sidecarClientInfo) + `}}`
+		`","capabilities":` + legacyClientCapabilities + `,"clientInfo":` + string(ClientInfo) + `}}`
 	req, err := t.legacyRequest(ctx, []byte(body), "", "")
 	if err != nil {
 		return nil, "", err
@@ -238,13 +238,13 @@ func (t *generationTransport) initialize(ctx context.Context, s *upSession) (jso
 	}
 	res, ok, _ := wire.Field(msg, "result")
 	if resp.StatusCode != http.StatusOK || !ok || !wire.IsObject(res) {
-		return nil, "", fmt.Errorf("HTTP %d %s", resp.StatusCode, truncate(msg, 160))
+		return nil, "", fmt.Errorf("HTTP %d %s", resp.StatusCode, wire.Truncate(msg, 160))
 	}
 	var r struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	if json.Unmarshal(res, &r) != nil || r.ProtocolVersion == "" {
-		return nil, "", fmt.Errorf("initialize result without protocolVersion: %s", truncate(res, 160))
+		return nil, "", fmt.Errorf("initialize result without protocolVersion: %s", wire.Truncate(res, 160))
 	}
 	sid := resp.Header.Get("Mcp-Session-Id")
 	req, err = t.legacyRequest(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), sid, r.ProtocolVersion)
@@ -288,7 +288,7 @@ func (t *generationTransport) legacyRequest(ctx context.Context, body []byte, si
 
 // readMessage reads a JSON body, or the first response of an SSE body.
 func (t *generationTransport) readMessage(resp *http.Response) ([]byte, error) {
-	return readUpstreamMessage(resp, t.maxBytes)
+	return ReadMessage(resp, t.maxBytes)
 }
 
 // legacyRoundTrip serves one 2026 request from a legacy upstream.
@@ -364,7 +364,7 @@ func (t *generationTransport) legacyDiscover(req *http.Request, body []byte) (*h
 		return nil, err
 	}
 	if _, ok, _ := wire.Field(msg, "result"); !ok {
-		return nil, fmt.Errorf("upstream ping failed: HTTP %d %s", resp.StatusCode, truncate(msg, 160))
+		return nil, fmt.Errorf("upstream ping failed: HTTP %d %s", resp.StatusCode, wire.Truncate(msg, 160))
 	}
 	t.mu.Lock()
 	res, version := t.initRes, t.version
@@ -468,13 +468,13 @@ func toLegacy(body []byte, newID string) ([]byte, error) {
 	var sp [2]splice
 	n := 0
 	if newID != "" {
-		if s, e, ok := span(body, "id"); ok {
+		if s, e, ok := wire.Span(body, "id"); ok {
 			sp[n] = splice{s, e, []byte(`"` + newID + `"`)}
 			n++
 		}
 	}
-	if ps, pe, ok := span(body, "params"); ok && wire.IsObject(body[ps:pe]) {
-		if ms, me, ok := span(body[ps:pe], "_meta"); ok && wire.IsObject(body[ps+ms:ps+me]) &&
+	if ps, pe, ok := wire.Span(body, "params"); ok && wire.IsObject(body[ps:pe]) {
+		if ms, me, ok := wire.Span(body[ps:pe], "_meta"); ok && wire.IsObject(body[ps+ms:ps+me]) &&
 			bytes.Contains(body[ps+ms:ps+me], []byte(reservedMetaPrefix)) {
 			nmeta, _, err := dropReserved(body[ps+ms : ps+me])
 			if err != nil {
@@ -518,7 +518,7 @@ func spliced(b []byte, sp []splice) []byte {
 // withID returns a copy of msg whose top-level id is id (msg itself when it
 // has none: a response always has one).
 func withID(msg, id []byte) []byte {
-	s, e, ok := span(msg, "id")
+	s, e, ok := wire.Span(msg, "id")
 	if !ok {
 		return bytes.Clone(msg)
 	}
@@ -529,8 +529,8 @@ func withID(msg, id []byte) []byte {
 // X-Forwarded-* ones as setUpstreamHeaders made them: the sidecar's, not the client's).
 var legacyForwardHeaders = []string{"Authorization", "Traceparent", "Tracestate", "Baggage",
 	"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
-	// The verified caller, as setIdentityHeaders made them (auth.go).
-	headerSubject, headerGroups, headerServiceAccount, headerSPIFFE, headerIssuer}
+	// The verified caller, as setIdentityHeaders made them (the sidecar's auth.go).
+	protocol.HeaderSubject, protocol.HeaderGroups, protocol.HeaderServiceAccount, protocol.HeaderSPIFFE, protocol.HeaderIssuer}
 
 // reservedMetaPrefix is the _meta key prefix of the 2026 request envelope.
 const reservedMetaPrefix = "io.modelcontextprotocol/"
@@ -568,9 +568,9 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 		newID = "sb-" + strconv.FormatInt(t.seq.Add(1), 10)
 		if in.allowed = mayNeedInput(method); in.allowed {
 			in.body = body
-			// With the catalog's auth the token is gone by now (auth.go): the verified
+			// With the catalog's auth the token is gone by now (the sidecar's auth.go): the verified
 			// subject binds the held call instead.
-			in.authHeader = wire.HeaderValue(req.Header, "Authorization") + "\x00" + wire.HeaderValue(req.Header, headerSubject)
+			in.authHeader = wire.HeaderValue(req.Header, "Authorization") + "\x00" + wire.HeaderValue(req.Header, protocol.HeaderSubject)
 			if bytes.Contains(body, []byte(`"requestState"`)) || bytes.Contains(body, []byte(`"inputResponses"`)) {
 				nb, token, answers, err := retryInput(body)
 				if err != nil {
@@ -704,7 +704,7 @@ func (t *generationTransport) cancelUpstream(s *upSession, id string) {
 	t.mu.Lock()
 	sid, version := s.id, t.version
 	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), discoverTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), DiscoverTimeout)
 	defer cancel()
 	req, err := t.legacyRequest(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"`+id+`","reason":"the client cancelled the request"}}`), sid, version)
 	if err != nil {
@@ -832,7 +832,7 @@ func legacyTextError(id []byte, status int, text []byte) []byte {
 	if legacyTextMethodNotFound(status, text) {
 		code, msg = wire.CodeMethodNotFound, "Method not found"
 	}
-	return wire.ErrorBody(id, wire.NewError(status, code, msg+": the 2025-era upstream answered HTTP "+strconv.Itoa(status)+": "+strings.TrimSpace(truncate(text, 200))))
+	return wire.ErrorBody(id, wire.NewError(status, code, msg+": the 2025-era upstream answered HTTP "+strconv.Itoa(status)+": "+strings.TrimSpace(wire.Truncate(text, 200))))
 }
 
 // legacyAnswer gives an answer the HTTP status a 2026-07-28 server would:
@@ -881,7 +881,7 @@ func (t *generationTransport) answerServerRequest(s *upSession, msg []byte, meth
 	sid, version := s.id, t.version
 	t.mu.Unlock()
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), discoverTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), DiscoverTimeout)
 		defer cancel()
 		req, err := t.legacyRequest(ctx, answer, sid, version)
 		if err != nil {

@@ -1,4 +1,4 @@
-package sidecar
+package upstream
 
 import (
 	"bytes"
@@ -11,12 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // A 2025-era server asks its client for input in the middle of a call: it
@@ -286,7 +287,7 @@ func (t *generationTransport) expire(token string) {
 func (t *generationTransport) refuseAndDrain(c *upCall, upID []byte, msg string) {
 	c.stop() // the client request is over; only the deadline ends the drain
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), discoverTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), DiscoverTimeout)
 		defer cancel()
 		_ = t.replyUpstream(ctx, c.s, wire.ErrorBody(upID, wire.NewError(http.StatusOK, wire.CodeInternalError, msg)))
 		timer := time.AfterFunc(legacyInputWait, c.cancel)
@@ -349,7 +350,7 @@ func (t *generationTransport) replyUpstream(ctx context.Context, s *upSession, m
 	t.mu.Lock()
 	sid, version := s.id, t.version
 	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	ctx, cancel := context.WithTimeout(ctx, DiscoverTimeout)
 	defer cancel()
 	req, err := t.legacyRequest(ctx, msg, sid, version)
 	if err != nil {

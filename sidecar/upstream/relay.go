@@ -1,4 +1,4 @@
-package sidecar
+package upstream
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -38,13 +38,13 @@ const (
 // every change it reports into the hub. It is one goroutine (Run); the
 // upstream stream readers feed it through channels.
 type Relay struct {
-	up  *Upstream
+	up  *Client
 	hub *hub.Hub
 	// pub receives the changes: the hub itself, or the catalog overlay
 	// (which diffs them against the catalog first).
 	pub Publisher
 	log *slog.Logger
-	m   *Metrics
+	m   Observer
 	seq atomic.Int64
 	// settled is set once the relay first has its upstream listen
 	// acknowledged, knows the upstream has nothing to listen for, or failed
@@ -58,8 +58,14 @@ type Relay struct {
 func (rl *Relay) Settled() bool { return rl.settled.Load() }
 
 // NewRelay returns a relay from up into hub.
-func NewRelay(up *Upstream, h *hub.Hub, log *slog.Logger, m *Metrics) *Relay {
+func NewRelay(up *Client, h *hub.Hub, log *slog.Logger, m Observer) *Relay {
 	return &Relay{up: up, hub: h, pub: h, log: log, m: m}
+}
+
+// Observer is told whether the relay's upstream listen is connected; the
+// sidecar's metrics implement it.
+type Observer interface {
+	RelayConnected(bool)
 }
 
 // Publisher is where changes go: Hub.Publish, or Overlay.Publish.
@@ -105,7 +111,7 @@ func (rl *Relay) Run(ctx context.Context) {
 			continue
 		}
 		dropped = true
-		rl.m.relayConnected.Set(0)
+		rl.m.RelayConnected(false)
 		if time.Since(began) > relayStableAfter {
 			backoff = relayBackoffFloor
 		}
@@ -124,9 +130,9 @@ var errNothingToListen = errors.New("upstream advertises nothing to listen for")
 
 // filterFor returns what to ask the upstream for, given its capabilities
 // and the URIs clients subscribe to.
-func filterFor(info *upstreamInfo, uris []string) (protocol.Kind, []string) {
+func filterFor(info *Info, uris []string) (protocol.Kind, []string) {
 	var k protocol.Kind
-	c := info.caps
+	c := info.Caps
 	if c.Tools != nil && c.Tools.ListChanged {
 		k |= protocol.KindTools
 	}
@@ -167,7 +173,7 @@ func (rl *Relay) session(ctx context.Context, reconnect bool) error {
 	}
 	defer func() { cur.cancel() }()
 	rl.settled.Store(true)
-	rl.m.relayConnected.Set(1)
+	rl.m.RelayConnected(true)
 	rl.log.Info("Upstream listen stream established", "kinds", kinds, "uris", len(uris), "reconnect", reconnect)
 	if reconnect {
 		// Changes made while the stream was down were not seen: tell every
@@ -246,7 +252,7 @@ func (rl *Relay) open(ctx context.Context, kinds protocol.Kind, uris []string) (
 	fb := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	sctx, cancel := context.WithCancel(ctx)
 	id := "switchboard-relay-" + strconv.FormatInt(rl.seq.Add(1), 10)
-	req, err := modernRequest(sctx, rl.up.url, id, protocol.MethodListen, `,"notifications":`+string(fb))
+	req, err := ModernRequest(sctx, rl.up.url, id, protocol.MethodListen, `,"notifications":`+string(fb))
 	if err != nil {
 		cancel()
 		return nil, err
@@ -257,10 +263,10 @@ func (rl *Relay) open(ctx context.Context, kinds protocol.Kind, uris []string) (
 		return nil, err
 	}
 	if !wire.IsEventStream(resp.Header) {
-		msg, _ := rl.up.readResponse(resp)
+		msg, _ := rl.up.ReadResponse(resp)
 		resp.Body.Close()
 		cancel()
-		return nil, fmt.Errorf("upstream listen answered HTTP %d: %s", resp.StatusCode, truncate(msg, 200))
+		return nil, fmt.Errorf("upstream listen answered HTTP %d: %s", resp.StatusCode, wire.Truncate(msg, 200))
 	}
 	rd := wire.NewSSEReader(resp.Body, rl.up.maxBytes)
 	// The first message must be the acknowledgement.
@@ -269,7 +275,7 @@ func (rl *Relay) open(ctx context.Context, kinds protocol.Kind, uris []string) (
 		resp.Body.Close()
 		cancel()
 		if err == nil {
-			err = fmt.Errorf("upstream listen did not start with an acknowledgement: %s", truncate(ev.Data, 200))
+			err = fmt.Errorf("upstream listen did not start with an acknowledgement: %s", wire.Truncate(ev.Data, 200))
 		}
 		return nil, err
 	}
