@@ -145,7 +145,7 @@ func (h *Hub) WriteTimeout() time.Duration { return h.opts.WriteTimeout }
 // ToolsGeneration counts the tools changes published so far.
 func (h *Hub) ToolsGeneration() uint64 { return h.toolsGen.Load() }
 
-// NewHub returns an empty hub.
+// New returns an empty hub.
 func New(o Options) *Hub {
 	if o.MaxStreams == 0 {
 		o.MaxStreams = DefaultMaxListenStreams
@@ -335,6 +335,7 @@ func (h *Hub) BeginAttach() {
 	h.mu.Unlock()
 }
 
+// EndAttach ends what BeginAttach began.
 func (h *Hub) EndAttach() {
 	h.mu.Lock()
 	h.attaching--
@@ -359,6 +360,7 @@ func (h *Hub) waitAttached() {
 	}
 }
 
+// Release gives back a Reserve whose stream was never added.
 func (h *Hub) Release() {
 	h.mu.Lock()
 	h.admitted--
@@ -1005,7 +1007,7 @@ func (h *Hub) Closing() bool {
 	return h.closing
 }
 
-// subscriptionBytes is what one subscribed URI costs: its length as a JSON string, quotes
+// SubscriptionBytes is what one subscribed URI costs: its length as a JSON string, quotes
 // included. The relay sends the union of the URIs upstream as JSON (without HTML escaping), so
 // the per-replica bound on these bytes bounds that body too.
 func SubscriptionBytes(uri string) int64 {

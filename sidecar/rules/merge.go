@@ -496,6 +496,7 @@ func RenderPrompt(p *catalog.Prompt, args map[string]string) (json.RawMessage, *
 // The client never sees an upstream cursor.
 const cursorPrefix = "sb1|"
 
+// MintCursor is the cursor of offset in method's list.
 func MintCursor(method string, offset int) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + method + "|" + strconv.Itoa(offset)))
 }
@@ -520,7 +521,7 @@ func ParseCursor(method, cursor string) (int, bool) {
 	return n, true
 }
 
-// page cuts one page out of list. An offset past the end (the list shrank
+// Page cuts one page out of list. An offset past the end (the list shrank
 // between pages) gives an empty last page.
 func Page(list []Entry, offset, size int) (items []Entry, next int, more bool) {
 	if size <= 0 {

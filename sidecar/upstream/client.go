@@ -84,13 +84,13 @@ type Info struct {
 // that translates.
 type Transport = http.RoundTripper
 
-// NewUpstream returns a client for the upstream MCP endpoint at url, over
+// New returns a client for the upstream MCP endpoint at url, over
 // HTTP.
 func New(url string, maxResponseBytes int) *Client {
 	return NewWith(url, maxResponseBytes, nil)
 }
 
-// NewUpstreamWith returns a client for the upstream MCP endpoint at url
+// NewWith returns a client for the upstream MCP endpoint at url
 // that sends every request through rt (plain HTTP when nil).
 func NewWith(url string, maxResponseBytes int, rt Transport) *Client {
 	if maxResponseBytes <= 0 {
@@ -180,7 +180,7 @@ func (u *Client) Store(result []byte) (*Info, error) {
 	return info, nil
 }
 
-// parseDiscover parses a discover result object.
+// ParseDiscover parses a discover result object.
 func ParseDiscover(result []byte) (*Info, error) {
 	var d struct {
 		SupportedVersions []string        `json:"supportedVersions"`
@@ -210,7 +210,7 @@ func ParseDiscover(result []byte) (*Info, error) {
 	return info, nil
 }
 
-// modernRequest builds a 2026-07-28 request the sidecar sends on its own
+// ModernRequest builds a 2026-07-28 request the sidecar sends on its own
 // behalf.
 func ModernRequest(ctx context.Context, url string, id, method string, extra string) (*http.Request, error) {
 	body := `{"jsonrpc":"2.0","id":"` + id + `","method":"` + method + `","params":{"_meta":{"` +
@@ -297,7 +297,7 @@ func (u *Client) ReadResponse(resp *http.Response) ([]byte, error) {
 	return b, nil
 }
 
-// readUpstreamMessage reads the JSON-RPC response an upstream HTTP response carries: the first
+// ReadMessage reads the JSON-RPC response an upstream HTTP response carries: the first
 // response event of an SSE body, or a JSON body, at most maxBytes either way.
 func ReadMessage(resp *http.Response, maxBytes int) ([]byte, error) {
 	if wire.IsEventStream(resp.Header) {

@@ -91,6 +91,7 @@ func KeyIs(raw []byte, name string) bool {
 	return s == name
 }
 
+// SkipWS returns the offset of the first non-whitespace byte of data at or after i.
 func SkipWS(data []byte, i int) int {
 	for i < len(data) {
 		switch data[i] {
@@ -208,6 +209,7 @@ func StringValue(raw []byte) (string, bool) {
 	return s, true
 }
 
+// IsObject reports whether raw starts (after whitespace) an object.
 func IsObject(raw []byte) bool {
 	i := SkipWS(raw, 0)
 	return i < len(raw) && raw[i] == '{'

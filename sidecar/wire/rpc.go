@@ -36,6 +36,7 @@ type Error struct {
 	Data    any
 }
 
+// Error is the message.
 func (e *Error) Error() string { return e.Message }
 
 // NewError returns an Error without data.
