@@ -24,8 +24,8 @@
 //   - sidecar/rules: the catalog's pure rules: merging the upstream's lists
 //     with the declared catalog, overrides, pinning, routing tool calls,
 //     rendering prompts, pages and cursors. No I/O.
-//   - sidecar/protocol: the MCP names the rooms share (revision, Mcp-*
-//     headers, method and notification names, change kinds).
+//   - sidecar/protocol: the names the rooms share (revision, Mcp-* and
+//     X-Switchboard-* headers, method and notification names, change kinds).
 //   - sidecar/wire: the leaf: JSON-RPC errors and codes, the exact-key
 //     scanner and the strict-JSON checks, the SSE reader, header helpers.
 //     No MCP method semantics.

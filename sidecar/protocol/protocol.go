@@ -1,7 +1,8 @@
-// Package protocol is the vocabulary of MCP revision 2026-07-28 that the
-// sidecar's rooms share: the revision, the Mcp-* headers, the method and
-// notification names the sidecar itself speaks, the _meta keys it sets, and
-// the kinds of change a listen stream asks for.
+// Package protocol is the vocabulary that the sidecar's rooms share: of MCP
+// revision 2026-07-28, the revision, the Mcp-* headers, the method and
+// notification names the sidecar itself speaks, the _meta keys it sets and
+// the kinds of change a listen stream asks for; of Switchboard, the
+// X-Switchboard-* headers that tell the upstream who the caller is.
 //
 // It holds names only: no parsing, no decision, no I/O, and it imports
 // nothing of the module.
