@@ -97,6 +97,12 @@ func init() {
 	toolsCap := func(i *upstream.Info) bool { return i.Caps.Tools != nil }
 	promptsCap := func(i *upstream.Info) bool { return i.Caps.Prompts != nil }
 	resourcesCap := func(i *upstream.Info) bool { return i.Caps.Resources != nil }
+	// resourcesBy merges a resource list keyed by keyMember ("uri" or "uriTemplate").
+	resourcesBy := func(keyMember string) func(*catalog.Catalog, []json.RawMessage) []rules.Entry {
+		return func(c *catalog.Catalog, up []json.RawMessage) []rules.Entry {
+			return rules.MergeResources(c, up, keyMember)
+		}
+	}
 	methods = map[string]*methodSpec{
 		protocol.MethodDiscover: {owner: ownSidecar, era: eraModern, cacheable: true,
 			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Discover }, serve: (*Server).serveDiscover},
@@ -115,18 +121,12 @@ func init() {
 			list:  &listSpec{member: "prompts", capability: promptsCap, merge: rules.MergePrompts},
 			serve: (*Server).serveList},
 		"resources/list": {owner: ownCatalog, cacheable: true, kind: protocol.KindResources,
-			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Resources },
-			list: &listSpec{member: "resources", capability: resourcesCap,
-				merge: func(c *catalog.Catalog, up []json.RawMessage) []rules.Entry {
-					return rules.MergeResources(c, up, "uri")
-				}},
+			hint:  func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Resources },
+			list:  &listSpec{member: "resources", capability: resourcesCap, merge: resourcesBy("uri")},
 			serve: (*Server).serveList},
 		"resources/templates/list": {owner: ownCatalog, cacheable: true, kind: protocol.KindResources,
-			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceTemplates },
-			list: &listSpec{member: "resourceTemplates", capability: resourcesCap,
-				merge: func(c *catalog.Catalog, up []json.RawMessage) []rules.Entry {
-					return rules.MergeResources(c, up, "uriTemplate")
-				}},
+			hint:  func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceTemplates },
+			list:  &listSpec{member: "resourceTemplates", capability: resourcesCap, merge: resourcesBy("uriTemplate")},
 			serve: (*Server).serveList},
 		"resources/read": {owner: ownCatalog, cacheable: true, nameMember: "uri", kind: protocol.KindResourceUpdated, inputRequired: true,
 			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceRead }, serve: (*Server).serveRead},
