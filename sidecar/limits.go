@@ -1,12 +1,13 @@
 package sidecar
 
 import (
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Subscription limits. Subscriptions are held in memory for as long as their session or stream

@@ -8,12 +8,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 )
 
 // 2025-era sessions are self-contained: the Mcp-Session-Id the sidecar

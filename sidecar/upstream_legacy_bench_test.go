@@ -1,12 +1,13 @@
 package sidecar
 
 import (
-	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // BenchmarkForwardLegacyUpstream is BenchmarkForward in front of a 2025-era
