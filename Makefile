@@ -111,7 +111,7 @@ FUZZTIME ?= 2m
 fuzz: ## Fuzz the sidecar's request parser/validator, its parser differential, SSE reader and bearer-token verification, and the client's SSE reader, FUZZTIME each.
 	go test ./sidecar -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME)
 	go test ./sidecar -run '^$$' -fuzz '^FuzzParserDifferential$$' -fuzztime $(FUZZTIME)
-	go test ./sidecar -run '^$$' -fuzz '^FuzzSSEReader$$' -fuzztime $(FUZZTIME)
+	go test ./sidecar/wire -run '^$$' -fuzz '^FuzzSSEReader$$' -fuzztime $(FUZZTIME)
 	go test ./sidecar/authn -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)
 	go test ./client -run '^$$' -fuzz '^FuzzClientSSEReader$$' -fuzztime $(FUZZTIME)
 

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
 // Defaults for the command-line contract (docs/sidecar.md).
@@ -67,7 +69,7 @@ type Config struct {
 	InputTimeout     time.Duration
 	MaxListenStreams int
 	// MaxSubscriptions and MaxSubscriptionBytes bound the resource subscriptions the replica
-	// holds (DefaultMaxSubscriptions, DefaultMaxSubscriptionBytes when 0).
+	// holds (hub.DefaultMaxSubscriptions, hub.DefaultMaxSubscriptionBytes when 0).
 	MaxSubscriptions     int
 	MaxSubscriptionBytes int64
 	// MaxConnections caps the connections open on the MCP port (MaxListenStreams +
@@ -110,8 +112,8 @@ type Config struct {
 	AuthCacheEntries    int
 
 	// UpstreamTransport reaches the MCP server (plain HTTP to Upstream
-	// when nil); see UpstreamTransport.
-	UpstreamTransport UpstreamTransport
+	// when nil); see upstream.Transport.
+	UpstreamTransport upstream.Transport
 
 	// OTLPEndpoint turns traces on: spans go over OTLP/HTTP to this URL
 	// (e.g. http://collector:4318/v1/traces), TraceSamplingPerMillion of the
@@ -130,9 +132,9 @@ type App struct {
 	cfg     Config
 	log     *slog.Logger
 	Metrics *Metrics
-	Hub     *Hub
+	Hub     *hub.Hub
 	Server  *Server
-	relay   *Relay
+	relay   *upstream.Relay
 	tracing *Tracing       // nil when traces are off
 	catalog *catalogWiring // nil without a catalog source
 
@@ -194,7 +196,7 @@ func New(cfg Config) (*App, error) {
 		}
 	}
 	if cfg.MaxListenStreams <= 0 {
-		cfg.MaxListenStreams = DefaultMaxListenStreams
+		cfg.MaxListenStreams = hub.DefaultMaxListenStreams
 	}
 	if cfg.MaxConnections <= 0 {
 		cfg.MaxConnections = cfg.MaxListenStreams + DefaultExtraConnections
@@ -202,11 +204,11 @@ func New(cfg Config) (*App, error) {
 	if cfg.BodyReadTimeout <= 0 {
 		cfg.BodyReadTimeout = DefaultBodyReadTimeout
 	}
-	hub := NewHub(HubOptions{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Metrics: m, Tracing: tracing,
+	streams := hub.New(hub.Options{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Observer: m, Tracer: tracing,
 		MaxSubscriptions: cfg.MaxSubscriptions, MaxSubscriptionBytes: cfg.MaxSubscriptionBytes})
-	up := NewUpstreamWith(cfg.Upstream, cfg.MaxResponseBytes, cfg.UpstreamTransport)
+	up := upstream.NewWith(cfg.Upstream, cfg.MaxResponseBytes, cfg.UpstreamTransport)
 	up.SetLogger(cfg.Logger)
-	cat, err := newCatalogWiring(cfg, hub, up, m)
+	cat, err := newCatalogWiring(cfg, streams, up, m)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +248,7 @@ func New(cfg Config) (*App, error) {
 		BodyReadTimeout:            cfg.BodyReadTimeout,
 		MaxInflightRequests:        cfg.MaxInflightRequests,
 		MaxResponseBytes:           cfg.MaxResponseBytes,
-		Hub:                        hub,
+		Hub:                        streams,
 		Logger:                     cfg.Logger,
 		Metrics:                    m,
 		Tracing:                    tracing,
@@ -257,8 +259,8 @@ func New(cfg Config) (*App, error) {
 	if cfg.DrainRecoverAfter == 0 {
 		cfg.DrainRecoverAfter = cfg.DrainDelay + cfg.DrainJitter + cfg.DrainBudget + drainRecoverMargin
 	}
-	a := &App{cfg: cfg, log: cfg.Logger, Metrics: m, Hub: hub, Server: srv, catalog: cat, tracing: tracing,
-		relay:      NewRelay(srv.Upstream(), hub, cfg.Logger, m),
+	a := &App{cfg: cfg, log: cfg.Logger, Metrics: m, Hub: streams, Server: srv, catalog: cat, tracing: tracing,
+		relay:      upstream.NewRelay(srv.Upstream(), streams, cfg.Logger, m),
 		drainBegun: make(chan struct{}), drainWaiters: make(chan struct{}, maxDrainWaiters)}
 	if overlay != nil {
 		a.relay.SetPublisher(overlay)

@@ -14,18 +14,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
-)
-
-// The headers that tell the upstream who the verified caller is (docs/sidecar.md). Every
-// header starting with identityHeaderPrefix that a client sends is removed, whatever the auth
-// mode, so an upstream can trust them.
-const (
-	identityHeaderPrefix = "X-Switchboard-"
-	headerSubject        = "X-Switchboard-Subject"
-	headerGroups         = "X-Switchboard-Groups" // one field per group
-	headerServiceAccount = "X-Switchboard-Service-Account"
-	headerSPIFFE         = "X-Switchboard-Spiffe-Id"
-	headerIssuer         = "X-Switchboard-Issuer"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // currentAuth is the live catalog's Auth (nil: auth mode Off), and keeps the Authenticator
@@ -66,7 +56,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, auth *cata
 		if r.Method == http.MethodPost {
 			w.Header().Set("Connection", "close")
 		}
-		s.fail(w, nil, newErr(http.StatusUnauthorized, codeInvalidRequest, "Unauthorized: a valid bearer token is required"))
+		s.fail(w, nil, wire.NewError(http.StatusUnauthorized, wire.CodeInvalidRequest, "Unauthorized: a valid bearer token is required"))
 		return nil, false
 	}
 	if !auth.ForwardToken {
@@ -95,17 +85,17 @@ func setIdentityHeaders(h http.Header, id *authn.Identity) {
 	if id == nil {
 		return
 	}
-	h[headerSubject] = []string{id.Subject}
+	h[protocol.HeaderSubject] = []string{id.Subject}
 	if len(id.Groups) > 0 {
-		h[headerGroups] = id.Groups
+		h[protocol.HeaderGroups] = id.Groups
 	}
 	if id.ServiceAccount != "" {
-		h[headerServiceAccount] = []string{id.ServiceAccount}
+		h[protocol.HeaderServiceAccount] = []string{id.ServiceAccount}
 	}
 	if id.SPIFFE != "" {
-		h[headerSPIFFE] = []string{id.SPIFFE}
+		h[protocol.HeaderSPIFFE] = []string{id.SPIFFE}
 	}
-	h[headerIssuer] = []string{id.Issuer}
+	h[protocol.HeaderIssuer] = []string{id.Issuer}
 }
 
 // tokenReviews returns a client for TokenReviews, loaded as kubeClient loads its own: a REST

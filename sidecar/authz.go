@@ -7,6 +7,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/access"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/rules"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // This file is the authorization half of the choke point: what the caller of a request may use
@@ -57,13 +59,13 @@ func visible(g *access.Grant, method, key string) bool {
 }
 
 // filterEntries keeps the entries of a merged list the caller may use (in place).
-func filterEntries(g *access.Grant, method string, list []entry) []entry {
+func filterEntries(g *access.Grant, method string, list []rules.Entry) []rules.Entry {
 	if g.Unrestricted() {
 		return list
 	}
 	out := list[:0]
 	for _, e := range list {
-		if visible(g, method, e.key) {
+		if visible(g, method, e.Key) {
 			out = append(out, e)
 		}
 	}
@@ -72,22 +74,22 @@ func filterEntries(g *access.Grant, method string, list []entry) []entry {
 
 // errUnknownTool is the answer to a call of a tool the caller cannot see: undeclared, hidden,
 // or not granted alike.
-func errUnknownTool(name string) *rpcError {
-	return newErr(http.StatusBadRequest, codeInvalidParams, "Unknown tool: "+name)
+func errUnknownTool(name string) *wire.Error {
+	return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Unknown tool: "+name)
 }
 
 // errUnknownPrompt is the answer to prompts/get (or a completion) of a prompt the caller may
 // not use.
-func errUnknownPrompt(name string) *rpcError {
-	return newErr(http.StatusBadRequest, codeInvalidParams, "Unknown prompt: "+name)
+func errUnknownPrompt(name string) *wire.Error {
+	return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Unknown prompt: "+name)
 }
 
 // errResourceNotFound is the answer to a read of a resource the caller may not use (spec:
 // -32602 with data.uri), the same as the sidecar's answer for a declared resource without
 // content.
-func errResourceNotFound(uri string) *rpcError {
-	e := newErr(http.StatusBadRequest, codeInvalidParams, "Resource not found")
-	e.data = map[string]string{"uri": uri}
+func errResourceNotFound(uri string) *wire.Error {
+	e := wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Resource not found")
+	e.Data = map[string]string{"uri": uri}
 	return e
 }
 
@@ -95,8 +97,8 @@ func errResourceNotFound(uri string) *rpcError {
 // read: a filter is accepted whole or not at all (the MCP draft "Authorization lifetime for
 // subscription streams", SubscriptionDeniedError). denied lists the caller's own request back,
 // so it tells nothing about what exists.
-func errSubscriptionDenied(denied []string) *rpcError {
-	e := newErr(http.StatusBadRequest, codeInvalidParams, "Subscription denied: "+strconv.Itoa(len(denied))+" resource subscription(s) not authorized")
-	e.data = map[string]any{"denied": denied}
+func errSubscriptionDenied(denied []string) *wire.Error {
+	e := wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Subscription denied: "+strconv.Itoa(len(denied))+" resource subscription(s) not authorized")
+	e.Data = map[string]any{"denied": denied}
 	return e
 }

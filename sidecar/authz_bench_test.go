@@ -15,6 +15,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
 
 // Benchmarks of the identity-aware fan-out (docs/performance.md, "Caller identity"):
@@ -24,12 +26,12 @@ import (
 // countingWriter is a stream transport that counts what it is given and writes nowhere.
 type countingWriter struct{ n *atomic.Int64 }
 
-func (w countingWriter) write(_ []byte, scratch []byte) ([]byte, error) {
+func (w countingWriter) WriteEvent(_ []byte, scratch []byte) ([]byte, error) {
 	w.n.Add(1)
 	return scratch, nil
 }
 
-func (w countingWriter) end([]byte) {}
+func (w countingWriter) End([]byte) {}
 
 // benchPolicyCatalog is a catalog of a server with 100 upstream tools and one rule per caller
 // (ServiceAccount bench/agent-<i>): tools tool-<i>, tool-<i+1> and shared; extra is granted to
@@ -68,8 +70,8 @@ func BenchmarkPolicyEditFanout(b *testing.B) {
 		{"every-caller", func(int) bool { return true }, streams},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			hub := NewHub(HubOptions{Keepalive: -1})
-			o := NewOverlay(OverlayOptions{Hub: hub, Logger: slog.New(slog.DiscardHandler)})
+			h := hub.New(hub.Options{Keepalive: -1})
+			o := NewOverlay(OverlayOptions{Hub: h, Logger: slog.New(slog.DiscardHandler)})
 			up := make([]json.RawMessage, 0, tools+2)
 			for i := range tools {
 				up = append(up, json.RawMessage(fmt.Sprintf(`{"name":"tool-%d","description":"Tool %d of the benchmark server.","inputSchema":{"type":"object"}}`, i, i)))
@@ -80,8 +82,8 @@ func BenchmarkPolicyEditFanout(b *testing.B) {
 			for j := range streams {
 				id := &authn.Identity{Subject: fmt.Sprintf("system:serviceaccount:bench:agent-%d", j%callers),
 					ServiceAccount: fmt.Sprintf("bench/agent-%d", j%callers)}
-				st := &stream{id: []byte(fmt.Sprint(j)), kinds: KindTools | KindPrompts | KindResources, caller: id}
-				if !hub.reserve() || !hub.add(st) || !st.start(countingWriter{&written}) {
+				st := &hub.Stream{ID: []byte(fmt.Sprint(j)), Kinds: protocol.KindTools | protocol.KindPrompts | protocol.KindResources, Caller: id}
+				if !h.Reserve() || !h.Add(st) || !st.Start(countingWriter{&written}) {
 					b.Fatal("stream not registered")
 				}
 			}

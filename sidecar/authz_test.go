@@ -21,6 +21,11 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub/hubtest"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // These tests drive the Server over HTTP with a real go-sdk MCP server as the upstream. The
@@ -76,7 +81,7 @@ type authzEnv struct {
 	front *httptest.Server
 	ov    *Overlay
 	srv   *Server
-	hub   *Hub
+	hub   *hub.Hub
 	// calls counts the upstream's tool calls, prompt gets and reads by name or URI.
 	mu    sync.Mutex
 	calls map[string]int
@@ -118,16 +123,16 @@ func newAuthzEnv(t testing.TB, access *catalog.Access) *authzEnv {
 	t.Cleanup(up.Close)
 
 	quiet := slog.New(slog.DiscardHandler)
-	hub := NewHub(HubOptions{Keepalive: -1, Logger: quiet})
-	upc := NewUpstream(up.URL, 0)
-	ov := NewOverlay(OverlayOptions{Hub: hub, Upstream: upc, Logger: quiet})
-	srv, err := NewServer(Options{Upstream: up.URL, upstream: upc, Overlay: ov, Hub: hub, Logger: quiet})
+	streams := hub.New(hub.Options{Keepalive: -1, Logger: quiet})
+	upc := upstream.New(up.URL, 0)
+	ov := NewOverlay(OverlayOptions{Hub: streams, Upstream: upc, Logger: quiet})
+	srv, err := NewServer(Options{Upstream: up.URL, upstream: upc, Overlay: ov, Hub: streams, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	env.ov, env.srv, env.hub = ov, srv, hub
+	env.ov, env.srv, env.hub = ov, srv, streams
 	env.apply(access)
 	go ov.Run(ctx)
 	select {
@@ -692,7 +697,7 @@ func TestAuthzListenExpiry(t *testing.T) {
 			} `json:"data"`
 		} `json:"error"`
 	}
-	if err := json.Unmarshal([]byte(evs[0]), &end); err != nil || end.ID != "L-a" || end.Error.Code != codeAuthorizationEnded || end.Error.Data.Reason != "token_expiry" {
+	if err := json.Unmarshal([]byte(evs[0]), &end); err != nil || end.ID != "L-a" || end.Error.Code != wire.CodeAuthorizationEnded || end.Error.Data.Reason != "token_expiry" {
 		t.Fatalf("final event %s, want the AuthorizationEnded error with reason token_expiry", evs[0])
 	}
 	if time.Now().Before(exp) {
@@ -706,18 +711,18 @@ func TestAuthzListenExpiry(t *testing.T) {
 // TestAuthzNoWriteAfterExpiry: a change published after the caller's token expired but before its
 // timer fired is not written; the stream ends with AuthorizationEnded instead.
 func TestAuthzNoWriteAfterExpiry(t *testing.T) {
-	h := NewHub(HubOptions{Keepalive: -1})
-	w := &recordingWriter{}
-	st := &stream{id: []byte(`1`), kinds: KindTools, caller: testCallers["a"], expires: time.Now().Add(-time.Millisecond)}
-	if !h.reserve() || !h.add(st) || !st.start(w) {
+	h := hub.New(hub.Options{Keepalive: -1})
+	w := &hubtest.Recorder{}
+	st := &hub.Stream{ID: []byte(`1`), Kinds: protocol.KindTools, Caller: testCallers["a"], Expires: time.Now().Add(-time.Millisecond)}
+	if !h.Reserve() || !h.Add(st) || !st.Start(w) {
 		t.Fatal("stream not registered")
 	}
 	// No expireAt: as if its timer had not fired yet.
-	if n := h.Publish(KindTools, ""); n != 0 {
+	if n := h.Publish(protocol.KindTools, ""); n != 0 {
 		t.Fatalf("wrote to %d streams after expiry", n)
 	}
-	if len(w.events) != 0 || !w.ended || !bytes.Contains(w.final, []byte(`"token_expiry"`)) {
-		t.Fatalf("events %q, ended %v, final %s", w.events, w.ended, w.final)
+	if len(w.Events) != 0 || !w.Ended || !bytes.Contains(w.Final, []byte(`"token_expiry"`)) {
+		t.Fatalf("events %q, ended %v, final %s", w.Events, w.Ended, w.Final)
 	}
 }
 
@@ -741,7 +746,7 @@ func TestAuthzListenDeniedSubscription(t *testing.T) {
 	env := newAuthzEnv(t, authzAccess())
 	for _, uri := range []string{"db://tables/users", "db://tables/none/x"} {
 		a := env.modern("b", "subscriptions/listen", `"notifications":{"resourceSubscriptions":["db://tables/orders",`+jsonQuote(uri)+`]}`, "")
-		if a.Status != http.StatusBadRequest || a.Error == nil || a.Error.Code != codeInvalidParams || !strings.Contains(string(a.Error.Data), jsonQuote(uri)) {
+		if a.Status != http.StatusBadRequest || a.Error == nil || a.Error.Code != wire.CodeInvalidParams || !strings.Contains(string(a.Error.Data), jsonQuote(uri)) {
 			t.Errorf("listen naming %s: %s", uri, errOf(a, ""))
 		}
 	}
@@ -752,12 +757,12 @@ func jsonQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 // TestAuthzResourceUpdatedOnlyToReaders: resources/updated for a URI goes only to the streams
 // whose caller may still read it.
 func TestAuthzResourceUpdatedOnlyToReaders(t *testing.T) {
-	h := NewHub(HubOptions{Keepalive: -1})
-	var writers []*recordingWriter
+	h := hub.New(hub.Options{Keepalive: -1})
+	var writers []*hubtest.Recorder
 	for _, c := range []string{"a", "b"} {
-		w := &recordingWriter{}
-		st := &stream{id: []byte(`"` + c + `"`), uris: []string{"db://tables/orders"}, caller: testCallers[c]}
-		if !h.reserve() || !h.add(st) || !st.start(w) {
+		w := &hubtest.Recorder{}
+		st := &hub.Stream{ID: []byte(`"` + c + `"`), URIs: []string{"db://tables/orders"}, Caller: testCallers[c]}
+		if !h.Reserve() || !h.Add(st) || !st.Start(w) {
 			t.Fatal("stream not registered")
 		}
 		writers = append(writers, w)
@@ -767,8 +772,8 @@ func TestAuthzResourceUpdatedOnlyToReaders(t *testing.T) {
 		asked.Add(1)
 		return id.ServiceAccount == "team-b/agent-b"
 	})
-	if n != 1 || len(writers[0].events) != 0 || len(writers[1].events) != 1 || asked.Load() != 2 {
-		t.Fatalf("sent %d; A got %d, B got %d; asked %d times", n, len(writers[0].events), len(writers[1].events), asked.Load())
+	if n != 1 || len(writers[0].Events) != 0 || len(writers[1].Events) != 1 || asked.Load() != 2 {
+		t.Fatalf("sent %d; A got %d, B got %d; asked %d times", n, len(writers[0].Events), len(writers[1].Events), asked.Load())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/internal/benchkit"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
 
 // BenchmarkForward measures one tools/call through the full handler
@@ -122,7 +123,7 @@ func BenchmarkValidate(b *testing.B) {
 	h.Set("MCP-Protocol-Version", "2026-07-28")
 	h.Set("Mcp-Method", "tools/call")
 	h.Set("Mcp-Name", "echo")
-	p := versionPolicy{supported: []string{ProtocolVersion}}
+	p := versionPolicy{supported: []string{protocol.Version}}
 	s := &Server{opts: Options{Hints: DefaultHints}}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -5,13 +5,16 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/rules"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // This file serves the methods the catalog overlay owns: the four lists
@@ -19,85 +22,18 @@ import (
 // resources/read for sidecar-served resources and prompts/get for declared
 // prompts. Everything else still goes to the upstream.
 
-// upstreamAnswer is an upstream response handed back to the client as it
-// came (a JSON-RPC error, or a result that is not complete).
-type upstreamAnswer struct {
-	status int
-	msg    []byte
-}
-
-// list reads every page of an upstream list. newReq builds the request for
-// one upstream cursor ("" for the first page). A method-not-found error is
-// an empty list; any other error or a non-complete result comes back as
-// pass. private is set when any page said cacheScope "private".
-func (u *Upstream) list(method, member string, newReq func(cursor string) (*http.Request, error)) (items []json.RawMessage, private bool, pass *upstreamAnswer, err error) {
-	cursor := ""
-	for range maxUpstreamPages {
-		req, err := newReq(cursor)
-		if err != nil {
-			return nil, false, nil, err
-		}
-		status, msg, err := u.roundTrip(req)
-		if err != nil {
-			return nil, false, nil, err
-		}
-		if e, ok, _ := field(msg, "error"); ok {
-			if c, ok, _ := field(e, "code"); ok && string(c) == strconv.Itoa(codeMethodNotFound) {
-				return []json.RawMessage{}, false, nil, nil
-			}
-			return nil, false, &upstreamAnswer{status, msg}, nil
-		}
-		res, ok, _ := field(msg, "result")
-		if !ok || !isObject(res) {
-			return nil, false, nil, fmt.Errorf("upstream %s answered without a result: %s", method, truncate(msg, 200))
-		}
-		var page struct {
-			ResultType string            `json:"resultType"`
-			Items      []json.RawMessage `json:"-"`
-			NextCursor *string           `json:"nextCursor"`
-			CacheScope string            `json:"cacheScope"`
-		}
-		if err := json.Unmarshal(res, &page); err != nil {
-			return nil, false, nil, fmt.Errorf("upstream %s result: %w", method, err)
-		}
-		if page.ResultType != "" && page.ResultType != resultComplete {
-			return nil, false, &upstreamAnswer{status, msg}, nil
-		}
-		raw, _, _ := field(res, member)
-		var got []json.RawMessage
-		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &got); err != nil {
-				return nil, false, nil, fmt.Errorf("upstream %s %s: %w", method, member, err)
-			}
-		}
-		items = append(items, got...)
-		private = private || page.CacheScope == catalog.ScopePrivate
-		if page.NextCursor == nil || *page.NextCursor == cursor {
-			if items == nil {
-				items = []json.RawMessage{}
-			}
-			return items, private, nil, nil
-		}
-		cursor = *page.NextCursor
-	}
-	return nil, false, nil, fmt.Errorf("upstream %s has more than %d pages", method, maxUpstreamPages)
-}
-
-// clientListRequest builds the upstream request for one page on behalf of a
-// client: its headers and body, with params.cursor replaced by the
-// upstream's own cursor (or dropped).
 func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (*http.Request, error) {
 	return func(cursor string) (*http.Request, error) {
 		body, err := withParams(req.body, func(params []byte) ([]byte, error) {
 			if cursor == "" {
-				return setMembers(params, nil, []string{"cursor"})
+				return wire.SetMembers(params, nil, []string{"cursor"})
 			}
-			return setMembers(params, []kv{{key: "cursor", val: jsonString(cursor)}}, nil)
+			return wire.SetMembers(params, []wire.KV{{Key: "cursor", Val: wire.JSONString(cursor)}}, nil)
 		})
 		if err != nil {
 			return nil, err
 		}
-		ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(body))
+		ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.URL(), bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
@@ -108,8 +44,8 @@ func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (
 
 // withParams rewrites the params member of a request body.
 func withParams(body []byte, edit func([]byte) ([]byte, error)) ([]byte, error) {
-	ps, pe, ok := span(body, "params")
-	if !ok || !isObject(body[ps:pe]) {
+	ps, pe, ok := wire.Span(body, "params")
+	if !ok || !wire.IsObject(body[ps:pe]) {
 		return nil, errors.New("request has no params object")
 	}
 	np, err := edit(body[ps:pe])
@@ -128,16 +64,16 @@ func withParams(body []byte, edit func([]byte) ([]byte, error)) ([]byte, error) 
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request) {
 	spec, method := req.spec.list, req.method
 	cursor := ""
-	if raw, ok, _ := field(req.params, "cursor"); ok && string(raw) != "null" {
+	if raw, ok, _ := wire.Field(req.params, "cursor"); ok && string(raw) != "null" {
 		var okStr bool
-		if cursor, okStr = stringValue(raw); !okStr {
-			s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: cursor must be a string"))
+		if cursor, okStr = wire.StringValue(raw); !okStr {
+			s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: cursor must be a string"))
 			return
 		}
 	}
-	offset, ok := parseCursor(method, cursor)
+	offset, ok := rules.ParseCursor(method, cursor)
 	if !ok {
-		s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: invalid cursor"))
+		s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: invalid cursor"))
 		return
 	}
 	c, g := s.catalogGrant(r)
@@ -146,33 +82,33 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		if s.endedByDrain(w, r, req) {
 			return
 		}
-		s.failReq(w, req, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+		s.failReq(w, req, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
 	up := []json.RawMessage{}
 	private := false
 	if spec.capability(info) {
 		start := time.Now()
-		var pass *upstreamAnswer
-		up, private, pass, err = s.up.list(method, spec.member, s.clientListRequest(r, req))
+		var pass *upstream.Answer
+		up, private, pass, err = s.up.List(method, spec.member, s.clientListRequest(r, req))
 		s.m.observeUpstream(method, time.Since(start))
 		if err != nil {
 			if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
 				return
 			}
 			s.log.Warn("Upstream list failed", "method", method, "err", err)
-			s.failReq(w, req, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+			s.failReq(w, req, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream unavailable"))
 			return
 		}
 		if pass != nil {
-			writeMessage(w, pass.status, s.finish(req, pass.msg))
+			writeMessage(w, pass.Status, s.finish(req, pass.Msg))
 			return
 		}
 	}
 	if method == "tools/list" && c.Server.ToolPinning == catalog.ToolPinningEnforce {
 		s.opts.Overlay.checkDigests(c, up)
 	}
-	items, next, more := page(filterEntries(g, method, spec.merge(c, up)), offset, s.opts.Overlay.opts.PageSize)
+	items, next, more := rules.Page(filterEntries(g, method, spec.merge(c, up)), offset, s.opts.Overlay.opts.PageSize)
 	h := req.spec.hint(&c.Server.Caching)
 	if private || c.Access != nil {
 		// Something in the answer depends on the caller (with a policy, the whole list does).
@@ -192,18 +128,18 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(e.raw)
+		b.Write(e.Raw)
 	}
 	b.WriteByte(']')
 	if more {
 		b.WriteString(`,"nextCursor":`)
-		b.Write(jsonString(mintCursor(method, next)))
+		b.Write(wire.JSONString(rules.MintCursor(method, next)))
 	}
 	if !req.legacy {
 		b.WriteString(`,"ttlMs":`)
 		b.WriteString(strconv.FormatInt(max(h.TTLMs, 0), 10))
 		b.WriteString(`,"cacheScope":`)
-		b.Write(jsonString(scopeOf(h.CacheScope)))
+		b.Write(wire.JSONString(scopeOf(h.CacheScope)))
 	}
 	b.WriteString(`}}`)
 	writeMessage(w, http.StatusOK, b.Bytes())
@@ -227,11 +163,11 @@ func writeMessage(w http.ResponseWriter, status int, b []byte) {
 
 // paramString returns a string member of the request params.
 func paramString(req *request, name string) (string, bool) {
-	raw, ok, _ := field(req.params, name)
+	raw, ok, _ := wire.Field(req.params, name)
 	if !ok {
 		return "", false
 	}
-	return stringValue(raw)
+	return wire.StringValue(raw)
 }
 
 // serveToolCall refuses calls to tools clients cannot see and calls renamed
@@ -239,11 +175,11 @@ func paramString(req *request, name string) (string, bool) {
 func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *request) {
 	name, ok := toolName(req.params)
 	if !ok {
-		s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: tools/call requires params.name, a string, exactly once"))
+		s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: tools/call requires params.name, a string, exactly once"))
 		return
 	}
 	c, g := s.catalogGrant(r)
-	upstream, _, ok := routeTool(c, name)
+	upstream, _, ok := rules.RouteTool(c, name)
 	if !ok || !g.Tool(name) {
 		// Not granted is unknown: before the pinning check, whose answer would tell that
 		// the tool exists.
@@ -251,25 +187,25 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 		return
 	}
 	markRouted(w) // a catalog name: it may name the span (tracing.go)
-	if why := toolWithheld(c, upstream, s.opts.Overlay.observedDigestOf(upstream)); why != "" {
+	if why := rules.ToolWithheld(c, upstream, s.opts.Overlay.observedDigestOf(upstream)); why != "" {
 		// Withheld from tools/list too: refused like a tool clients cannot see,
 		// saying why (the operator accepts a new definition in the MCPTool).
 		s.m.pinRefused.Inc()
-		e := newErr(http.StatusBadRequest, codeInvalidParams, "Tool withheld: "+name+": "+why)
-		e.data = map[string]string{"name": name, "reason": why}
+		e := wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Tool withheld: "+name+": "+why)
+		e.Data = map[string]string{"name": name, "reason": why}
 		s.failReq(w, req, e)
 		return
 	}
 	if upstream != name {
 		body, err := withParams(req.body, func(p []byte) ([]byte, error) {
-			return setMembers(p, []kv{{key: "name", val: jsonString(upstream)}}, nil)
+			return wire.SetMembers(p, []wire.KV{{Key: "name", Val: wire.JSONString(upstream)}}, nil)
 		})
 		if err != nil {
-			s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: "+err.Error()))
+			s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: "+err.Error()))
 			return
 		}
 		req.body = body
-		r.Header.Set(headerName, mcpHeaderValue(upstream))
+		r.Header.Set(protocol.HeaderName, mcpHeaderValue(upstream))
 	}
 	s.forward(w, r, req)
 }
@@ -278,34 +214,34 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 // (parseRequest has refused params in which another member spells "name"
 // in another case, which a case-insensitive upstream would read instead.)
 func toolName(params []byte) (string, bool) {
-	raw, ok, _ := field(params, "name")
+	raw, ok, _ := wire.Field(params, "name")
 	if !ok {
 		return "", false
 	}
-	return stringValue(raw)
+	return wire.StringValue(raw)
 }
 
 // serveComplete answers completion/complete for a declared prompt or a
 // sidecar-served resource (the upstream does not know them, and their
 // arguments have no completions) and forwards the rest.
 func (s *Server) serveComplete(w http.ResponseWriter, r *http.Request, req *request) {
-	raw, _, _ := field(req.params, "ref")
-	typ, _, _ := field(raw, "type")
-	t, _ := stringValue(typ)
+	raw, _, _ := wire.Field(req.params, "ref")
+	typ, _, _ := wire.Field(raw, "type")
+	t, _ := wire.StringValue(typ)
 	c, g := s.catalogGrant(r)
 	served := false
 	switch t {
 	case "ref/prompt":
-		n, _, _ := field(raw, "name")
-		name, _ := stringValue(n)
+		n, _, _ := wire.Field(raw, "name")
+		name, _ := wire.StringValue(n)
 		if !g.Prompt(name) {
 			s.failReq(w, req, errUnknownPrompt(name))
 			return
 		}
-		served = findPrompt(c, name) != nil
+		served = rules.FindPrompt(c, name) != nil
 	case "ref/resource":
-		u, _, _ := field(raw, "uri")
-		uri, _ := stringValue(u)
+		u, _, _ := wire.Field(raw, "uri")
+		uri, _ := wire.StringValue(u)
 		if !g.Template(uri) && !g.Resource(uri) {
 			s.failReq(w, req, errResourceNotFound(uri))
 			return
@@ -343,7 +279,7 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 		s.failReq(w, req, errResourceNotFound(uri))
 		return
 	}
-	res := findResource(c, uri)
+	res := rules.FindResource(c, uri)
 	if res == nil || res.Source.Upstream {
 		s.forward(w, r, req)
 		return
@@ -371,7 +307,7 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 		Contents   []content `json:"contents"`
 		TTLMs      int64     `json:"ttlMs"`
 		CacheScope string    `json:"cacheScope"`
-	}{resultComplete, []content{ct}, max(h.TTLMs, 0), scopeOf(h.CacheScope)})
+	}{protocol.ResultComplete, []content{ct}, max(h.TTLMs, 0), scopeOf(h.CacheScope)})
 	s.writeResult(w, req, out)
 }
 
@@ -397,20 +333,20 @@ func (s *Server) servePromptGet(w http.ResponseWriter, r *http.Request, req *req
 		s.failReq(w, req, errUnknownPrompt(name))
 		return
 	}
-	p := findPrompt(c, name)
+	p := rules.FindPrompt(c, name)
 	if p == nil {
 		s.forward(w, r, req)
 		return
 	}
 	markRouted(w)
 	args := map[string]string{}
-	if raw, ok, _ := field(req.params, "arguments"); ok && string(raw) != "null" {
+	if raw, ok, _ := wire.Field(req.params, "arguments"); ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {
-			s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: arguments must be an object of strings"))
+			s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: arguments must be an object of strings"))
 			return
 		}
 	}
-	out, e := renderPrompt(p, args)
+	out, e := rules.RenderPrompt(p, args)
 	if e != nil {
 		s.failReq(w, req, e)
 		return
@@ -427,10 +363,10 @@ func (o *Overlay) hints(method string, params []byte) (int64, string) {
 	var h catalog.CacheHint
 	spec := methodOf(method)
 	switch {
-	case spec != nil && spec.kind == KindResourceUpdated:
+	case spec != nil && spec.kind == protocol.KindResourceUpdated:
 		uri := ""
-		if raw, ok, _ := field(params, spec.nameMember); ok {
-			uri, _ = stringValue(raw)
+		if raw, ok, _ := wire.Field(params, spec.nameMember); ok {
+			uri, _ = wire.StringValue(raw)
 		}
 		h = o.readHintFor(uri)
 	case spec != nil && spec.hint != nil:

@@ -9,30 +9,34 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // serveDiscover answers server/discover: the upstream's versions and
 // capabilities, plus what the sidecar provides itself, with cache hints.
 func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *request) {
-	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.url, bytes.NewReader(req.body))
+	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
 	if err != nil {
-		s.fail(w, req.id, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
+		s.fail(w, req.id, wire.NewError(http.StatusInternalServerError, wire.CodeInternalError, "Internal error: "+err.Error()))
 		return
 	}
 	setUpstreamHeaders(ureq, r)
 	start := time.Now()
-	status, msg, err := s.up.roundTrip(ureq)
-	s.m.observeUpstream(methodDiscover, time.Since(start))
+	status, msg, err := s.up.RoundTrip(ureq)
+	s.m.observeUpstream(protocol.MethodDiscover, time.Since(start))
 	if err != nil {
 		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
 			return
 		}
 		s.log.Warn("Upstream server/discover failed", "err", err)
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
-	rs, re, ok := span(msg, "result")
-	if !ok || !isObject(msg[rs:re]) {
+	rs, re, ok := wire.Span(msg, "result")
+	if !ok || !wire.IsObject(msg[rs:re]) {
 		// An error from the upstream goes back as it came.
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(msg)))
@@ -42,31 +46,31 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 	}
 	res := msg[rs:re]
 	// Parsed, not stored: this answer was made with the client's headers (store says why).
-	info, err := parseDiscover(res)
+	info, err := upstream.ParseDiscover(res)
 	if err != nil {
 		s.log.Warn("Upstream server/discover result unusable", "err", err)
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream discover result unusable"))
+		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream discover result unusable"))
 		return
 	}
-	caps, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
+	caps, err := mergedCapabilities(info.CapsRaw, s.opts.Overlay != nil)
 	if err != nil {
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream capabilities unusable"))
+		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream capabilities unusable"))
 		return
 	}
 	versions, _ := json.Marshal(s.policy().supported)
-	ttl, scope := s.opts.Hints(methodDiscover, req.params)
+	ttl, scope := s.opts.Hints(protocol.MethodDiscover, req.params)
 	if scope != "public" {
 		scope = "private"
 	}
-	nres, err := setMembers(res, []kv{
-		{key: "resultType", val: []byte(`"complete"`)},
-		{key: "supportedVersions", val: versions},
-		{key: "capabilities", val: caps},
-		{key: "ttlMs", val: strconv.AppendInt(nil, max(ttl, 0), 10)},
-		{key: "cacheScope", val: []byte(`"` + scope + `"`)},
+	nres, err := wire.SetMembers(res, []wire.KV{
+		{Key: "resultType", Val: []byte(`"complete"`)},
+		{Key: "supportedVersions", Val: versions},
+		{Key: "capabilities", Val: caps},
+		{Key: "ttlMs", Val: strconv.AppendInt(nil, max(ttl, 0), 10)},
+		{Key: "cacheScope", Val: []byte(`"` + scope + `"`)},
 	}, nil)
 	if err != nil {
-		s.fail(w, req.id, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream discover result unusable"))
+		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream discover result unusable"))
 		return
 	}
 	out := make([]byte, 0, len(msg)+len(nres))
@@ -98,7 +102,7 @@ func mergedCapabilities(raw json.RawMessage, overlay bool) (json.RawMessage, err
 	}
 	if overlay {
 		for _, name := range []string{"tools", "prompts", "resources"} {
-			if c, ok := caps[name]; !ok || !isObject(c) {
+			if c, ok := caps[name]; !ok || !wire.IsObject(c) {
 				caps[name] = json.RawMessage(`{}`)
 			}
 		}
@@ -109,14 +113,14 @@ func mergedCapabilities(raw json.RawMessage, overlay bool) (json.RawMessage, err
 		"tools": {"listChanged"}, "prompts": {"listChanged"}, "resources": {"listChanged", "subscribe"},
 	} {
 		c, ok := caps[name]
-		if !ok || !isObject(c) {
+		if !ok || !wire.IsObject(c) {
 			continue
 		}
-		var sets []kv
+		var sets []wire.KV
 		for _, k := range extra {
-			sets = append(sets, kv{key: k, val: []byte("true")})
+			sets = append(sets, wire.KV{Key: k, Val: []byte("true")})
 		}
-		nc, err := setMembers(c, sets, nil)
+		nc, err := wire.SetMembers(c, sets, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -126,9 +130,9 @@ func mergedCapabilities(raw json.RawMessage, overlay bool) (json.RawMessage, err
 }
 
 // effectiveCaps is the capability view used to narrow listen filters.
-func (s *Server) effectiveCaps(info *upstreamInfo) mcp.ServerCapabilities {
+func (s *Server) effectiveCaps(info *upstream.Info) mcp.ServerCapabilities {
 	var c mcp.ServerCapabilities
-	merged, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
+	merged, err := mergedCapabilities(info.CapsRaw, s.opts.Overlay != nil)
 	if err == nil {
 		_ = json.Unmarshal(merged, &c)
 	}
@@ -137,11 +141,11 @@ func (s *Server) effectiveCaps(info *upstreamInfo) mcp.ServerCapabilities {
 
 // upstreamInfoFor returns the cached discover result, asking once if there
 // is none.
-func (s *Server) upstreamInfoFor(ctx context.Context) (*upstreamInfo, error) {
-	if info := s.up.current(); info != nil {
+func (s *Server) upstreamInfoFor(ctx context.Context) (*upstream.Info, error) {
+	if info := s.up.Current(); info != nil {
 		return info, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	ctx, cancel := context.WithTimeout(ctx, upstream.DiscoverTimeout)
 	defer cancel()
 	return s.up.Discover(ctx)
 }

@@ -2,37 +2,70 @@
 // of one MCP server container, serving protocol revision 2026-07-28 and the
 // 2025-era revisions, with the live catalog enforced for every client.
 //
-// Files by concern (docs/sidecar.md has the behaviour):
+// # The rooms
 //
+// The sidecar is a pipeline of rooms, one package each. Imports point one
+// way, down this list: a room may import the rooms below it, never one
+// above (docs/architecture.md has the rules; TestImportsFollowTheMap
+// enforces them).
+//
+//   - sidecar (this package): the request path, the Server that holds the
+//     rooms' handles, and the rooms not yet cut out of it: the 2025-era
+//     client generation, the live overlay and the process.
+//   - sidecar/upstream: the server behind the sidecar, always spoken to in
+//     2026-07-28: the discover cache and readiness, the transports that
+//     translate for a 2025-era server (session pool, input relay, its GET
+//     stream), and the relay of the sidecar's listen stream on it.
+//   - sidecar/hub: the open listen streams: fan-out, keepalive, expiry, the
+//     replica's subscription budget and the drain's EndAll. Knows no HTTP
+//     routing and no catalog: a stream's transport is a hub.FrameWriter,
+//     what it counts goes to a hub.Observer (Metrics), its spans start
+//     through a hub.Tracer (Tracing).
+//   - sidecar/rules: the catalog's pure rules: merging the upstream's lists
+//     with the declared catalog, overrides, pinning, routing tool calls,
+//     rendering prompts, pages and cursors. No I/O.
+//   - sidecar/protocol: the names the rooms share (revision, Mcp-* and
+//     X-Switchboard-* headers, method and notification names, change kinds).
+//   - sidecar/wire: the leaf: JSON-RPC errors and codes, the exact-key
+//     scanner and the strict-JSON checks, the SSE reader, header helpers.
+//     No MCP method semantics.
+//
+// Beside them: access, a caller's grant under the catalog's access policies
+// (pure); authn, the verified caller; stdio, the stdio bridge (`sidecar
+// stdio`); procs, how many OS threads run Go code (one for requests, more
+// for large fan-outs and queueing load). hub/hubtest and rules/rulestest
+// hold what the tests of two rooms share.
+//
+// # Files of package sidecar, by concern
+//
+// docs/sidecar.md has the behaviour.
+//
+//   - path.go: the request path, top to bottom: caller identity, the
+//     transport guards (body bounds, Host/Origin, Content-Type), decoding,
+//     the client generation, and the choke point, Server.dispatch, that
+//     every request of every generation passes. Its header lists where each
+//     step lives.
 //   - methods.go: the one table describing every MCP method (owner, era,
 //     cacheable, name member, change kind, list, handlers).
-//   - transport.go: the HTTP endpoint and its guards (body bounds,
-//     Host/Origin, Content-Type, Accept) and the choke point,
-//     Server.dispatch, that every request of every generation passes.
-//   - validate.go, rpc.go, jsonscan.go: the envelope parser, the header and
-//     _meta checks, JSON-RPC errors, the exact-key scanner.
-//   - legacy.go: 2025-era clients: the session methods the sidecar answers
-//     and the translation into the modern shape before the choke point.
-//   - forward.go: forwarding to the upstream, relaying SSE, stamping.
-//   - discover.go: server/discover and the merged capabilities.
-//   - listen.go: subscriptions/listen and the listen-stream transport
-//     (hijacked HTTP/1.1 chunked writer, HTTP/2 fallback).
-//   - hub.go: the open streams, fan-out, keepalive and EndAll (drain).
+//   - validate.go: the envelope parser, the header and _meta checks, and
+//     which params members the strict-JSON checks cover.
+//   - auth.go, authz.go: who the caller is (package authn) and what it may
+//     use (package access decides); refusals look like unknown names.
+//   - legacy.go, legacyinput.go, session.go, paramheaders.go: 2025-era
+//     clients: session ids, the methods the sidecar answers for them, the
+//     translation into the modern shape before the choke point, their GET
+//     streams and the input relay.
 //   - catalogserve.go: the methods the catalog owns (lists, tools/call
 //     routing, resources/read, prompts/get, completion/complete) and hints.
-//   - authz.go: what the caller may use (package access decides from the
-//     catalog's Access and the verified caller) and the refusals, which
-//     look like unknown names.
-//   - overlay.go, merge.go: the live catalog, its diff and its pure rules.
-//   - sources.go: where catalogs and resource contents come from (ConfigMap
-//     or file, watched ConfigMaps/Secrets) and the propagation report.
-//   - upstream.go, relay.go, sse.go: the client towards the MCP server
-//     (discover cache, readiness), its listen stream, the SSE reader.
-//   - server.go, app.go, metrics.go, gcfloor.go: the Server, the process
-//     (listeners, admin port, drain), metrics, GC tuning.
-//
-// Subpackages: access, a caller's grant under the catalog's access policies
-// (pure); authn, the verified caller; stdio, the stdio bridge (`sidecar stdio`); procs, how many
-// OS threads run Go code (one for requests, more for large fan-outs and
-// queueing load), used by the sidecar and the bridge.
+//   - overlay.go, sources.go: the live catalog (its diff and notifications)
+//     and where catalogs and resource contents come from.
+//   - discover.go, listen.go, notify.go: server/discover and the merged
+//     capabilities; subscriptions/listen and the stream transports; the
+//     notifications clients send.
+//   - forward.go, forwarded.go: forwarding to the upstream (through
+//     sidecar/upstream), relaying SSE, stamping; the headers the upstream
+//     gets.
+//   - server.go, app.go, metrics.go, tracing.go, gcfloor.go, limits.go,
+//     drain*.go: the Server, the process (listeners, admin port, drain),
+//     metrics, traces, GC tuning, request limits.
 package sidecar

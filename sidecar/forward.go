@@ -10,6 +10,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // isHopHeader reports the headers that are not forwarded in either
@@ -46,7 +50,7 @@ func copyHeaders(dst, src http.Header) {
 // reconnect (through the Service) to a replica that is staying.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 	if req.method == "tools/call" {
-		var e *rpcError
+		var e *wire.Error
 		switch {
 		case req.legacy:
 			// The headers a 2026 client sends for annotated arguments
@@ -54,7 +58,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 			e = s.setParamHeaders(r, req)
 		default:
 			// The client's Mcp-Param-* headers must name unambiguous
-			// arguments (strictjson.go); when the upstream will not see
+			// arguments (wire/strictjson.go); when the upstream will not see
 			// them, they are checked here, as it would check them.
 			e = s.checkBoundArgs(r, req)
 			if e == nil && !s.upstreamSeesParamHeaders(r.Context()) {
@@ -87,9 +91,9 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 	if lc != nil {
 		ctx = lc.ctx
 	}
-	ureq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.up.url, bytes.NewReader(req.body))
+	ureq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
 	if err != nil {
-		s.failCall(w, req, lc, newErr(http.StatusInternalServerError, codeInternalError, "Internal error: "+err.Error()))
+		s.failCall(w, req, lc, wire.NewError(http.StatusInternalServerError, wire.CodeInternalError, "Internal error: "+err.Error()))
 		return
 	}
 	setUpstreamHeaders(ureq, r)
@@ -97,7 +101,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 		s.tr.injectUpstream(ureq.Header, req)
 	}
 	start := time.Now()
-	resp, err := s.up.client.Do(ureq)
+	resp, err := s.up.Do(ureq)
 	s.m.observeUpstream(req.method, time.Since(start))
 	if err != nil {
 		if s.abortedByDrain(r) {
@@ -108,7 +112,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 			return // the client went away or cancelled the call
 		}
 		s.log.Warn("Upstream request failed", "method", req.method, "err", err)
-		s.failCall(w, req, lc, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream unavailable"))
+		s.failCall(w, req, lc, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
 	defer resp.Body.Close()
@@ -120,14 +124,14 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 		}
 	}
 	switch {
-	case isEventStream(resp.Header):
+	case wire.IsEventStream(resp.Header):
 		s.relayEvents(w, r, resp, req, lc)
-	case isJSON(resp.Header):
+	case wire.IsJSON(resp.Header):
 		buf := respBufs.Get().(*bytes.Buffer)
 		defer putRespBuf(buf)
 		buf.Reset()
-		_, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(s.up.maxBytes)+1))
-		if err != nil || buf.Len() > s.up.maxBytes {
+		_, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(s.up.MaxBytes())+1))
+		if err != nil || buf.Len() > s.up.MaxBytes() {
 			if !started {
 				w.Header().Del("Content-Type")
 			}
@@ -139,7 +143,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 				return // the client went away or cancelled the call
 			}
 			s.log.Warn("Reading upstream response failed", "method", req.method, "err", err, "bytes", buf.Len())
-			s.failCall(w, req, lc, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream response unreadable or too large"))
+			s.failCall(w, req, lc, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream response unreadable or too large"))
 			return
 		}
 		if lc.capture(buf.Bytes()) {
@@ -159,10 +163,10 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 	case started:
 		// A later round of a call whose stream is open: what is neither
 		// JSON nor SSE cannot go on it.
-		s.failCall(w, req, lc, newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream answered HTTP "+strconv.Itoa(resp.StatusCode)+" with "+strconv.Quote(resp.Header.Get("Content-Type"))))
+		s.failCall(w, req, lc, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream answered HTTP "+strconv.Itoa(resp.StatusCode)+" with "+strconv.Quote(resp.Header.Get("Content-Type"))))
 	default:
 		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, io.LimitReader(resp.Body, int64(s.up.maxBytes)))
+		_, _ = io.Copy(w, io.LimitReader(resp.Body, int64(s.up.MaxBytes())))
 	}
 }
 
@@ -192,7 +196,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 		if req.legacy {
 			// 2025-11-25: a server that may close the stream early tells the
 			// client when to come back.
-			_, _ = w.Write(legacyRetryEvent)
+			_, _ = w.Write(hub.LegacyRetryEvent)
 		}
 		if lc != nil {
 			lc.started = true
@@ -204,11 +208,11 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 	// flushed on its own either, so it leaves with the terminating chunk
 	// when the handler returns. Every event before the response (progress,
 	// logs) is flushed as it arrives.
-	rd := newSSEReader(resp.Body, s.up.maxBytes)
+	rd := wire.NewSSEReader(resp.Body, s.up.MaxBytes())
 	var out []byte
 	answered := false
 	for {
-		ev, err := rd.next()
+		ev, err := rd.Next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 				s.log.Debug("Upstream event stream ended", "method", req.method, "err", err)
@@ -216,22 +220,22 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 			if answered {
 				return
 			}
-			var e *rpcError
+			var e *wire.Error
 			switch {
 			case s.abortedByDrain(r):
 				e = errDrained()
 			case r.Context().Err() != nil, lc != nil && lc.ctx.Err() != nil:
 				return // the client went away or cancelled the call
 			default:
-				e = newErr(http.StatusBadGateway, codeInternalError, "Internal error: upstream ended the stream without answering")
+				e = wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream ended the stream without answering")
 			}
-			s.m.countError(e.code)
-			out = append(append(append(out[:0], "event: message\ndata: "...), errorBody(req.id, e)...), '\n', '\n')
+			s.m.countError(e.Code)
+			out = append(append(append(out[:0], "event: message\ndata: "...), wire.ErrorBody(req.id, e)...), '\n', '\n')
 			_, _ = w.Write(out)
 			_ = rc.Flush()
 			return
 		}
-		data := ev.data
+		data := ev.Data
 		if bytes.IndexByte(data, '\n') >= 0 {
 			var c bytes.Buffer
 			if json.Compact(&c, data) != nil {
@@ -240,7 +244,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 			data = c.Bytes()
 		}
 		final := false
-		if isResponse(data) {
+		if wire.IsResponse(data) {
 			if lc.capture(data) {
 				return
 			}
@@ -250,7 +254,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 			data = s.finish(req, data)
 			answered, final = true, true
 		}
-		name := ev.event
+		name := ev.Event
 		if name == "" {
 			name = "message"
 		}
@@ -275,19 +279,19 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 // and, for cacheable complete results, the cache hints. Everything else
 // stays the bytes the upstream sent.
 func (s *Server) stamp(req *request, msg []byte) []byte {
-	rs, re, ok := span(msg, "result")
-	if !ok || !isObject(msg[rs:re]) {
+	rs, re, ok := wire.Span(msg, "result")
+	if !ok || !wire.IsObject(msg[rs:re]) {
 		return msg
 	}
 	res := msg[rs:re]
-	rt, hasRT, _ := field(res, "resultType")
-	rtv, _ := stringValue(rt)
-	cacheable := req.spec != nil && req.spec.cacheable && (!hasRT || rtv == resultComplete)
+	rt, hasRT, _ := wire.Field(res, "resultType")
+	rtv, _ := wire.StringValue(rt)
+	cacheable := req.spec != nil && req.spec.cacheable && (!hasRT || rtv == protocol.ResultComplete)
 	if hasRT && !cacheable {
 		return msg
 	}
-	sets := make([]kv, 0, 3)
-	sets = append(sets, kv{key: "resultType", val: []byte(`"complete"`), keepExisting: true})
+	sets := make([]wire.KV, 0, 3)
+	sets = append(sets, wire.KV{Key: "resultType", Val: []byte(`"complete"`), KeepExisting: true})
 	if cacheable {
 		ttl, scope := s.opts.Hints(req.method, req.params)
 		if ttl < 0 {
@@ -295,14 +299,14 @@ func (s *Server) stamp(req *request, msg []byte) []byte {
 		}
 		// An upstream that says its answer depends on the caller is
 		// believed: the scope only ever narrows.
-		if up, ok, _ := field(res, "cacheScope"); scope != "public" || (ok && string(up) == `"private"`) {
+		if up, ok, _ := wire.Field(res, "cacheScope"); scope != "public" || (ok && string(up) == `"private"`) {
 			scope = "private"
 		}
 		sets = append(sets,
-			kv{key: "ttlMs", val: strconv.AppendInt(nil, ttl, 10)},
-			kv{key: "cacheScope", val: []byte(`"` + scope + `"`)})
+			wire.KV{Key: "ttlMs", Val: strconv.AppendInt(nil, ttl, 10)},
+			wire.KV{Key: "cacheScope", Val: []byte(`"` + scope + `"`)})
 	}
-	nres, err := setMembers(res, sets, nil)
+	nres, err := wire.SetMembers(res, sets, nil)
 	if err != nil {
 		return msg
 	}
@@ -310,16 +314,4 @@ func (s *Server) stamp(req *request, msg []byte) []byte {
 	out = append(out, msg[:rs]...)
 	out = append(out, nres...)
 	return append(out, msg[re:]...)
-}
-
-// span returns the offsets of the value of the top-level member name.
-func span(obj []byte, name string) (start, end int, ok bool) {
-	_ = eachMember(obj, func(m member) bool {
-		if keyIs(m.key, name) {
-			start, end, ok = m.start, m.end, true
-			return false
-		}
-		return true
-	})
-	return
 }

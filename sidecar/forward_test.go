@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
 
 func TestCopyHeadersDropsHopByHopHeaders(t *testing.T) {
@@ -55,7 +56,7 @@ func TestCopyHeadersDropsHopByHopHeaders(t *testing.T) {
 // The fast header lookups index the map directly, so every name they use
 // must already be canonical.
 func TestHeaderNamesAreCanonical(t *testing.T) {
-	for _, k := range []string{headerProtocolVersion, headerMethod, headerName, "Content-Type", "Origin", "Accept", "Connection", "Content-Length"} {
+	for _, k := range []string{protocol.HeaderProtocolVersion, protocol.HeaderMethod, protocol.HeaderName, "Content-Type", "Origin", "Accept", "Connection", "Content-Length"} {
 		if c := http.CanonicalHeaderKey(k); c != k {
 			t.Errorf("%q is not canonical (%q)", k, c)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
 
 // isForwardingHeader reports the headers that tell a server who its client is. The upstream
@@ -29,7 +30,7 @@ var (
 
 // isIdentityHeader reports the identity headers (auth.go), in any spelling.
 func isIdentityHeader(key string) bool {
-	return len(key) >= len(identityHeaderPrefix) && strings.EqualFold(key[:len(identityHeaderPrefix)], identityHeaderPrefix)
+	return len(key) >= len(protocol.IdentityHeaderPrefix) && strings.EqualFold(key[:len(protocol.IdentityHeaderPrefix)], protocol.IdentityHeaderPrefix)
 }
 
 // setUpstreamHeaders fills out's header (a request to the upstream made for in) in one pass

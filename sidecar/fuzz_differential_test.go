@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // FuzzParserDifferential (security review F2): whenever parseRequest accepts
@@ -43,7 +45,7 @@ func FuzzParserDifferential(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	bindings := []paramBinding{{path: []string{"region"}, header: "Mcp-Param-Region"}, {path: []string{"nested", "kind"}, header: "Mcp-Param-Kind"}}
+	bindings := []paramBinding{{path: []string{"region"}, header: "Mcp-Param-Region"}, {path: []string{"nested", "kind"}, header: "Mcp-Param-protocol.Kind"}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, perr := parseRequest(body)
 		if perr != nil {
@@ -70,8 +72,8 @@ func FuzzParserDifferential(f *testing.F) {
 			}
 		}
 		// Arguments bound to headers (paramheaders.go).
-		args, ok, _ := field(r.params, "arguments")
-		if !ok || !isObject(args) || boundArgsErr(args, bindings) != nil {
+		args, ok, _ := wire.Field(r.params, "arguments")
+		if !ok || !wire.IsObject(args) || boundArgsErr(args, bindings) != nil {
 			return
 		}
 		scRegion := mustField(args, "region")
@@ -82,7 +84,7 @@ func FuzzParserDifferential(f *testing.F) {
 				Kind json.RawMessage `json:"kind"`
 			} `json:"nested"`
 		}
-		if mustField(args, "nested") != nil && !isObject(mustField(args, "nested")) {
+		if mustField(args, "nested") != nil && !wire.IsObject(mustField(args, "nested")) {
 			return // not an object: no bound value under it for anyone
 		}
 		_ = json.Unmarshal(args, &g)
@@ -100,10 +102,10 @@ type view struct{ id, method, name, uri, version []byte }
 
 // mustField is field's value when given exactly once (nil otherwise).
 func mustField(obj []byte, name string) []byte {
-	if obj == nil || !isObject(obj) {
+	if obj == nil || !wire.IsObject(obj) {
 		return nil
 	}
-	v, ok, _ := field(obj, name)
+	v, ok, _ := wire.Field(obj, name)
 	if !ok {
 		return nil
 	}
@@ -125,7 +127,7 @@ func goView(body []byte) (view, bool) {
 		return view{}, false
 	}
 	v := view{id: g.ID, method: g.Method}
-	if isObject(g.Params) {
+	if wire.IsObject(g.Params) {
 		var p struct {
 			Name json.RawMessage `json:"name"`
 			URI  json.RawMessage `json:"uri"`
@@ -135,7 +137,7 @@ func goView(body []byte) (view, bool) {
 			return view{}, false
 		}
 		v.name, v.uri = p.Name, p.URI
-		if isObject(p.Meta) {
+		if wire.IsObject(p.Meta) {
 			var m struct {
 				Version json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
 			}
@@ -163,7 +165,7 @@ func exactView(body []byte) (view, bool) {
 // name (after unescaping), read token by token with json.Decoder; nil when
 // obj is not an object or has no such member.
 func lastExact(obj []byte, name string) []byte {
-	if obj == nil || !isObject(obj) {
+	if obj == nil || !wire.IsObject(obj) {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(obj))

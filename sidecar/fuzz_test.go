@@ -3,12 +3,12 @@ package sidecar
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"reflect"
-	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 const fuzzMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -41,9 +41,9 @@ func FuzzRequest(f *testing.F) {
 	srv := &Server{opts: Options{Hints: DefaultHints}}
 	f.Fuzz(func(t *testing.T, body []byte, pv, method, name string) {
 		h := http.Header{}
-		h.Set(headerProtocolVersion, pv)
-		h.Set(headerMethod, method)
-		h.Set(headerName, name)
+		h.Set(protocol.HeaderProtocolVersion, pv)
+		h.Set(protocol.HeaderMethod, method)
+		h.Set(protocol.HeaderName, name)
 		h.Set("Mcp-Param-X", name)
 		req, perr := parseRequest(body)
 		if perr == nil {
@@ -56,15 +56,15 @@ func FuzzRequest(f *testing.F) {
 					if r.id != nil && !validID(r.id) {
 						t.Fatalf("accepted a request with id %q", r.id)
 					}
-				} else if e.status < 400 || e.status > 499 {
-					t.Fatalf("validation error with status %d", e.status)
+				} else if e.Status < 400 || e.Status > 499 {
+					t.Fatalf("validation error with status %d", e.Status)
 				}
 			}
 		} else {
-			if perr.status != http.StatusBadRequest {
-				t.Fatalf("parse error with status %d", perr.status)
+			if perr.Status != http.StatusBadRequest {
+				t.Fatalf("parse error with status %d", perr.Status)
 			}
-			if !json.Valid(errorBody(func() json.RawMessage {
+			if !json.Valid(wire.ErrorBody(func() json.RawMessage {
 				if req != nil {
 					return req.id
 				}
@@ -80,66 +80,12 @@ func FuzzRequest(f *testing.F) {
 				t.Fatalf("stamping turned valid JSON into invalid JSON:\nin:  %q\nout: %q", body, out)
 			}
 		}
-		_ = eachMember(body, func(m member) bool {
-			if m.start < 0 || m.end > len(body) || m.start > m.end {
+		_ = wire.EachMember(body, func(m wire.Member) bool {
+			if m.Start < 0 || m.End > len(body) || m.Start > m.End {
 				t.Fatalf("member span out of range")
 			}
 			return true
 		})
-	})
-}
-
-// FuzzSSEReader feeds arbitrary streams to the SSE reader. It must end
-// (no input makes it loop without consuming), never return an event larger
-// than its bound, and read back what the sidecar itself writes.
-func FuzzSSEReader(f *testing.F) {
-	f.Add([]byte("event: message\ndata: {\"a\":1}\n\n"), 64)
-	f.Add([]byte(": keepalive\n\ndata: x\r\ndata: y\r\n\r\n"), 16)
-	f.Add([]byte("data:"+strings.Repeat("z", 100)+"\n\n"), 32)
-	f.Add([]byte("data\n\nevent:\nid: 3\nretry: 5\ndata: q\n"), 8)
-	f.Fuzz(func(t *testing.T, in []byte, max int) {
-		if max <= 0 || max > 1<<16 {
-			max = 1 << 10
-		}
-		rd := newSSEReader(bytes.NewReader(in), max)
-		for i := 0; ; i++ {
-			if i > len(in)+1 {
-				t.Fatalf("more events than input bytes")
-			}
-			ev, err := rd.next()
-			if err != nil {
-				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, errEventTooLarge) {
-					t.Fatalf("unexpected error %v", err)
-				}
-				break
-			}
-			if len(ev.data) > max {
-				t.Fatalf("event of %d bytes over bound %d", len(ev.data), max)
-			}
-		}
-		// Round trip: a single-line payload written as the sidecar writes it
-		// comes back unchanged.
-		payload := bytes.Map(func(r rune) rune {
-			if r == '\n' || r == '\r' {
-				return ' '
-			}
-			return r
-		}, in)
-		// Every line of the frame must fit the reader's bound.
-		if len(payload) == 0 || len("data: ")+len(payload)+1 > max || len("event: message")+1 > max {
-			return
-		}
-		var b bytes.Buffer
-		b.WriteString("event: message\ndata: ")
-		b.Write(payload)
-		b.WriteString("\n\n")
-		ev, err := newSSEReader(&b, max).next()
-		if err != nil {
-			t.Fatalf("reading back our own frame: %v", err)
-		}
-		if !bytes.Equal(ev.data, payload) {
-			t.Fatalf("round trip: got %q want %q", ev.data, payload)
-		}
 	})
 }
 
@@ -190,7 +136,7 @@ func FuzzLegacy(f *testing.F) {
 		}
 		h := http.Header{}
 		if pv != "" {
-			h.Set(headerProtocolVersion, pv)
+			h.Set(protocol.HeaderProtocolVersion, pv)
 		}
 		if validate(h, req, srv.pol) != nil || !req.legacy || req.isNotification() {
 			return
@@ -201,39 +147,39 @@ func FuzzLegacy(f *testing.F) {
 		}
 		m, perr := parseRequest(req.body)
 		if perr != nil {
-			t.Fatalf("the modern form does not parse (%v): %q", perr.message, req.body)
+			t.Fatalf("the modern form does not parse (%v): %q", perr.Message, req.body)
 		}
-		if m.method != req.method || string(m.id) != string(req.id) || !m.hasVersion || m.metaVersion != ProtocolVersion {
+		if m.method != req.method || string(m.id) != string(req.id) || !m.hasVersion || m.metaVersion != protocol.Version {
 			t.Fatalf("the modern form changed the envelope: %q -> %q", body, req.body)
 		}
 		if nm := m.nameMember(); nm != "" {
 			if v, ok := paramString(m, nm); ok {
-				got, ok := decodeHeaderValue(h.Get(headerName))
+				got, ok := decodeHeaderValue(h.Get(protocol.HeaderName))
 				if !ok || got != v {
-					t.Fatalf("Mcp-Name %q does not mirror params.%s %q", h.Get(headerName), nm, v)
+					t.Fatalf("Mcp-Name %q does not mirror params.%s %q", h.Get(protocol.HeaderName), nm, v)
 				}
 			}
 		}
-		if e := validate(h, m, srv.pol); e != nil && e.code != codeHeaderMismatch && e.code != codeInvalidParams && e.code != codeMethodNotFound {
-			t.Fatalf("the modern form fails validation with %d %s: %q", e.code, e.message, req.body)
+		if e := validate(h, m, srv.pol); e != nil && e.Code != wire.CodeHeaderMismatch && e.Code != wire.CodeInvalidParams && e.Code != wire.CodeMethodNotFound {
+			t.Fatalf("the modern form fails validation with %d %s: %q", e.Code, e.Message, req.body)
 		}
 		// An input round's retry (legacyinput.go): still one request, with
 		// the answers and the state in params and a new id; the answer to
 		// it goes back under the client's id.
 		if e := retryWithInput(req, json.RawMessage(`{"k":{"action":"accept"}}`), json.RawMessage(`"st"`), 1); e != nil {
-			t.Fatalf("retry of %q: %s", req.body, e.message)
+			t.Fatalf("retry of %q: %s", req.body, e.Message)
 		}
 		rt, perr := parseRequest(req.body)
 		if perr != nil {
-			t.Fatalf("the retry does not parse (%v): %q", perr.message, req.body)
+			t.Fatalf("the retry does not parse (%v): %q", perr.Message, req.body)
 		}
-		ir, _, _ := field(rt.params, "inputResponses")
-		st, _, _ := field(rt.params, "requestState")
+		ir, _, _ := wire.Field(rt.params, "inputResponses")
+		st, _, _ := wire.Field(rt.params, "requestState")
 		if rt.method != req.method || string(rt.id) != string(req.upstreamID) || string(ir) != `{"k":{"action":"accept"}}` || string(st) != `"st"` {
 			t.Fatalf("the retry lost its shape: %q", req.body)
 		}
 		back := withClientID(req, []byte(`{"jsonrpc":"2.0","id":`+string(req.upstreamID)+`,"result":{}}`))
-		if id, _, _ := field(back, "id"); string(id) != string(req.id) {
+		if id, _, _ := wire.Field(back, "id"); string(id) != string(req.id) {
 			t.Fatalf("the retry's answer did not get the client's id back: %q", back)
 		}
 	})

@@ -11,6 +11,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // This file serves 2025-era clients (Streamable HTTP 2025-11-25,
@@ -40,14 +44,14 @@ const headerSessionID = "Mcp-Session-Id"
 // initializes again) when the id is not one of ours, has expired, or is
 // bound to another caller than the request's, and 400 when the header is
 // repeated.
-func (s *Server) legacySession(r *http.Request) (*legacySession, *rpcError) {
+func (s *Server) legacySession(r *http.Request) (*legacySession, *wire.Error) {
 	vs := r.Header[headerSessionID]
 	switch len(vs) {
 	case 0:
 		return nil, nil
 	case 1:
 	default:
-		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header given more than once")
+		return nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header given more than once")
 	}
 	sess, err := s.sessions.open(vs[0])
 	if err == nil && !sess.boundTo(callerBinding(authn.FromContext(r.Context()))) {
@@ -58,7 +62,7 @@ func (s *Server) legacySession(r *http.Request) (*legacySession, *rpcError) {
 		err = errSessionEnded
 	}
 	if err != nil {
-		return nil, newErr(http.StatusNotFound, codeInvalidRequest, "Session not found: "+err.Error()+"; initialize a new session")
+		return nil, wire.NewError(http.StatusNotFound, wire.CodeInvalidRequest, "Session not found: "+err.Error()+"; initialize a new session")
 	}
 	return sess, nil
 }
@@ -83,7 +87,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, req *reques
 		return
 	}
 	if spec != nil && spec.era == eraModern {
-		s.failReq(w, req, newErr(http.StatusOK, codeMethodNotFound, "Method not found: "+req.method+" is part of protocol revision "+ProtocolVersion+" only"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeMethodNotFound, "Method not found: "+req.method+" is part of protocol revision "+protocol.Version+" only"))
 		return
 	}
 	var caps json.RawMessage
@@ -105,20 +109,20 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, req *reques
 // _meta claim (protocol version, the client's capabilities) spliced into
 // params, and the headers a modern upstream requires. Members the client
 // sent (progressToken, arguments, …) are kept byte for byte.
-func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMessage, logLevel string) *rpcError {
+func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMessage, logLevel string) *wire.Error {
 	if len(clientCaps) == 0 {
 		clientCaps = json.RawMessage(`{}`)
 	}
-	claim := []kv{
-		{key: mcp.MetaKeyProtocolVersion, val: []byte(`"` + ProtocolVersion + `"`)},
-		{key: mcp.MetaKeyClientCapabilities, val: clientCaps},
-		{key: metaKeyLogLevel, val: jsonString(logLevel)},
+	claim := []wire.KV{
+		{Key: mcp.MetaKeyProtocolVersion, Val: []byte(`"` + protocol.Version + `"`)},
+		{Key: mcp.MetaKeyClientCapabilities, Val: clientCaps},
+		{Key: metaKeyLogLevel, Val: wire.JSONString(logLevel)},
 	}
-	if req.meta != nil && !isObject(req.meta) {
-		return newErr(http.StatusOK, codeInvalidParams, "Invalid params: _meta must be an object")
+	if req.meta != nil && !wire.IsObject(req.meta) {
+		return wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: _meta must be an object")
 	}
-	if req.params != nil && !isObject(req.params) {
-		return newErr(http.StatusOK, codeInvalidParams, "Invalid params: params must be an object")
+	if req.params != nil && !wire.IsObject(req.params) {
+		return wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: params must be an object")
 	}
 	var nmeta []byte
 	if req.meta == nil {
@@ -130,24 +134,24 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 			} else {
 				nmeta = append(nmeta, ',')
 			}
-			nmeta = append(append(append(append(nmeta, '"'), c.key...), '"', ':'), c.val...)
+			nmeta = append(append(append(append(nmeta, '"'), c.Key...), '"', ':'), c.Val...)
 		}
 		nmeta = append(nmeta, '}')
 	} else {
 		var err error
-		if nmeta, err = setMembers(req.meta, claim, nil); err != nil {
-			return newErr(http.StatusOK, codeInvalidParams, "Invalid params: _meta must be an object")
+		if nmeta, err = wire.SetMembers(req.meta, claim, nil); err != nil {
+			return wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: _meta must be an object")
 		}
 	}
 	// One splice into the body: everything the client sent stays where it
 	// was, byte for byte.
 	body := make([]byte, 0, len(req.body)+len(nmeta)+24)
-	ps, pe, hasParams := span(req.body, "params")
+	ps, pe, hasParams := wire.Span(req.body, "params")
 	switch {
 	case !hasParams:
 		end := bytes.LastIndexByte(req.body, '}')
 		if end < 0 {
-			return newErr(http.StatusOK, codeInvalidRequest, "Invalid Request: body must be a JSON-RPC request object")
+			return wire.NewError(http.StatusOK, wire.CodeInvalidRequest, "Invalid Request: body must be a JSON-RPC request object")
 		}
 		body = append(body, req.body[:end]...)
 		body = append(body, `,"params":{"_meta":`...)
@@ -156,7 +160,7 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 		body = append(body, req.body[end:]...)
 	case req.meta != nil:
 		params := req.body[ps:pe]
-		ms, me, _ := span(params, "_meta")
+		ms, me, _ := wire.Span(params, "_meta")
 		body = append(body, req.body[:ps]...)
 		body = append(body, params[:ms]...)
 		body = append(body, nmeta...)
@@ -175,24 +179,24 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 		body = append(body, req.body[pe:]...)
 	}
 	req.body = body
-	req.params, _, _ = field(body, "params")
-	req.meta, _, _ = field(req.params, "_meta")
-	req.metaVersion, req.hasVersion = ProtocolVersion, true
+	req.params, _, _ = wire.Field(body, "params")
+	req.meta, _, _ = wire.Field(req.params, "_meta")
+	req.metaVersion, req.hasVersion = protocol.Version, true
 
 	h := r.Header
 	delete(h, "Mcp-Session-Id")
 	delete(h, "Last-Event-Id")
-	h[headerProtocolVersion] = modernVersionValue
+	h[protocol.HeaderProtocolVersion] = modernVersionValue
 	if spec := req.spec; spec != nil && spec.methodValue != nil {
-		h[headerMethod] = spec.methodValue
+		h[protocol.HeaderMethod] = spec.methodValue
 	} else {
-		h[headerMethod] = []string{req.method}
+		h[protocol.HeaderMethod] = []string{req.method}
 	}
 	h["Accept"] = acceptBothValue
-	delete(h, headerName)
+	delete(h, protocol.HeaderName)
 	if nm := req.nameMember(); nm != "" {
 		if v, ok := paramString(req, nm); ok {
-			h[headerName] = []string{mcpHeaderValue(v)}
+			h[protocol.HeaderName] = []string{mcpHeaderValue(v)}
 		}
 	}
 	return nil
@@ -201,7 +205,7 @@ func (s *Server) toModern(r *http.Request, req *request, clientCaps json.RawMess
 // Header values the translation sets on every request. Shared, read-only:
 // len == cap, so an append elsewhere copies.
 var (
-	modernVersionValue = []string{ProtocolVersion}
+	modernVersionValue = []string{protocol.Version}
 	acceptBothValue    = []string{"application/json, text/event-stream"}
 )
 
@@ -210,7 +214,7 @@ var (
 // included: the sidecar relays an upstream's input requests for them to the
 // client (legacyinput.go).
 func upstreamCaps(caps json.RawMessage) json.RawMessage {
-	if !isObject(caps) {
+	if !wire.IsObject(caps) {
 		return nil
 	}
 	return caps
@@ -219,10 +223,10 @@ func upstreamCaps(caps json.RawMessage) json.RawMessage {
 // failReq answers a request with a JSON-RPC error: for a 2025-era client
 // with HTTP 200 (its transport reads JSON-RPC errors from successful
 // responses; 4xx is reserved for transport and session problems).
-func (s *Server) failReq(w http.ResponseWriter, req *request, e *rpcError) {
-	if req.legacy && e.status != http.StatusOK {
+func (s *Server) failReq(w http.ResponseWriter, req *request, e *wire.Error) {
+	if req.legacy && e.Status != http.StatusOK {
 		c := *e
-		c.status = http.StatusOK
+		c.Status = http.StatusOK
 		e = &c
 	}
 	s.fail(w, req.id, e)
@@ -232,7 +236,7 @@ func (s *Server) failReq(w http.ResponseWriter, req *request, e *rpcError) {
 // for client input where the sidecar cannot relay it: a request without a
 // session (the client's answer would have nowhere to go).
 func errInputRequired(id json.RawMessage) []byte {
-	return errorBody(id, newErr(http.StatusOK, codeInternalError,
+	return wire.ErrorBody(id, wire.NewError(http.StatusOK, wire.CodeInternalError,
 		"Internal error: the MCP server asked the client for input (input_required: elicitation, sampling or roots); "+
 			"the sidecar relays it to clients of protocol revision 2025-11-25 and earlier only within a session: initialize first"))
 }
@@ -242,21 +246,21 @@ func errInputRequired(id json.RawMessage) []byte {
 // input_required result becomes an error naming the limitation. Errors
 // and anything else stay the upstream's bytes.
 func legacyResult(id json.RawMessage, msg []byte) []byte {
-	rs, re, ok := span(msg, "result")
-	if !ok || !isObject(msg[rs:re]) {
+	rs, re, ok := wire.Span(msg, "result")
+	if !ok || !wire.IsObject(msg[rs:re]) {
 		return msg
 	}
 	res := msg[rs:re]
 	// One pass: is there anything to drop, and is it input_required?
 	drop := 0
 	inputRequired := false
-	_ = eachMember(res, func(m member) bool {
+	_ = wire.EachMember(res, func(m wire.Member) bool {
 		switch {
-		case keyIs(m.key, "resultType"):
+		case wire.KeyIs(m.Key, "resultType"):
 			drop++
-			v, _ := stringValue(res[m.start:m.end])
-			inputRequired = v == resultInputRequired
-		case keyIs(m.key, "ttlMs"), keyIs(m.key, "cacheScope"):
+			v, _ := wire.StringValue(res[m.Start:m.End])
+			inputRequired = v == protocol.ResultInputRequired
+		case wire.KeyIs(m.Key, "ttlMs"), wire.KeyIs(m.Key, "cacheScope"):
 			drop++
 		}
 		return true
@@ -272,15 +276,15 @@ func legacyResult(id json.RawMessage, msg []byte) []byte {
 	out = append(out, msg[:rs]...)
 	out = append(out, '{')
 	first := true
-	err := eachMember(res, func(m member) bool {
-		if keyIs(m.key, "resultType") || keyIs(m.key, "ttlMs") || keyIs(m.key, "cacheScope") {
+	err := wire.EachMember(res, func(m wire.Member) bool {
+		if wire.KeyIs(m.Key, "resultType") || wire.KeyIs(m.Key, "ttlMs") || wire.KeyIs(m.Key, "cacheScope") {
 			return true
 		}
 		if !first {
 			out = append(out, ',')
 		}
 		first = false
-		out = append(append(append(out, m.key...), ':'), res[m.start:m.end]...)
+		out = append(append(append(out, m.Key...), ':'), res[m.Start:m.End]...)
 		return true
 	})
 	if err != nil {
@@ -333,7 +337,7 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		Capabilities    json.RawMessage `json:"capabilities"`
 	}
 	if req.params == nil || json.Unmarshal(req.params, &p) != nil {
-		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: initialize requires params.protocolVersion and params.capabilities"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: initialize requires params.ProtocolVersion and params.capabilities"))
 		return
 	}
 	info, err := s.upstreamInfoFor(r.Context())
@@ -341,22 +345,22 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
 			return
 		}
-		s.failReq(w, req, newErr(http.StatusOK, codeInternalError, "Internal error: upstream unavailable"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
-	caps, err := mergedCapabilities(info.capsRaw, s.opts.Overlay != nil)
+	caps, err := mergedCapabilities(info.CapsRaw, s.opts.Overlay != nil)
 	if err != nil {
-		s.failReq(w, req, newErr(http.StatusOK, codeInternalError, "Internal error: upstream capabilities unusable"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: upstream capabilities unusable"))
 		return
 	}
-	serverInfo := info.serverInfo
+	serverInfo := info.ServerInfo
 	if serverInfo == nil {
-		serverInfo = sidecarClientInfo
+		serverInfo = upstream.ClientInfo
 	}
 	version := negotiate(p.ProtocolVersion)
 	id, err := s.sessions.mint(version, p.Capabilities, callerBinding(authn.FromContext(r.Context())))
 	if err != nil {
-		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: "+err.Error()))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: "+err.Error()))
 		return
 	}
 	w.Header().Set(headerSessionID, id)
@@ -365,7 +369,7 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		Capabilities    json.RawMessage `json:"capabilities"`
 		ServerInfo      json.RawMessage `json:"serverInfo"`
 		Instructions    string          `json:"instructions,omitempty"`
-	}{version, caps, serverInfo, info.instructions}
+	}{version, caps, serverInfo, info.Instructions}
 	b, _ := json.Marshal(res)
 	s.writeResult(w, req, b)
 }
@@ -381,7 +385,7 @@ func (s *Server) serveEmpty(w http.ResponseWriter, _ *http.Request, req *request
 func (s *Server) serveSetLevel(w http.ResponseWriter, _ *http.Request, req *request) {
 	level, ok := paramString(req, "level")
 	if !ok || !logLevels[level] {
-		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency"))
 		return
 	}
 	if req.session != nil {
@@ -405,7 +409,7 @@ var logLevels = map[string]bool{"debug": true, "info": true, "notice": true, "wa
 func (s *Server) serveSubscribe(w http.ResponseWriter, r *http.Request, req *request) {
 	uri, ok := paramString(req, "uri")
 	if !ok || uri == "" {
-		s.failReq(w, req, newErr(http.StatusOK, codeInvalidParams, "Invalid params: "+req.method+" requires params.uri"))
+		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInvalidParams, "Invalid params: "+req.method+" requires params.uri"))
 		return
 	}
 	if len(uri) > MaxURIBytes {
@@ -419,22 +423,22 @@ func (s *Server) serveSubscribe(w http.ResponseWriter, r *http.Request, req *req
 		return
 	}
 	if req.session == nil {
-		s.failReq(w, req, newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: "+req.method+" needs a session (Mcp-Session-Id from initialize)"))
+		s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Bad Request: "+req.method+" needs a session (Mcp-Session-Id from initialize)"))
 		return
 	}
-	var e *rpcError
+	var e *wire.Error
 	s.states.mu.Lock()
 	if st := s.states.getLocked(req.session); st == nil {
-		e = newErr(http.StatusOK, codeInternalError, "Internal error: subscription limit reached")
+		e = wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: subscription limit reached")
 	} else if req.method == "resources/subscribe" {
 		e = s.subscribeLocked(st, uri)
 	} else if st.uris[uri] {
-		cost := subscriptionBytes(uri)
+		cost := hub.SubscriptionBytes(uri)
 		delete(st.uris, uri)
 		st.bytes -= cost
-		s.hub.giveSubscriptions(1, cost)
+		s.hub.GiveSubscriptions(1, cost)
 		for _, x := range st.streams {
-			s.hub.unsubscribe(x, uri)
+			s.hub.Unsubscribe(x, uri)
 		}
 	}
 	s.states.mu.Unlock()
@@ -448,27 +452,27 @@ func (s *Server) serveSubscribe(w http.ResponseWriter, r *http.Request, req *req
 // subscribeLocked adds uri to a session's subscriptions and to its open GET streams, each
 // taking its share of the replica's budget, or none of them (s.states.mu held; the hub's
 // mutex is taken inside it, never the other way round).
-func (s *Server) subscribeLocked(st *sessionState, uri string) *rpcError {
+func (s *Server) subscribeLocked(st *sessionState, uri string) *wire.Error {
 	if st.uris[uri] {
 		return nil
 	}
-	cost := subscriptionBytes(uri)
+	cost := hub.SubscriptionBytes(uri)
 	if len(st.uris) >= MaxSessionSubscriptions || st.bytes+cost > MaxSessionSubscriptionBytes {
 		s.m.refuseSubscription(refusedSession)
-		return newErr(http.StatusOK, codeInternalError, "Internal error: subscription limit reached for this session (max "+
+		return wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: subscription limit reached for this session (max "+
 			strconv.Itoa(MaxSessionSubscriptions)+" URIs, "+strconv.Itoa(MaxSessionSubscriptionBytes)+" bytes)")
 	}
 	// Expired sessions' subscriptions are given back only when room is needed.
-	if !s.hub.takeSubscriptions(1, cost) && (!s.states.purgeLocked(st) || !s.hub.takeSubscriptions(1, cost)) {
+	if !s.hub.TakeSubscriptions(1, cost) && (!s.states.purgeLocked(st) || !s.hub.TakeSubscriptions(1, cost)) {
 		s.m.refuseSubscription(refusedReplica)
 		return errSubscriptionLimit(http.StatusOK)
 	}
 	for i, x := range st.streams {
-		if !s.hub.subscribe(x, uri) {
+		if !s.hub.Subscribe(x, uri) {
 			for _, y := range st.streams[:i] {
-				s.hub.unsubscribe(y, uri)
+				s.hub.Unsubscribe(y, uri)
 			}
-			s.hub.giveSubscriptions(1, cost)
+			s.hub.GiveSubscriptions(1, cost)
 			s.m.refuseSubscription(refusedReplica)
 			return errSubscriptionLimit(http.StatusOK)
 		}
@@ -490,12 +494,12 @@ func (s *Server) subscribeLocked(st *sessionState, uri string) *rpcError {
 // not kept. The drain ends it with a retry hint.
 func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 	if !acceptsEventStream(r.Header) {
-		s.fail(w, nil, newErr(http.StatusNotAcceptable, codeInvalidRequest, "Not Acceptable: GET must accept text/event-stream"))
+		s.fail(w, nil, wire.NewError(http.StatusNotAcceptable, wire.CodeInvalidRequest, "Not Acceptable: GET must accept text/event-stream"))
 		return
 	}
 	sess, e := s.legacySession(r)
 	if e == nil && sess == nil {
-		e = newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+		e = wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
 	}
 	if e != nil {
 		s.fail(w, nil, e)
@@ -503,37 +507,37 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 	}
 	info, err := s.upstreamInfoFor(r.Context())
 	if err != nil {
-		s.fail(w, nil, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: upstream unavailable"))
+		s.fail(w, nil, wire.NewError(http.StatusServiceUnavailable, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
 	caps := s.effectiveCaps(info)
-	var kinds Kind
+	var kinds protocol.Kind
 	if caps.Tools != nil && caps.Tools.ListChanged {
-		kinds |= KindTools
+		kinds |= protocol.KindTools
 	}
 	if caps.Prompts != nil && caps.Prompts.ListChanged {
-		kinds |= KindPrompts
+		kinds |= protocol.KindPrompts
 	}
 	if caps.Resources != nil && caps.Resources.ListChanged {
-		kinds |= KindResources
+		kinds |= protocol.KindResources
 	}
-	st := &stream{legacy: true, kinds: kinds, caller: authn.FromContext(r.Context())}
-	if st.caller != nil {
-		st.expires = st.caller.Expiry
+	st := &hub.Stream{Legacy: true, Kinds: kinds, Caller: authn.FromContext(r.Context())}
+	if st.Caller != nil {
+		st.Expires = st.Caller.Expiry
 	}
 	// The stream holds its own copy of the session's subscriptions (in the hub's indexes), so it
 	// takes its share of the replica's budget: a session's URIs times its streams is bounded.
-	var refuse *rpcError
+	var refuse *wire.Error
 	s.states.mu.Lock()
 	state := s.states.getLocked(sess)
 	if state == nil {
-		refuse = newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: session limit reached")
+		refuse = wire.NewError(http.StatusServiceUnavailable, wire.CodeInternalError, "Internal error: session limit reached")
 	} else {
 		for u := range state.uris {
-			st.uris = append(st.uris, u)
+			st.URIs = append(st.URIs, u)
 		}
-		slices.Sort(st.uris)
-		if s.hub.charge(st) {
+		slices.Sort(st.URIs)
+		if s.hub.Charge(st) {
 			state.streams = append(state.streams, st)
 		} else {
 			s.m.refuseSubscription(refusedReplica)
@@ -547,24 +551,24 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 	}
 	// forget runs once the stream is over; after it no subscribe reaches the stream, so its
 	// subscriptions are given back for good.
-	forget := func(x *stream) {
+	forget := func(x *hub.Stream) {
 		s.states.mu.Lock()
 		if i := slices.Index(state.streams, x); i >= 0 {
 			state.streams = slices.Delete(state.streams, i, i+1)
 		}
 		s.states.mu.Unlock()
-		s.hub.uncharge(x)
+		s.hub.Uncharge(x)
 	}
-	st.onClose = forget
+	st.OnClose = forget
 	var first []byte
 	if sess.version >= "2025-11-25" {
 		first = append(append(first, "id: "...), s.nextEventID()...)
 		first = append(first, "\ndata: \n\n"...)
 	}
 	if len(r.Header["Last-Event-Id"]) > 0 {
-		for _, k := range listKinds {
+		for _, k := range protocol.ListKinds {
 			if kinds&k != 0 {
-				first = append(first, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+kindMethod[k]+"\"}\n\n"...)
+				first = append(first, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+k.Method()+"\"}\n\n"...)
 			}
 		}
 	}
@@ -572,7 +576,7 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 		first = []byte(": stream open\n\n")
 	}
 	if !s.attachStream(w, r, st, first, false, func() {
-		s.fail(w, nil, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: stream limit reached"))
+		s.fail(w, nil, wire.NewError(http.StatusServiceUnavailable, wire.CodeInternalError, "Internal error: stream limit reached"))
 	}) {
 		forget(st)
 	}
@@ -584,7 +588,7 @@ func (s *Server) serveLegacyGet(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveLegacyDelete(w http.ResponseWriter, r *http.Request) {
 	sess, e := s.legacySession(r)
 	if e == nil && sess == nil {
-		e = newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+		e = wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
 	}
 	if e != nil {
 		s.fail(w, nil, e)
@@ -593,13 +597,13 @@ func (s *Server) serveLegacyDelete(w http.ResponseWriter, r *http.Request) {
 	s.states.mu.Lock()
 	state := s.states.dropLocked(sess.key)
 	s.states.endLocked(sess)
-	var streams []*stream
+	var streams []*hub.Stream
 	if state != nil {
 		streams = slices.Clone(state.streams)
 	}
 	s.states.mu.Unlock()
 	for _, x := range streams {
-		s.hub.close(x, nil)
+		s.hub.Close(x, nil)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -11,6 +11,10 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // This file connects a 2025-era client's session to a 2026-07-28 upstream
@@ -172,7 +176,7 @@ func (c *clientCalls) deliver(k callKey, msg []byte) bool {
 // request that already finished, and the spec says to ignore it then.
 func (s *Server) serveCancelled(w http.ResponseWriter, _ *http.Request, req *request) {
 	if req.session != nil {
-		if raw, ok, _ := field(req.params, "requestId"); ok && validID(raw) {
+		if raw, ok, _ := wire.Field(req.params, "requestId"); ok && validID(raw) {
 			if s.calls.cancel(callKey{req.session.key, string(raw)}) {
 				s.log.Debug("Call cancelled by the client", "requestId", string(raw))
 			}
@@ -192,7 +196,7 @@ func (s *Server) serveCancelled(w http.ResponseWriter, _ *http.Request, req *req
 func (s *Server) serveClientResponse(w http.ResponseWriter, r *http.Request, req *request) {
 	sess, e := s.legacySession(r)
 	if e == nil && sess == nil {
-		e = newErr(http.StatusBadRequest, codeInvalidRequest, "Bad Request: a response needs the Mcp-Session-Id of the session whose request it answers")
+		e = wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Bad Request: a response needs the Mcp-Session-Id of the session whose request it answers")
 	}
 	if e != nil {
 		s.fail(w, nil, e)
@@ -200,7 +204,7 @@ func (s *Server) serveClientResponse(w http.ResponseWriter, r *http.Request, req
 	}
 	if !s.calls.deliver(callKey{sess.key, string(req.id)}, req.body) &&
 		!bytes.HasPrefix(req.id, []byte(`"`+inputIDPrefix+s.eventPrefix)) {
-		s.fail(w, nil, newErr(http.StatusBadRequest, codeInvalidRequest,
+		s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest,
 			"Bad Request: no request with id "+string(req.id)+" of this session waits for an answer on this server (it timed out, was cancelled, or was sent by another replica)"))
 		return
 	}
@@ -229,15 +233,15 @@ func (lc *legacyCall) capture(msg []byte) bool {
 	if lc == nil || !lc.mrtr {
 		return false
 	}
-	rs, re, ok := span(msg, "result")
+	rs, re, ok := wire.Span(msg, "result")
 	if !ok {
 		return false
 	}
-	rt, ok, _ := field(msg[rs:re], "resultType")
+	rt, ok, _ := wire.Field(msg[rs:re], "resultType")
 	if !ok {
 		return false
 	}
-	if v, _ := stringValue(rt); v != resultInputRequired {
+	if v, _ := wire.StringValue(rt); v != protocol.ResultInputRequired {
 		return false
 	}
 	lc.inputs = bytes.Clone(msg[rs:re])
@@ -266,7 +270,7 @@ func (s *Server) forwardLegacy(w http.ResponseWriter, r *http.Request, req *requ
 			return
 		}
 		if round > maxInputRounds {
-			s.failCall(w, req, lc, newErr(http.StatusOK, codeInternalError,
+			s.failCall(w, req, lc, wire.NewError(http.StatusOK, wire.CodeInternalError,
 				"Internal error: the MCP server asked for client input more than "+strconv.Itoa(maxInputRounds)+" times in one call"))
 			return
 		}
@@ -286,7 +290,7 @@ func (s *Server) forwardLegacy(w http.ResponseWriter, r *http.Request, req *requ
 
 // errNoAnswer: the call ended without anything more to write (cancelled by
 // the client, or the client went away).
-var errNoAnswer = &rpcError{}
+var errNoAnswer = &wire.Error{}
 
 // startEvents turns a call's response into an SSE stream (head written, not
 // yet flushed).
@@ -298,7 +302,7 @@ func startEvents(w http.ResponseWriter, req *request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	if req.legacy {
-		_, _ = w.Write(legacyRetryEvent)
+		_, _ = w.Write(hub.LegacyRetryEvent)
 	}
 }
 
@@ -319,10 +323,10 @@ func writeEvent(w http.ResponseWriter, msg []byte, flush bool) error {
 
 // failCall answers a call with an error: an event when its stream is
 // started, else as failReq does.
-func (s *Server) failCall(w http.ResponseWriter, req *request, lc *legacyCall, e *rpcError) {
+func (s *Server) failCall(w http.ResponseWriter, req *request, lc *legacyCall, e *wire.Error) {
 	if lc != nil && lc.started {
-		s.m.countError(e.code)
-		_ = writeEvent(w, errorBody(req.id, e), false)
+		s.m.countError(e.Code)
+		_ = writeEvent(w, wire.ErrorBody(req.id, e), false)
 		return
 	}
 	s.failReq(w, req, e)
@@ -338,13 +342,13 @@ type inputRequest struct {
 // 2025-era server-to-client requests on the call's stream and waits for
 // every answer. It returns the inputResponses object for the retry and the
 // requestState to echo.
-func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request, lc *legacyCall) (json.RawMessage, json.RawMessage, *rpcError) {
+func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request, lc *legacyCall) (json.RawMessage, json.RawMessage, *wire.Error) {
 	var ir struct {
 		InputRequests map[string]inputRequest `json:"inputRequests"`
 		RequestState  json.RawMessage         `json:"requestState"`
 	}
 	if err := json.Unmarshal(lc.inputs, &ir); err != nil {
-		return nil, nil, newErr(http.StatusOK, codeInternalError, "Internal error: the MCP server's input_required result is malformed: "+err.Error())
+		return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: the MCP server's input_required result is malformed: "+err.Error())
 	}
 	if len(ir.InputRequests) == 0 {
 		// Only a requestState: the upstream wants the call again as is
@@ -352,21 +356,21 @@ func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request,
 		return json.RawMessage(`{}`), ir.RequestState, nil
 	}
 	if len(ir.InputRequests) > maxInputRequests {
-		return nil, nil, newErr(http.StatusOK, codeInternalError,
+		return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError,
 			"Internal error: the MCP server asked for "+strconv.Itoa(len(ir.InputRequests))+" inputs at once; at most "+strconv.Itoa(maxInputRequests)+" are relayed")
 	}
 	keys := make([]string, 0, len(ir.InputRequests))
 	for k, in := range ir.InputRequests {
 		capName, ok := inputMethods[in.Method]
 		if !ok {
-			return nil, nil, newErr(http.StatusOK, codeInternalError, "Internal error: the MCP server asked for input by "+strconv.Quote(in.Method)+", which is not elicitation/create, sampling/createMessage or roots/list")
+			return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: the MCP server asked for input by "+strconv.Quote(in.Method)+", which is not elicitation/create, sampling/createMessage or roots/list")
 		}
-		if _, declared, _ := field(req.session.caps, capName); !declared {
-			return nil, nil, newErr(http.StatusOK, codeInternalError,
+		if _, declared, _ := wire.Field(req.session.caps, capName); !declared {
+			return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError,
 				"Internal error: the MCP server asked for "+in.Method+", but this client did not declare the "+capName+" capability in initialize")
 		}
-		if in.Params != nil && !isObject(in.Params) {
-			return nil, nil, newErr(http.StatusOK, codeInternalError, "Internal error: the MCP server's "+in.Method+" input request has params that are not an object")
+		if in.Params != nil && !wire.IsObject(in.Params) {
+			return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: the MCP server's "+in.Method+" input request has params that are not an object")
 		}
 		keys = append(keys, k)
 	}
@@ -385,7 +389,7 @@ func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request,
 		in := ir.InputRequests[k]
 		id, ch, ok := s.calls.expect(req.session, s.eventPrefix)
 		if !ok {
-			return nil, nil, newErr(http.StatusOK, codeInternalError, "Internal error: too many requests to clients wait for an answer on this server; retry later")
+			return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: too many requests to clients wait for an answer on this server; retry later")
 		}
 		out = append(out, sentInput{k, id, ch})
 		msg := make([]byte, 0, len(in.Params)+len(in.Method)+64)
@@ -423,7 +427,7 @@ func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request,
 				}
 			case <-deadline.C:
 				s.cancelInputs(w, out[i:], "timed out")
-				return nil, nil, newErr(http.StatusOK, codeInternalError,
+				return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError,
 					"Internal error: the client did not answer the MCP server's "+ir.InputRequests[x.key].Method+" request within "+s.opts.InputTimeout.String())
 			case <-lc.ctx.Done():
 				if s.abortedByDrain(r) {
@@ -435,23 +439,23 @@ func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request,
 				return nil, nil, errNoAnswer
 			}
 		}
-		res, hasResult, _ := field(msg, "result")
-		if !hasResult || !isObject(res) {
+		res, hasResult, _ := wire.Field(msg, "result")
+		if !hasResult || !wire.IsObject(res) {
 			text := "no result"
-			if eo, ok, _ := field(msg, "error"); ok {
-				mv, _, _ := field(eo, "message")
-				if m, ok := stringValue(mv); ok {
+			if eo, ok, _ := wire.Field(msg, "error"); ok {
+				mv, _, _ := wire.Field(eo, "message")
+				if m, ok := wire.StringValue(mv); ok {
 					text = m
 				}
 			}
 			s.cancelInputs(w, out[i+1:], "another input request failed")
-			return nil, nil, newErr(http.StatusOK, codeInternalError,
+			return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError,
 				"Internal error: the client answered the MCP server's "+ir.InputRequests[x.key].Method+" request with an error: "+text)
 		}
 		if i > 0 {
 			resp.WriteByte(',')
 		}
-		resp.Write(jsonString(x.key))
+		resp.Write(wire.JSONString(x.key))
 		resp.WriteByte(':')
 		resp.Write(res)
 	}
@@ -470,7 +474,7 @@ type sentInput struct {
 // requests (2025 notifications/cancelled, best effort).
 func (s *Server) cancelInputs(w http.ResponseWriter, pending []sentInput, reason string) {
 	for _, x := range pending {
-		_ = writeEvent(w, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+x.id+`,"reason":`+string(jsonString(reason))+`}}`), false)
+		_ = writeEvent(w, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+x.id+`,"reason":`+string(wire.JSONString(reason))+`}}`), false)
 	}
 	_ = http.NewResponseController(w).Flush()
 }
@@ -479,25 +483,25 @@ func (s *Server) cancelInputs(w http.ResponseWriter, pending []sentInput, reason
 // client's answers in params.inputResponses, the upstream's requestState
 // echoed (dropped when it gave none), and a new JSON-RPC id (the answer is
 // given the client's id back in finish).
-func retryWithInput(req *request, responses, state json.RawMessage, round int) *rpcError {
-	sets := []kv{{key: "inputResponses", val: responses}}
+func retryWithInput(req *request, responses, state json.RawMessage, round int) *wire.Error {
+	sets := []wire.KV{{Key: "inputResponses", Val: responses}}
 	var drop []string
 	if len(state) > 0 && string(state) != "null" {
-		sets = append(sets, kv{key: "requestState", val: state})
+		sets = append(sets, wire.KV{Key: "requestState", Val: state})
 	} else {
 		drop = []string{"requestState"}
 	}
-	body, err := withParams(req.body, func(p []byte) ([]byte, error) { return setMembers(p, sets, drop) })
+	body, err := withParams(req.body, func(p []byte) ([]byte, error) { return wire.SetMembers(p, sets, drop) })
 	if err != nil {
-		return newErr(http.StatusOK, codeInternalError, "Internal error: retrying the call with the client's input: "+err.Error())
+		return wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: retrying the call with the client's input: "+err.Error())
 	}
-	upID := jsonString("switchboard-retry-" + strconv.Itoa(round) + "-" + string(req.id))
-	body, err = setMembers(body, []kv{{key: "id", val: upID}}, nil)
+	upID := wire.JSONString("switchboard-retry-" + strconv.Itoa(round) + "-" + string(req.id))
+	body, err = wire.SetMembers(body, []wire.KV{{Key: "id", Val: upID}}, nil)
 	if err != nil {
-		return newErr(http.StatusOK, codeInternalError, "Internal error: retrying the call with the client's input: "+err.Error())
+		return wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: retrying the call with the client's input: "+err.Error())
 	}
 	req.body = body
-	req.params, _, _ = field(body, "params")
+	req.params, _, _ = wire.Field(body, "params")
 	req.upstreamID = upID
 	return nil
 }
@@ -508,10 +512,10 @@ func withClientID(req *request, msg []byte) []byte {
 	if req.upstreamID == nil {
 		return msg
 	}
-	if _, ok, _ := field(msg, "id"); !ok {
+	if _, ok, _ := wire.Field(msg, "id"); !ok {
 		return msg
 	}
-	out, err := setMembers(msg, []kv{{key: "id", val: req.id}}, nil)
+	out, err := wire.SetMembers(msg, []wire.KV{{Key: "id", Val: req.id}}, nil)
 	if err != nil {
 		return msg
 	}

@@ -6,7 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Subscription limits. Subscriptions are held in memory for as long as their session or stream
@@ -23,45 +24,17 @@ const (
 	// session subscribes to on one replica.
 	MaxSessionSubscriptions     = 1024
 	MaxSessionSubscriptionBytes = 256 << 10
-	// DefaultMaxSubscriptions and DefaultMaxSubscriptionBytes bound every subscription a replica
-	// holds (--max-subscriptions, --max-subscription-bytes). 10,000 listen streams of ten URIs
-	// each fit; the bookkeeping of one subscription is about 100 bytes besides its URI, so the
-	// defaults hold at most about 26 MiB.
-	DefaultMaxSubscriptions     = 100000
-	DefaultMaxSubscriptionBytes = 16 << 20
 )
 
-// subscriptionBytes is what one subscribed URI costs: its length as a JSON string, quotes
-// included. The relay sends the union of the URIs upstream as JSON (without HTML escaping), so
-// the per-replica bound on these bytes bounds that body too.
-func subscriptionBytes(uri string) int64 {
-	n := int64(len(uri)) + 2
-	for i := 0; i < len(uri); {
-		r, w := utf8.DecodeRuneInString(uri[i:])
-		switch {
-		case r == '"' || r == '\\':
-			n++
-		case r < 0x20:
-			n += 5 // \u00XX
-		case r == '\u2028' || r == '\u2029':
-			n += 3 // \u2028
-		case r == utf8.RuneError && w == 1:
-			n += 5 // \ufffd
-		}
-		i += w
-	}
-	return n
-}
-
 // uriError is the answer to a subscription URI over MaxURIBytes.
-func uriError(status int) *rpcError {
-	return newErr(status, codeInvalidParams, "Invalid params: a resource URI exceeds "+strconv.Itoa(MaxURIBytes)+" bytes")
+func uriError(status int) *wire.Error {
+	return wire.NewError(status, wire.CodeInvalidParams, "Invalid params: a resource URI exceeds "+strconv.Itoa(MaxURIBytes)+" bytes")
 }
 
 // errSubscriptionLimit is the answer when the replica holds all the subscriptions it may: the
 // answer past --max-listen-streams (and the TypeScript SDK's past its listen cap).
-func errSubscriptionLimit(status int) *rpcError {
-	return newErr(status, codeInternalError, "Internal error: Subscription limit reached")
+func errSubscriptionLimit(status int) *wire.Error {
+	return wire.NewError(status, wire.CodeInternalError, "Internal error: Subscription limit reached")
 }
 
 // Reasons a subscription is refused (the reason label of subscriptions_refused_total).
@@ -95,8 +68,8 @@ const (
 // errBusy is the answer past --max-inflight-requests: 503 with Retry-After (RFC 9110 §15.6.4,
 // a temporary overload), and -32603, the spec's code for a server-side failure, without an id
 // (the body was not read).
-func errBusy() *rpcError {
-	return newErr(503, codeInternalError, "Internal error: too many requests in progress; retry")
+func errBusy() *wire.Error {
+	return wire.NewError(503, wire.CodeInternalError, "Internal error: too many requests in progress; retry")
 }
 
 // refusedConnection is what a connection past --max-connections gets before it is closed.

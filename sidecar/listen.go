@@ -14,18 +14,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // serveListen opens a subscriptions/listen stream owned by the sidecar.
 func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *request) {
-	raw, ok, _ := field(req.params, "notifications")
-	if !ok || !isObject(raw) {
-		s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: subscriptions/listen requires params.notifications"))
+	raw, ok, _ := wire.Field(req.params, "notifications")
+	if !ok || !wire.IsObject(raw) {
+		s.fail(w, req.id, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: subscriptions/listen requires params.notifications"))
 		return
 	}
 	var want mcp.NotificationSubscriptions
 	if err := json.Unmarshal(raw, &want); err != nil {
-		s.fail(w, req.id, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: notifications: "+err.Error()))
+		s.fail(w, req.id, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: notifications: "+err.Error()))
 		return
 	}
 	if e, reason := checkStreamURIs(want.ResourceSubscriptions); e != nil {
@@ -47,28 +51,28 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 			return
 		}
 	}
-	info := s.up.current()
+	info := s.up.Current()
 	if info == nil {
-		ctx, cancel := context.WithTimeout(r.Context(), discoverTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), upstream.DiscoverTimeout)
 		var err error
 		info, err = s.up.Discover(ctx)
 		cancel()
 		if err != nil {
-			s.fail(w, req.id, newErr(http.StatusServiceUnavailable, codeInternalError, "Internal error: upstream unavailable"))
+			s.fail(w, req.id, wire.NewError(http.StatusServiceUnavailable, wire.CodeInternalError, "Internal error: upstream unavailable"))
 			return
 		}
 	}
 	caps := s.effectiveCaps(info)
 	var agreed mcp.NotificationSubscriptions
-	var kinds Kind
+	var kinds protocol.Kind
 	if want.ToolsListChanged && caps.Tools != nil && caps.Tools.ListChanged {
-		agreed.ToolsListChanged, kinds = true, kinds|KindTools
+		agreed.ToolsListChanged, kinds = true, kinds|protocol.KindTools
 	}
 	if want.PromptsListChanged && caps.Prompts != nil && caps.Prompts.ListChanged {
-		agreed.PromptsListChanged, kinds = true, kinds|KindPrompts
+		agreed.PromptsListChanged, kinds = true, kinds|protocol.KindPrompts
 	}
 	if want.ResourcesListChanged && caps.Resources != nil && caps.Resources.ListChanged {
-		agreed.ResourcesListChanged, kinds = true, kinds|KindResources
+		agreed.ResourcesListChanged, kinds = true, kinds|protocol.KindResources
 	}
 	var uris []string
 	if len(want.ResourceSubscriptions) > 0 && caps.Resources != nil && caps.Resources.Subscribe {
@@ -76,41 +80,41 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 		uris = slices.Compact(slices.Sorted(slices.Values(want.ResourceSubscriptions)))
 	}
 	agreedJSON, _ := json.Marshal(agreed)
-	st := &stream{id: bytes.Clone(req.id), kinds: kinds, uris: uris, caller: caller}
+	st := &hub.Stream{ID: bytes.Clone(req.id), Kinds: kinds, URIs: uris, Caller: caller}
 	if caller != nil {
-		st.expires = caller.Expiry
+		st.Expires = caller.Expiry
 	}
-	if !s.hub.charge(st) {
+	if !s.hub.Charge(st) {
 		s.m.refuseSubscription(refusedReplica)
 		s.fail(w, req.id, errSubscriptionLimit(http.StatusServiceUnavailable))
 		return
 	}
-	st.onClose = s.hub.uncharge
+	st.OnClose = s.hub.Uncharge
 	// A listen that honours nothing, or arrives while draining, gets its
 	// acknowledgement and then its complete result at once.
-	if !s.attachStream(w, r, st, ackEvent(st.id, agreedJSON, st.expires), kinds == 0 && len(uris) == 0, func() {
+	if !s.attachStream(w, r, st, ackEvent(st.ID, agreedJSON, st.Expires), kinds == 0 && len(uris) == 0, func() {
 		s.fail(w, req.id, errSubscriptionLimit(http.StatusServiceUnavailable))
 	}) {
-		s.hub.uncharge(st) // never registered, or already closed
+		s.hub.Uncharge(st) // never registered, or already closed
 	}
 }
 
 // checkStreamURIs bounds the URIs of one listen: their count, each one's length and their
 // bytes together. The filter is the request's params, so a listen over a bound is Invalid
 // params; it returns the reason label too.
-func checkStreamURIs(uris []string) (*rpcError, string) {
+func checkStreamURIs(uris []string) (*wire.Error, string) {
 	if len(uris) > MaxStreamSubscriptions {
-		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: too many resourceSubscriptions (max "+strconv.Itoa(MaxStreamSubscriptions)+")"), refusedStream
+		return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: too many resourceSubscriptions (max "+strconv.Itoa(MaxStreamSubscriptions)+")"), refusedStream
 	}
 	var b int64
 	for _, u := range uris {
 		if len(u) > MaxURIBytes {
 			return uriError(http.StatusBadRequest), refusedURI
 		}
-		b += subscriptionBytes(u)
+		b += hub.SubscriptionBytes(u)
 	}
 	if b > MaxStreamSubscriptionBytes {
-		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: resourceSubscriptions exceed "+strconv.Itoa(MaxStreamSubscriptionBytes)+" bytes"), refusedStream
+		return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: resourceSubscriptions exceed "+strconv.Itoa(MaxStreamSubscriptionBytes)+" bytes"), refusedStream
 	}
 	return nil, ""
 }
@@ -120,16 +124,16 @@ func checkStreamURIs(uris []string) (*rpcError, string) {
 // the stream is registered for fan-out until the client goes away or the
 // drain ends it. A stream that opens while draining, or endNow, gets first
 // and its final event at once. full answers when the stream cap is reached.
-func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream, first []byte, endNow bool, full func()) (registered bool) {
-	s.hub.beginAttach()
+func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *hub.Stream, first []byte, endNow bool, full func()) (registered bool) {
+	s.hub.BeginAttach()
 	attaching := true
 	defer func() {
 		if attaching {
-			s.hub.endAttach()
+			s.hub.EndAttach()
 		}
 	}()
 	draining := s.draining.Load()
-	if !draining && !s.hub.reserve() {
+	if !draining && !s.hub.Reserve() {
 		if s.hub.Closing() {
 			draining = true
 		} else {
@@ -138,13 +142,13 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 		}
 	}
 	endNow = endNow || draining
-	final := finalEvent(st)
+	final := hub.FinalEvent(st)
 
 	if hj, ok := w.(http.Hijacker); ok && r.ProtoMajor == 1 {
 		conn, brw, err := hj.Hijack()
 		if err != nil {
 			if !draining {
-				s.hub.release()
+				s.hub.Release()
 			}
 			s.log.Warn("Hijacking a stream connection failed", "err", err)
 			return false
@@ -152,7 +156,7 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 		_ = conn.SetDeadline(time.Time{})
 		// Anything the client pipelined after its request is discarded.
 		_ = brw
-		cw := &connWriter{c: conn, timeout: s.hub.opts.WriteTimeout}
+		cw := &connWriter{c: conn, timeout: s.hub.WriteTimeout()}
 		head := append([]byte(listenResponseHead), appendChunk(nil, first)...)
 		// Registered before the first event goes out (what is published
 		// until start waits in the stream): a change made after the client
@@ -162,16 +166,16 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 		if _, err := conn.Write(head); err != nil {
 			_ = conn.Close()
 			if added {
-				s.hub.close(st, nil)
+				s.hub.Close(st, nil)
 			}
 			return false
 		}
-		if end || !st.start(cw) {
-			cw.end(final) // not registered, or closed by the drain meanwhile
+		if end || !st.Start(cw) {
+			cw.End(final) // not registered, or closed by the drain meanwhile
 			return false
 		}
-		s.hub.expireAt(st)
-		go s.hub.watch(st, conn)
+		s.hub.ExpireAt(st)
+		go s.hub.Watch(st, conn)
 		return true
 	}
 
@@ -179,25 +183,25 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 	h := w.Header()
 	setListenHeaders(h)
 	w.WriteHeader(http.StatusOK)
-	rw := &rwWriter{w: w, rc: http.NewResponseController(w), timeout: s.hub.opts.WriteTimeout, done: make(chan struct{})}
+	rw := &rwWriter{w: w, rc: http.NewResponseController(w), timeout: s.hub.WriteTimeout(), done: make(chan struct{})}
 	added, end := s.register(st, endNow, draining)
-	if _, err := rw.write(first, nil); err != nil {
+	if _, err := rw.WriteEvent(first, nil); err != nil {
 		if added {
-			s.hub.close(st, nil)
+			s.hub.Close(st, nil)
 		}
 		return false
 	}
-	if end || !st.start(rw) {
-		rw.end(final)
+	if end || !st.Start(rw) {
+		rw.End(final)
 		return false
 	}
-	s.hub.expireAt(st)
+	s.hub.ExpireAt(st)
 	attaching = false
-	s.hub.endAttach() // registered: EndAll ends it from here on
+	s.hub.EndAttach() // registered: EndAll ends it from here on
 	select {
 	case <-rw.done:
 	case <-r.Context().Done():
-		s.hub.close(st, nil)
+		s.hub.Close(st, nil)
 	}
 	return true
 }
@@ -206,10 +210,10 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *stream
 // out. It reports whether it was added and whether the stream is to end at once (it is, when the
 // hub refused it: the drain began since reserve). A stream admitted by reserve (not draining)
 // and not added gives its place back.
-func (s *Server) register(st *stream, endNow, draining bool) (added, end bool) {
-	added = !endNow && s.hub.add(st)
+func (s *Server) register(st *hub.Stream, endNow, draining bool) (added, end bool) {
+	added = !endNow && s.hub.Add(st)
 	if !added && !draining {
-		s.hub.release()
+		s.hub.Release()
 	}
 	return added, endNow || !added
 }
@@ -233,7 +237,7 @@ func setListenHeaders(h http.Header) {
 // draft "Authorization lifetime for subscription streams").
 func ackEvent(id, agreed []byte, until time.Time) []byte {
 	b := make([]byte, 0, 240+len(id)+len(agreed))
-	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+notifAcknowledged+"\",\"params\":{\"_meta\":{\""+metaSubscriptionID+"\":"...)
+	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+protocol.NotifAcknowledged+"\",\"params\":{\"_meta\":{\""+protocol.MetaSubscriptionID+"\":"...)
 	b = append(b, id...)
 	b = append(b, `},"notifications":`...)
 	b = append(b, agreed...)
@@ -251,7 +255,7 @@ type connWriter struct {
 	timeout time.Duration
 }
 
-func (cw *connWriter) write(ev []byte, scratch []byte) ([]byte, error) {
+func (cw *connWriter) WriteEvent(ev []byte, scratch []byte) ([]byte, error) {
 	scratch = appendChunk(scratch[:0], ev)
 	if err := cw.c.SetWriteDeadline(time.Now().Add(cw.timeout)); err != nil {
 		return scratch, err
@@ -260,7 +264,7 @@ func (cw *connWriter) write(ev []byte, scratch []byte) ([]byte, error) {
 	return scratch, err
 }
 
-func (cw *connWriter) end(final []byte) {
+func (cw *connWriter) End(final []byte) {
 	var buf []byte
 	if final != nil {
 		buf = appendChunk(buf, final)
@@ -279,20 +283,6 @@ func appendChunk(b, ev []byte) []byte {
 	return append(b, '\r', '\n')
 }
 
-// watch blocks until the client closes a hijacked connection (or sends
-// anything: after its one request the client has nothing more to say), then
-// ends the stream. It is the only goroutine a hijacked stream keeps.
-func (h *Hub) watch(s *stream, c net.Conn) {
-	var b [1]byte
-	_ = c.SetReadDeadline(time.Time{})
-	for {
-		if _, err := c.Read(b[:]); err != nil {
-			h.close(s, nil)
-			return
-		}
-	}
-}
-
 // rwWriter is the fallback for connections that cannot be hijacked
 // (HTTP/2): the handler stays parked while the stream is open.
 type rwWriter struct {
@@ -303,7 +293,7 @@ type rwWriter struct {
 	once    sync.Once
 }
 
-func (rw *rwWriter) write(ev []byte, scratch []byte) ([]byte, error) {
+func (rw *rwWriter) WriteEvent(ev []byte, scratch []byte) ([]byte, error) {
 	_ = rw.rc.SetWriteDeadline(time.Now().Add(rw.timeout))
 	if _, err := rw.w.Write(ev); err != nil {
 		return scratch, err
@@ -311,10 +301,10 @@ func (rw *rwWriter) write(ev []byte, scratch []byte) ([]byte, error) {
 	return scratch, rw.rc.Flush()
 }
 
-func (rw *rwWriter) end(final []byte) {
+func (rw *rwWriter) End(final []byte) {
 	rw.once.Do(func() {
 		if final != nil {
-			_, _ = rw.write(final, nil)
+			_, _ = rw.WriteEvent(final, nil)
 		}
 		close(rw.done)
 	})

@@ -5,6 +5,9 @@ import (
 	"net/http"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/rules"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
 // This file describes every MCP method the sidecar knows, once. Validation
@@ -50,7 +53,7 @@ type methodSpec struct {
 	nameMember string
 	// kind is the change kind whose notification covers the method's
 	// answer: a list's list_changed (lists) or resources/updated (read).
-	kind Kind
+	kind protocol.Kind
 	// list is set for the four merged lists.
 	list *listSpec
 	// hint picks the catalog's default cache hint for the method.
@@ -78,8 +81,8 @@ type methodSpec struct {
 type listSpec struct {
 	member string // result member holding the entries
 	// capability is the server capability that says the upstream serves it.
-	capability func(*upstreamInfo) bool
-	merge      func(c *catalog.Catalog, up []json.RawMessage) []entry
+	capability func(*upstream.Info) bool
+	merge      func(c *catalog.Catalog, up []json.RawMessage) []rules.Entry
 }
 
 // methods is the table. It is filled in init (its handlers refer back to
@@ -91,34 +94,41 @@ var methods map[string]*methodSpec
 var listOrder = []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"}
 
 func init() {
-	toolsCap := func(i *upstreamInfo) bool { return i.caps.Tools != nil }
-	promptsCap := func(i *upstreamInfo) bool { return i.caps.Prompts != nil }
-	resourcesCap := func(i *upstreamInfo) bool { return i.caps.Resources != nil }
+	toolsCap := func(i *upstream.Info) bool { return i.Caps.Tools != nil }
+	promptsCap := func(i *upstream.Info) bool { return i.Caps.Prompts != nil }
+	resourcesCap := func(i *upstream.Info) bool { return i.Caps.Resources != nil }
+	// resourcesBy merges a resource list keyed by keyMember ("uri" or "uriTemplate").
+	resourcesBy := func(keyMember string) func(*catalog.Catalog, []json.RawMessage) []rules.Entry {
+		return func(c *catalog.Catalog, up []json.RawMessage) []rules.Entry {
+			return rules.MergeResources(c, up, keyMember)
+		}
+	}
 	methods = map[string]*methodSpec{
-		methodDiscover: {owner: ownSidecar, era: eraModern, cacheable: true,
+		protocol.MethodDiscover: {owner: ownSidecar, era: eraModern, cacheable: true,
 			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Discover }, serve: (*Server).serveDiscover},
-		methodListen: {owner: ownSidecar, era: eraModern, serve: (*Server).serveListen},
+		protocol.MethodListen: {owner: ownSidecar, era: eraModern, serve: (*Server).serveListen},
 
-		"tools/list": {owner: ownCatalog, cacheable: true, kind: KindTools,
+		"tools/list": {owner: ownCatalog, cacheable: true, kind: protocol.KindTools,
 			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Tools },
 			list: &listSpec{member: "tools", capability: toolsCap,
-				merge: func(c *catalog.Catalog, up []json.RawMessage) []entry { l, _ := mergeTools(c, up); return l }},
+				merge: func(c *catalog.Catalog, up []json.RawMessage) []rules.Entry {
+					l, _ := rules.MergeTools(c, up)
+					return l
+				}},
 			serve: (*Server).serveList},
-		"prompts/list": {owner: ownCatalog, cacheable: true, kind: KindPrompts,
+		"prompts/list": {owner: ownCatalog, cacheable: true, kind: protocol.KindPrompts,
 			hint:  func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Prompts },
-			list:  &listSpec{member: "prompts", capability: promptsCap, merge: mergePrompts},
+			list:  &listSpec{member: "prompts", capability: promptsCap, merge: rules.MergePrompts},
 			serve: (*Server).serveList},
-		"resources/list": {owner: ownCatalog, cacheable: true, kind: KindResources,
-			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Resources },
-			list: &listSpec{member: "resources", capability: resourcesCap,
-				merge: func(c *catalog.Catalog, up []json.RawMessage) []entry { return mergeResources(c, up, "uri") }},
+		"resources/list": {owner: ownCatalog, cacheable: true, kind: protocol.KindResources,
+			hint:  func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Resources },
+			list:  &listSpec{member: "resources", capability: resourcesCap, merge: resourcesBy("uri")},
 			serve: (*Server).serveList},
-		"resources/templates/list": {owner: ownCatalog, cacheable: true, kind: KindResources,
-			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceTemplates },
-			list: &listSpec{member: "resourceTemplates", capability: resourcesCap,
-				merge: func(c *catalog.Catalog, up []json.RawMessage) []entry { return mergeResources(c, up, "uriTemplate") }},
+		"resources/templates/list": {owner: ownCatalog, cacheable: true, kind: protocol.KindResources,
+			hint:  func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceTemplates },
+			list:  &listSpec{member: "resourceTemplates", capability: resourcesCap, merge: resourcesBy("uriTemplate")},
 			serve: (*Server).serveList},
-		"resources/read": {owner: ownCatalog, cacheable: true, nameMember: "uri", kind: KindResourceUpdated, inputRequired: true,
+		"resources/read": {owner: ownCatalog, cacheable: true, nameMember: "uri", kind: protocol.KindResourceUpdated, inputRequired: true,
 			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceRead }, serve: (*Server).serveRead},
 		"tools/call":          {owner: ownCatalog, nameMember: "name", inputRequired: true, serve: (*Server).serveToolCall},
 		"prompts/get":         {owner: ownCatalog, nameMember: "name", inputRequired: true, serve: (*Server).servePromptGet},
@@ -152,14 +162,6 @@ func init() {
 // methodOf returns the spec of a method (nil when the sidecar does not
 // know it: such requests are forwarded).
 func methodOf(name string) *methodSpec { return methods[name] }
-
-// kindMethod is the notification of each change kind.
-var kindMethod = map[Kind]string{
-	KindTools:           notifToolsListChanged,
-	KindPrompts:         notifPromptsListChanged,
-	KindResources:       notifResourcesListChange,
-	KindResourceUpdated: notifResourcesUpdated,
-}
 
 // methodLabel bounds the metrics' method label to the table (plus "other").
 func methodLabel(m string) string {

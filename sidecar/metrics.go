@@ -6,6 +6,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Metrics are the sidecar's Prometheus series. They live in their own
@@ -186,14 +189,14 @@ func NewMetrics() *Metrics {
 		m.upstreamBy[k] = m.upstreamSeconds.WithLabelValues(k)
 	}
 	// Pre-create the label values so the series exist from the start.
-	for _, t := range []string{notifToolsListChanged, notifPromptsListChanged, notifResourcesListChange, notifResourcesUpdated} {
+	for _, t := range []string{protocol.NotifToolsListChanged, protocol.NotifPromptsListChanged, protocol.NotifResourcesListChanged, protocol.NotifResourcesUpdated} {
 		m.notificationsSent.WithLabelValues(t)
 	}
 	for _, r := range []string{refusedURI, refusedStream, refusedSession, refusedReplica} {
 		m.subscriptionsRefused.WithLabelValues(r)
 	}
-	for _, c := range []int64{codeParseError, codeInvalidRequest, codeMethodNotFound, codeInvalidParams, codeInternalError,
-		codeHeaderMismatch, codeUnsupportedProto} {
+	for _, c := range []int64{wire.CodeParseError, wire.CodeInvalidRequest, wire.CodeMethodNotFound, wire.CodeInvalidParams, wire.CodeInternalError,
+		wire.CodeHeaderMismatch, wire.CodeUnsupportedProtocolVersion} {
 		m.errors.WithLabelValues(strconv.FormatInt(c, 10))
 	}
 	return m
@@ -225,4 +228,37 @@ func (m *Metrics) countError(code int64) {
 func (m *Metrics) servingRevision(revision string) {
 	m.catalogRevision.Reset()
 	m.catalogRevision.WithLabelValues(revision).Set(1)
+}
+
+// The hub's Observer (hub.Observer).
+
+// StreamOpened counts a registered listen or GET stream.
+func (m *Metrics) StreamOpened() { m.listenStreams.Inc() }
+
+// StreamClosed counts a stream's end.
+func (m *Metrics) StreamClosed() { m.listenStreams.Dec() }
+
+// StreamExpired counts a stream ended by its caller's token expiry.
+func (m *Metrics) StreamExpired() { m.streamsExpired.Inc() }
+
+// Sent records one fan-out of method to n streams that took d.
+func (m *Metrics) Sent(method string, n int, d time.Duration) {
+	m.notificationsSent.WithLabelValues(method).Add(float64(n))
+	m.fanoutSeconds.Observe(d.Seconds())
+}
+
+// Subscriptions sets the subscriptions the replica holds.
+func (m *Metrics) Subscriptions(n int, b int64) {
+	m.subscriptions.Set(float64(n))
+	m.subscriptionBytes.Set(float64(b))
+}
+
+// RelayConnected records whether the relay's upstream listen is connected
+// (upstream.Observer).
+func (m *Metrics) RelayConnected(up bool) {
+	if up {
+		m.relayConnected.Set(1)
+	} else {
+		m.relayConnected.Set(0)
+	}
 }

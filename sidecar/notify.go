@@ -2,6 +2,9 @@ package sidecar
 
 import (
 	"net/http"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // serveNotification is the choke point for notifications (messages without
@@ -18,7 +21,7 @@ import (
 // notification names an id the sidecar cannot tie to the client that sent
 // it). Either ends the call's upstream request, and a 2025-era upstream is
 // sent notifications/cancelled with the sidecar's own id for that call
-// (upstream_legacy.go).
+// (sidecar/upstream/legacy.go).
 //
 // A notification the client may send in its revision (the method table's
 // notification flag) gets 202 with no body; any other gets 400 with a
@@ -29,14 +32,14 @@ func (s *Server) serveNotification(w http.ResponseWriter, r *http.Request, req *
 	spec := req.spec
 	switch {
 	case spec == nil:
-		s.fail(w, nil, newErr(http.StatusBadRequest, codeMethodNotFound,
+		s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeMethodNotFound,
 			"Method not found: "+req.method+" is not a notification a client sends"))
 	case !spec.notification: // a request method (go-sdk: "missing id")
-		s.fail(w, nil, newErr(http.StatusBadRequest, codeInvalidRequest,
+		s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest,
 			"Invalid Request: "+req.method+" is a request and needs an id"))
 	case !req.legacy && spec.era == eraLegacy:
-		s.fail(w, nil, newErr(http.StatusBadRequest, codeMethodNotFound,
-			"Method not found: "+req.method+" is not part of protocol revision "+ProtocolVersion))
+		s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeMethodNotFound,
+			"Method not found: "+req.method+" is not part of protocol revision "+protocol.Version))
 	case req.legacy && spec.legacyServe != nil:
 		spec.legacyServe(s, w, r, req)
 	default:

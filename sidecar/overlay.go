@@ -23,6 +23,10 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/access"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/rules"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Overlay timing.
@@ -36,8 +40,6 @@ const (
 	// re-reading the upstream's lists after a failure.
 	overlayRetryFloor   = 200 * time.Millisecond
 	overlayRetryCeiling = 10 * time.Second
-	// maxUpstreamPages bounds the pages read from one upstream list.
-	maxUpstreamPages = 100
 )
 
 // ContentSource serves the ConfigMap and Secret keys that resources
@@ -52,8 +54,8 @@ type ContentSource interface {
 
 // OverlayOptions configure an Overlay.
 type OverlayOptions struct {
-	Hub      Publisher // the listen hub (or a recorder in tests)
-	Upstream *Upstream
+	Hub      upstream.Publisher // the listen hub (or a recorder in tests)
+	Upstream *upstream.Client
 	Logger   *slog.Logger
 	Metrics  *Metrics
 	// PageSize is the page size of merged lists (DefaultPageSize when 0).
@@ -86,7 +88,7 @@ type Overlay struct {
 
 	pendMu      sync.Mutex
 	report      catalog.Report // last report (guarded by pendMu)
-	upKinds     Kind           // upstream lists to re-read
+	upKinds     protocol.Kind  // upstream lists to re-read
 	upURIs      map[string]bool
 	kick        chan struct{}
 	appliedC    chan struct{} // closed once the first revision is applied and its changes published
@@ -99,10 +101,10 @@ type Overlay struct {
 	grants access.Cache
 }
 
-// viewPublisher is a Publisher that knows the callers of its streams (the Hub): the overlay
+// viewPublisher is a upstream.Publisher that knows the callers of its streams (the Hub): the overlay
 // then publishes each caller's own view.
 type viewPublisher interface {
-	PublishViews(tools bool, changed func(*authn.Identity) Kind) int
+	PublishViews(tools bool, changed func(*authn.Identity) protocol.Kind) int
 	PublishUpdate(uri string, allowed func(*authn.Identity) bool) int
 }
 
@@ -140,15 +142,8 @@ func compileHintTemplates(c *catalog.Catalog, log *slog.Logger) []hintTemplate {
 	return out
 }
 
-// emptyCatalog is what the overlay serves before its first revision: every
-// upstream tool, immediately stale, private.
-var emptyCatalog = func() *catalog.Catalog {
-	h := catalog.CacheHint{TTLMs: 0, CacheScope: catalog.ScopePrivate}
-	return &catalog.Catalog{SchemaVersion: catalog.SchemaVersion, Server: catalog.Server{
-		ToolPolicy: catalog.ToolPolicyAll,
-		Caching:    catalog.CacheDefaults{Discover: h, Tools: h, Prompts: h, Resources: h, ResourceTemplates: h, ResourceRead: h},
-	}}
-}()
+// DefaultPageSize is the number of entries on one page of a merged list.
+const DefaultPageSize = rules.DefaultPageSize
 
 // NewOverlay returns an overlay serving the empty catalog until Apply.
 func NewOverlay(o OverlayOptions) *Overlay {
@@ -159,7 +154,7 @@ func NewOverlay(o OverlayOptions) *Overlay {
 		o.Metrics = NewMetrics()
 	}
 	if o.PageSize <= 0 {
-		o.PageSize = DefaultPageSize
+		o.PageSize = rules.DefaultPageSize
 	}
 	return &Overlay{opts: o, log: o.Logger, m: o.Metrics, kick: make(chan struct{}, 1),
 		appliedC: make(chan struct{}), upURIs: map[string]bool{}}
@@ -171,7 +166,7 @@ func (o *Overlay) Catalog() (*catalog.Catalog, string) {
 	if a := o.cur.Load(); a != nil {
 		return a.cat, a.rev
 	}
-	return emptyCatalog, ""
+	return rules.EmptyCatalog, ""
 }
 
 // readHintFor is the cache hint of resources/read for uri: the declared
@@ -180,9 +175,9 @@ func (o *Overlay) Catalog() (*catalog.Catalog, string) {
 func (o *Overlay) readHintFor(uri string) catalog.CacheHint {
 	a := o.cur.Load()
 	if a == nil {
-		return emptyCatalog.Server.Caching.ResourceRead
+		return rules.EmptyCatalog.Server.Caching.ResourceRead
 	}
-	if r := findResource(a.cat, uri); r != nil {
+	if r := rules.FindResource(a.cat, uri); r != nil {
 		return readHint(a.cat, r)
 	}
 	for _, t := range a.templates {
@@ -265,9 +260,9 @@ func (o *Overlay) ContentChanged() { o.signal() }
 // diff as catalog changes: a list is re-read and published only if the
 // effective list changed; an update of a URI the sidecar serves itself is
 // dropped.
-func (o *Overlay) Publish(k Kind, uri string) int {
+func (o *Overlay) Publish(k protocol.Kind, uri string) int {
 	o.pendMu.Lock()
-	if k == KindResourceUpdated {
+	if k == protocol.KindResourceUpdated {
 		o.upURIs[uri] = true
 	} else {
 		o.upKinds |= k
@@ -277,7 +272,7 @@ func (o *Overlay) Publish(k Kind, uri string) int {
 	return 0
 }
 
-func (o *Overlay) takePending() (Kind, []string) {
+func (o *Overlay) takePending() (protocol.Kind, []string) {
 	o.pendMu.Lock()
 	defer o.pendMu.Unlock()
 	k := o.upKinds
@@ -291,7 +286,7 @@ func (o *Overlay) takePending() (Kind, []string) {
 // effective catalog after CoalesceWindow and publishes what changed.
 func (o *Overlay) Run(ctx context.Context) {
 	o.upLists = map[string][]json.RawMessage{}
-	refetch := KindTools | KindPrompts | KindResources
+	refetch := protocol.KindTools | protocol.KindPrompts | protocol.KindResources
 	backoff := overlayRetryFloor
 	var retry <-chan time.Time
 	first := true
@@ -313,7 +308,7 @@ func (o *Overlay) Run(ctx context.Context) {
 		first = false
 		asked, uris := o.takePending()
 		refetch |= asked
-		var failed Kind
+		var failed protocol.Kind
 		if refetch != 0 {
 			failed = o.fetchUpstream(ctx, refetch)
 			if ctx.Err() != nil {
@@ -340,13 +335,13 @@ func (o *Overlay) Run(ctx context.Context) {
 
 // fetchUpstream re-reads the upstream lists of the given kinds with the
 // sidecar's own identity; it returns the kinds that failed.
-func (o *Overlay) fetchUpstream(ctx context.Context, kinds Kind) Kind {
+func (o *Overlay) fetchUpstream(ctx context.Context, kinds protocol.Kind) protocol.Kind {
 	info, err := o.opts.Upstream.Discover(ctx)
 	if err != nil {
 		o.log.Debug("Overlay: upstream discover failed", "err", err)
 		return kinds
 	}
-	var failed Kind
+	var failed protocol.Kind
 	for _, method := range listOrder {
 		spec := methods[method]
 		if kinds&spec.kind == 0 {
@@ -356,15 +351,15 @@ func (o *Overlay) fetchUpstream(ctx context.Context, kinds Kind) Kind {
 			o.upLists[method] = []json.RawMessage{}
 			continue
 		}
-		items, _, pass, err := o.opts.Upstream.list(method, spec.list.member, func(cursor string) (*http.Request, error) {
+		items, _, pass, err := o.opts.Upstream.List(method, spec.list.member, func(cursor string) (*http.Request, error) {
 			extra := ""
 			if cursor != "" {
-				extra = `,"cursor":` + string(jsonString(cursor))
+				extra = `,"cursor":` + string(wire.JSONString(cursor))
 			}
-			return modernRequest(ctx, o.opts.Upstream.url, "switchboard-overlay", method, extra)
+			return upstream.ModernRequest(ctx, o.opts.Upstream.URL(), "switchboard-overlay", method, extra)
 		})
 		if err == nil && pass != nil {
-			err = fmt.Errorf("upstream answered %s", truncate(pass.msg, 200))
+			err = fmt.Errorf("upstream answered %s", wire.Truncate(pass.Msg, 200))
 		}
 		if err != nil {
 			o.log.Debug("Overlay: reading upstream list failed", "method", method, "err", err)
@@ -394,20 +389,20 @@ type snapshot struct {
 	withheld []string
 }
 
-func hashEntries(es []entry) string {
+func hashEntries(es []rules.Entry) string {
 	h := sha256.New()
 	for _, e := range es {
-		h.Write(e.raw)
+		h.Write(e.Raw)
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
 // accessEntries are a list's entries as package access fingerprints them.
-func accessEntries(es []entry, templates bool) []access.Entry {
+func accessEntries(es []rules.Entry, templates bool) []access.Entry {
 	out := make([]access.Entry, len(es))
 	for i, e := range es {
-		out[i] = access.Entry{Key: e.key, Template: templates, Hash: maphash.Bytes(entrySeed, e.raw)}
+		out[i] = access.Entry{Key: e.Key, Template: templates, Hash: maphash.Bytes(entrySeed, e.Raw)}
 	}
 	return out
 }
@@ -444,7 +439,7 @@ func hashBytes(b []byte) string {
 func (o *Overlay) compute() *snapshot {
 	c, rev := o.Catalog()
 	upTools := o.upLists["tools/list"]
-	tools, missing, withheld := mergeToolsWithheld(c, upTools)
+	tools, missing, withheld := rules.MergeToolsWithheld(c, upTools)
 	if upTools == nil {
 		missing = nil // the server's list was never read: nothing is known to be missing
 	}
@@ -494,7 +489,7 @@ func (o *Overlay) compute() *snapshot {
 			o.log.Warn("Tool pinning withholds tools from clients (toolPinning Enforce)", "tools", withheld)
 		}
 	}
-	up := o.opts.Upstream.report()
+	up := o.opts.Upstream.Report()
 	if up != nil && upTools != nil {
 		// What the upstream serves, before the catalog's rules: replicas whose servers differ
 		// are told apart by the controller (the Verified condition).
@@ -525,14 +520,14 @@ func (o *Overlay) observeDigests(c *catalog.Catalog, upTools []json.RawMessage) 
 			Name string `json:"name"`
 		}
 		if json.Unmarshal(raw, &named) == nil && named.Name != "" {
-			byUpstream[named.Name] = observedDigest(raw)
+			byUpstream[named.Name] = rules.ObservedDigest(raw)
 		}
 	}
 	o.digests.Store(&byUpstream)
 	var r pinReport
 	for i := range c.Tools { // sorted by name
 		t := &c.Tools[i]
-		if d := byUpstream[upstreamNameOf(t)]; d != "" && len(r.digests) < catalog.MaxReportedToolDigests {
+		if d := byUpstream[rules.UpstreamNameOf(t)]; d != "" && len(r.digests) < catalog.MaxReportedToolDigests {
 			if r.digests == nil {
 				r.digests = map[string]string{}
 			}
@@ -554,7 +549,7 @@ func (o *Overlay) checkDigests(c *catalog.Catalog, up []json.RawMessage) {
 	pinned := map[string]bool{}
 	for i := range c.Tools {
 		if c.Tools[i].UpstreamDigest != "" {
-			pinned[upstreamNameOf(&c.Tools[i])] = true
+			pinned[rules.UpstreamNameOf(&c.Tools[i])] = true
 		}
 	}
 	for _, raw := range up {
@@ -564,8 +559,8 @@ func (o *Overlay) checkDigests(c *catalog.Catalog, up []json.RawMessage) {
 		if json.Unmarshal(raw, &named) != nil || !pinned[named.Name] {
 			continue
 		}
-		if observedDigest(raw) != (*known)[named.Name] {
-			o.Publish(KindTools, "")
+		if rules.ObservedDigest(raw) != (*known)[named.Name] {
+			o.Publish(protocol.KindTools, "")
 			return
 		}
 	}
@@ -635,8 +630,8 @@ func (o *Overlay) content(r *catalog.Resource) ([]byte, string, error) {
 // changed URI (the hub delivers it only to its subscribers). conservative
 // lists were announced by the upstream but could not be re-read: they are
 // published as they came.
-func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservative Kind) {
-	var kinds Kind
+func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservative protocol.Kind) {
+	var kinds protocol.Kind
 	for _, method := range listOrder {
 		if prev.lists[method] != next.lists[method] {
 			kinds |= methods[method].kind
@@ -646,7 +641,7 @@ func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservativ
 	vp, perCaller := o.opts.Hub.(viewPublisher)
 	switch {
 	case !perCaller:
-		for _, k := range listKinds {
+		for _, k := range protocol.ListKinds {
 			if kinds&k != 0 {
 				o.opts.Hub.Publish(k, "")
 			}
@@ -654,15 +649,15 @@ func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservativ
 	case prev.cat.Access == nil && next.cat.Access == nil:
 		// Every caller sees the whole lists: the global diff is everyone's.
 		if kinds != 0 {
-			vp.PublishViews(kinds&KindTools != 0, func(*authn.Identity) Kind { return kinds })
+			vp.PublishViews(kinds&protocol.KindTools != 0, func(*authn.Identity) protocol.Kind { return kinds })
 		}
 	case kinds != 0 || !reflect.DeepEqual(prev.cat.Access, next.cat.Access):
 		// Each caller is told what changed in its own view, and nobody else is woken.
-		vp.PublishViews(kinds&KindTools != 0, func(id *authn.Identity) Kind {
+		vp.PublishViews(kinds&protocol.KindTools != 0, func(id *authn.Identity) protocol.Kind {
 			a, b := o.view(prev, id), o.view(next, id)
 			g := o.grants.Get(next.rev, next.cat.Access, id)
-			var changed Kind
-			for i, k := range [...]Kind{KindTools, KindPrompts, KindResources} {
+			var changed protocol.Kind
+			for i, k := range [...]protocol.Kind{protocol.KindTools, protocol.KindPrompts, protocol.KindResources} {
 				// A list that could not be re-read is announced to whoever may see any of it.
 				if a[i] != b[i] || conservative&k != 0 && g.Any(access.Kind(i)) {
 					changed |= k
@@ -686,7 +681,7 @@ func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservativ
 	for _, u := range upURIs {
 		// The upstream's update is visible only where the upstream serves
 		// the URI.
-		if r := findResource(c, u); r == nil || r.Source.Upstream {
+		if r := rules.FindResource(c, u); r == nil || r.Source.Upstream {
 			changed[u] = true
 		}
 	}
@@ -698,7 +693,7 @@ func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservativ
 			})
 			continue
 		}
-		o.opts.Hub.Publish(KindResourceUpdated, u)
+		o.opts.Hub.Publish(protocol.KindResourceUpdated, u)
 	}
 	if kinds != 0 || len(changed) > 0 {
 		o.log.Debug("Overlay published changes", "kinds", kinds, "uris", len(changed))

@@ -12,6 +12,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // This file gives a translated 2025-era tools/call the Mcp-Param-{Name}
@@ -92,14 +96,14 @@ func (p *paramTools) lookup(ctx context.Context, tool string, gen uint64) []para
 // readParamTools reads the upstream's tool list (every page) and keeps the
 // annotated tools.
 func (s *Server) readParamTools(ctx context.Context) (map[string][]paramBinding, error) {
-	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	ctx, cancel := context.WithTimeout(ctx, upstream.DiscoverTimeout)
 	defer cancel()
-	items, _, pass, err := s.up.list("tools/list", "tools", func(cursor string) (*http.Request, error) {
+	items, _, pass, err := s.up.List("tools/list", "tools", func(cursor string) (*http.Request, error) {
 		extra := ""
 		if cursor != "" {
-			extra = `,"cursor":` + string(jsonString(cursor))
+			extra = `,"cursor":` + string(wire.JSONString(cursor))
 		}
-		return modernRequest(ctx, s.up.url, "switchboard-param-headers", "tools/list", extra)
+		return upstream.ModernRequest(ctx, s.up.URL(), "switchboard-param-headers", "tools/list", extra)
 	})
 	if err != nil {
 		return nil, err
@@ -149,13 +153,13 @@ func schemaBindings(schema json.RawMessage, prefix []string, out []paramBinding,
 			var h, typ string
 			_ = json.Unmarshal(prop.Type, &typ)
 			if json.Unmarshal(prop.XMCPHeader, &h) == nil && isToken(h) && (typ == "string" || typ == "integer" || typ == "boolean") {
-				canon := http.CanonicalHeaderKey(headerParamPrefix + h)
+				canon := http.CanonicalHeaderKey(protocol.HeaderParamPrefix + h)
 				dup := false
 				for _, b := range out {
 					dup = dup || strings.EqualFold(b.header, canon)
 				}
 				if !dup {
-					out = append(out, paramBinding{path: path, header: canon, label: headerParamPrefix + h})
+					out = append(out, paramBinding{path: path, header: canon, label: protocol.HeaderParamPrefix + h})
 				}
 			}
 		}
@@ -186,10 +190,10 @@ func isToken(h string) bool {
 // setParamHeaders replaces whatever Mcp-Param-* headers a translated
 // tools/call carries with those its arguments call for. It refuses
 // arguments in which a bound member is ambiguous (boundArgsErr).
-func (s *Server) setParamHeaders(r *http.Request, req *request) *rpcError {
+func (s *Server) setParamHeaders(r *http.Request, req *request) *wire.Error {
 	h := r.Header
 	for k := range h {
-		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
+		if len(k) > len(protocol.HeaderParamPrefix) && strings.EqualFold(k[:len(protocol.HeaderParamPrefix)], protocol.HeaderParamPrefix) {
 			delete(h, k)
 		}
 	}
@@ -200,7 +204,7 @@ func (s *Server) setParamHeaders(r *http.Request, req *request) *rpcError {
 	for _, b := range bindings {
 		v, ok := args, true
 		for _, p := range b.path {
-			if v, ok, _ = field(v, p); !ok {
+			if v, ok, _ = wire.Field(v, p); !ok {
 				break
 			}
 		}
@@ -218,9 +222,9 @@ func (s *Server) setParamHeaders(r *http.Request, req *request) *rpcError {
 // headers when a bound member of its arguments is ambiguous (boundArgsErr):
 // whoever trusts the header must find the same value in the body as the
 // upstream reads. Calls without such headers skip the tool lookup.
-func (s *Server) checkBoundArgs(r *http.Request, req *request) *rpcError {
+func (s *Server) checkBoundArgs(r *http.Request, req *request) *wire.Error {
 	for k := range r.Header {
-		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
+		if len(k) > len(protocol.HeaderParamPrefix) && strings.EqualFold(k[:len(protocol.HeaderParamPrefix)], protocol.HeaderParamPrefix) {
 			return boundArgsErr(s.boundArgs(r, req))
 		}
 	}
@@ -230,34 +234,34 @@ func (s *Server) checkBoundArgs(r *http.Request, req *request) *rpcError {
 // boundArgs returns the arguments of a tools/call as it goes upstream (a
 // catalog rename is already in its body) and the upstream tool's bindings.
 func (s *Server) boundArgs(r *http.Request, req *request) ([]byte, []paramBinding) {
-	params, _, _ := field(req.body, "params")
+	params, _, _ := wire.Field(req.body, "params")
 	name, ok := toolName(params)
 	if !ok {
 		return nil, nil
 	}
-	args, ok, _ := field(params, "arguments")
-	if !ok || !isObject(args) {
+	args, ok, _ := wire.Field(params, "arguments")
+	if !ok || !wire.IsObject(args) {
 		return nil, nil
 	}
 	return args, s.params.lookup(r.Context(), name, s.hub.ToolsGeneration())
 }
 
 // boundArgsErr refuses arguments in which a member on the path of a bound
-// property is given twice or in another case (strictjson.go): the
+// property is given twice or in another case (wire/strictjson.go): the
 // Mcp-Param-* header would then carry one value while a case-insensitive
 // or last-duplicate-wins upstream reads another.
-func boundArgsErr(args []byte, bindings []paramBinding) *rpcError {
+func boundArgsErr(args []byte, bindings []paramBinding) *wire.Error {
 	for _, b := range bindings {
 		v := args
 		for _, p := range b.path {
-			if !isObject(v) {
+			if !wire.IsObject(v) {
 				break
 			}
-			if k := ambiguousMember(v, []string{p}); k != "" {
+			if k := wire.AmbiguousMember(v, []string{p}); k != "" {
 				return ambiguousParam("params.arguments", k)
 			}
 			var ok bool
-			if v, ok, _ = field(v, p); !ok {
+			if v, ok, _ = wire.Field(v, p); !ok {
 				break
 			}
 		}
@@ -313,11 +317,11 @@ func needsBase64(s string) bool {
 // upstreamSeesParamHeaders reports whether the upstream gets a client's
 // Mcp-Param-* headers, and so validates them itself: a 2026-07-28 server
 // does; a 2025-era one (over HTTP, or stdio behind the bridge) is sent
-// neither them nor any other Mcp-* header (upstream_legacy.go). When the
+// neither them nor any other Mcp-* header (sidecar/upstream/legacy.go). When the
 // upstream is not known yet the sidecar validates.
 func (s *Server) upstreamSeesParamHeaders(ctx context.Context) bool {
 	info, err := s.upstreamInfoFor(ctx)
-	return err == nil && info.protocolVersion == ProtocolVersion
+	return err == nil && info.ProtocolVersion == protocol.Version
 }
 
 // checkParamHeaders validates a 2026-07-28 client's Mcp-Param-* headers
@@ -329,8 +333,8 @@ func (s *Server) upstreamSeesParamHeaders(ctx context.Context) bool {
 // from =?base64?…?=); an absent or null one must have none. The
 // annotations are the upstream tool's (the body already names it, after a
 // catalog rename), as for setParamHeaders.
-func (s *Server) checkParamHeaders(r *http.Request, req *request) *rpcError {
-	params, _, _ := field(req.body, "params")
+func (s *Server) checkParamHeaders(r *http.Request, req *request) *wire.Error {
+	params, _, _ := wire.Field(req.body, "params")
 	name, ok := toolName(params)
 	if !ok {
 		return nil
@@ -339,25 +343,25 @@ func (s *Server) checkParamHeaders(r *http.Request, req *request) *rpcError {
 	if len(bindings) == 0 {
 		return nil
 	}
-	args, hasArgs, dup := field(params, "arguments")
-	if dup || (hasArgs && !isObject(args) && string(args) != "null") {
+	args, hasArgs, dup := wire.Field(params, "arguments")
+	if dup || (hasArgs && !wire.IsObject(args) && string(args) != "null") {
 		// go-sdk validates nothing when it cannot read the arguments;
 		// the call is then the upstream's to refuse.
 		return nil
 	}
-	mismatch := func(format string, a ...any) *rpcError {
-		return newErr(http.StatusBadRequest, codeHeaderMismatch, "header mismatch: "+fmt.Sprintf(format, a...))
+	mismatch := func(format string, a ...any) *wire.Error {
+		return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, "header mismatch: "+fmt.Sprintf(format, a...))
 	}
 	for _, b := range bindings {
 		hv := r.Header.Get(b.header)
-		v, present, ambiguous := args, hasArgs && isObject(args), false
+		v, present, ambiguous := args, hasArgs && wire.IsObject(args), false
 		for _, p := range b.path {
-			if !present || !isObject(v) {
+			if !present || !wire.IsObject(v) {
 				present = false
 				break
 			}
 			var d bool
-			v, present, d = field(v, p)
+			v, present, d = wire.Field(v, p)
 			ambiguous = ambiguous || d
 		}
 		path := strings.Join(b.path, ".")

@@ -15,6 +15,10 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/sidecar/access"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Request limits.
@@ -65,7 +69,7 @@ type Options struct {
 	// MaxInflightRequests caps the POSTs served at once, listen streams aside; past it a
 	// request gets 503 with Retry-After (DefaultMaxInflightRequests when 0).
 	MaxInflightRequests int64
-	MaxResponseBytes    int // DefaultMaxResponseBytes when 0
+	MaxResponseBytes    int // upstream.DefaultMaxResponseBytes when 0
 	// Hints stamps cache hints; DefaultHints when nil (the overlay's when
 	// Overlay is set).
 	Hints HintFunc
@@ -75,10 +79,10 @@ type Options struct {
 	Overlay *Overlay
 	// Authn verifies callers when the live catalog has Auth (auth.go); nil: never.
 	Authn  *authn.Authenticator
-	Hub    *Hub
+	Hub    *hub.Hub
 	Logger *slog.Logger
 	// upstream is a client shared with the overlay (NewUpstream when nil).
-	upstream *Upstream
+	upstream *upstream.Client
 	Metrics  *Metrics
 	// Tracing records a span per MCP request (nil: no traces; tracing.go).
 	Tracing *Tracing
@@ -93,8 +97,8 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	m    *Metrics
-	up   *Upstream
-	hub  *Hub
+	up   *upstream.Client
+	hub  *hub.Hub
 	tr   *Tracing // nil when tracing is off
 
 	inflight atomic.Int64 // requests in progress, listen streams aside (for drain)
@@ -158,10 +162,10 @@ func NewServer(o Options) (*Server, error) {
 		o.Metrics = NewMetrics()
 	}
 	if o.upstream == nil {
-		o.upstream = NewUpstream(o.Upstream, o.MaxResponseBytes)
+		o.upstream = upstream.New(o.Upstream, o.MaxResponseBytes)
 	}
 	if o.Hub == nil {
-		o.Hub = NewHub(HubOptions{Logger: o.Logger, Metrics: o.Metrics})
+		o.Hub = hub.New(hub.Options{Logger: o.Logger, Observer: o.Metrics})
 	}
 	s := &Server{
 		opts: o,
@@ -179,7 +183,7 @@ func NewServer(o Options) (*Server, error) {
 		key = NewSessionKey()
 	}
 	s.sessions = newSessionCodec(key, o.SessionServer, o.SessionTTL)
-	s.states = newSessionStates(s.hub.giveSubscriptions)
+	s.states = newSessionStates(s.hub.GiveSubscriptions)
 	s.calls = newClientCalls()
 	s.params = &paramTools{}
 	s.params.fetcher = s.readParamTools
@@ -256,16 +260,16 @@ func (s *Server) ConnContext(ctx context.Context, _ net.Conn) context.Context {
 func (s *Server) Aborted() int64 { return s.aborted.Load() }
 
 // errDrained is the answer to a forwarded request the drain budget cut short.
-func errDrained() *rpcError {
-	return newErr(http.StatusServiceUnavailable, codeInternalError,
+func errDrained() *wire.Error {
+	return wire.NewError(http.StatusServiceUnavailable, wire.CodeInternalError,
 		"Internal error: the server is shutting down and did not answer within the drain budget; retry")
 }
 
 // Upstream returns the upstream client (for the relay and readiness).
-func (s *Server) Upstream() *Upstream { return s.up }
+func (s *Server) Upstream() *upstream.Client { return s.up }
 
 // Hub returns the listen hub.
-func (s *Server) Hub() *Hub { return s.hub }
+func (s *Server) Hub() *hub.Hub { return s.hub }
 
 // Inflight returns the number of forwarded requests in progress.
 func (s *Server) Inflight() int64 { return s.inflight.Load() }
@@ -274,17 +278,17 @@ func (s *Server) Inflight() int64 { return s.inflight.Load() }
 func (s *Server) policy() versionPolicy { return s.pol }
 
 func newPolicy(serveLegacy bool) versionPolicy {
-	p := versionPolicy{serveLegacy: serveLegacy, supported: []string{ProtocolVersion}}
+	p := versionPolicy{serveLegacy: serveLegacy, supported: []string{protocol.Version}}
 	if serveLegacy {
 		p.supported = append(p.supported, legacyVersions...)
 	}
 	return p
 }
 
-func (s *Server) fail(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
-	s.m.countError(e.code)
+func (s *Server) fail(w http.ResponseWriter, id json.RawMessage, e *wire.Error) {
+	s.m.countError(e.Code)
 	if tw := tracedFrom(w); tw != nil {
-		tw.recordError(e.code, e.message)
+		tw.recordError(e.Code, e.Message)
 	}
-	writeRPCError(w, id, e)
+	wire.WriteError(w, id, e)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 )
 
 // 2025-era sessions are self-contained: the Mcp-Session-Id the sidecar
@@ -231,7 +232,7 @@ type sessionState struct {
 	level   string
 	uris    map[string]bool // nil until the first subscribe
 	bytes   int64           // subscriptionBytes of uris, taken from the replica's budget
-	streams []*stream       // its open GET streams here (usually one)
+	streams []*hub.Stream   // its open GET streams here (usually one)
 }
 
 // sessionStates is the local state of the sessions seen on this replica,

@@ -24,6 +24,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
 // Catalog source timing.
@@ -98,7 +100,7 @@ func kubeClient(kubeconfig string) (rest.Interface, error) {
 
 // newCatalogWiring builds the overlay and its sources from the command
 // line; it returns nil when no catalog source is configured.
-func newCatalogWiring(cfg Config, hub *Hub, up *Upstream, m *Metrics) (*catalogWiring, error) {
+func newCatalogWiring(cfg Config, hub *hub.Hub, up *upstream.Client, m *Metrics) (*catalogWiring, error) {
 	if cfg.CatalogConfigMap == "" && cfg.CatalogFile == "" {
 		if cfg.ReportConfigMap != "" {
 			return nil, errors.New("--report-configmap needs --catalog-configmap or --catalog-file")

@@ -22,6 +22,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Traces (off unless Config.OTLPEndpoint or Options.Tracing is set). One
@@ -59,7 +62,6 @@ const (
 	attrNetProtocol     = attribute.Key("network.protocol.name")
 	attrNetProtoVersion = attribute.Key("network.protocol.version")
 	// Switchboard's own.
-	attrStreams = attribute.Key("switchboard.listen.streams")
 	attrDrained = attribute.Key("switchboard.drain.streams_ended")
 	attrAborted = attribute.Key("switchboard.drain.inflight_aborted")
 )
@@ -191,11 +193,11 @@ var traceKeys = [...]string{"traceparent", "tracestate", "baggage"}
 func (t *Tracing) parentContext(ctx context.Context, r *http.Request, req *request) context.Context {
 	if req.meta != nil && bytes.Contains(req.meta, []byte("traceparent")) {
 		var c metaCarrier
-		_ = eachMember(req.meta, func(m member) bool {
+		_ = wire.EachMember(req.meta, func(m wire.Member) bool {
 			for _, k := range traceKeys {
-				if keyIs(m.key, k) {
+				if wire.KeyIs(m.Key, k) {
 					var v string
-					if json.Unmarshal(req.meta[m.start:m.end], &v) == nil {
+					if json.Unmarshal(req.meta[m.Start:m.End], &v) == nil {
 						if c == nil {
 							c = metaCarrier{}
 						}
@@ -256,11 +258,11 @@ func (t *Tracing) startRequest(w http.ResponseWriter, r *http.Request, req *requ
 	case req.session != nil:
 		attrs = append(attrs, attrProtocolVersion.String(req.session.version))
 	default:
-		if v := headerValue(r.Header, headerProtocolVersion); v != "" {
+		if v := wire.HeaderValue(r.Header, protocol.HeaderProtocolVersion); v != "" {
 			attrs = append(attrs, attrProtocolVersion.String(v))
 		}
 	}
-	if sid := headerValue(r.Header, headerSessionID); sid != "" {
+	if sid := wire.HeaderValue(r.Header, headerSessionID); sid != "" {
 		attrs = append(attrs, attrSessionID.String(sessionIDHash(sid)))
 	}
 	span.SetAttributes(attrs...)
@@ -348,23 +350,23 @@ func (w *tracedWriter) finish() {
 // observeResponse notes the error (or a tool result with isError) of an
 // upstream's JSON-RPC response the sidecar relays.
 func (w *tracedWriter) observeResponse(msg []byte) {
-	_ = eachMember(msg, func(m member) bool {
+	_ = wire.EachMember(msg, func(m wire.Member) bool {
 		switch {
-		case keyIs(m.key, "error"):
+		case wire.KeyIs(m.Key, "error"):
 			var e struct {
 				Code    int64  `json:"code"`
 				Message string `json:"message"`
 			}
-			if json.Unmarshal(msg[m.start:m.end], &e) == nil {
+			if json.Unmarshal(msg[m.Start:m.End], &e) == nil {
 				w.recordError(e.Code, e.Message)
 			}
 			return false
-		case keyIs(m.key, "result"):
+		case wire.KeyIs(m.Key, "result"):
 			w.routed = true // the upstream served the target
 			var res struct {
 				IsError bool `json:"isError"`
 			}
-			if json.Unmarshal(msg[m.start:m.end], &res) == nil {
+			if json.Unmarshal(msg[m.Start:m.End], &res) == nil {
 				w.toolErr = res.IsError
 			}
 			return false
@@ -395,11 +397,11 @@ func (t *Tracing) injectUpstream(h http.Header, req *request) {
 	if req.meta == nil || tp == "" {
 		return
 	}
-	_ = eachMember(req.meta, func(m member) bool {
-		if !keyIs(m.key, "traceparent") {
+	_ = wire.EachMember(req.meta, func(m wire.Member) bool {
+		if !wire.KeyIs(m.Key, "traceparent") {
 			return true
 		}
-		v := req.meta[m.start:m.end]
+		v := req.meta[m.Start:m.End]
 		if len(v) == len(tp)+2 && v[0] == '"' && v[len(v)-1] == '"' {
 			copy(v[1:], tp) // req.meta is a slice of req.body
 		}
@@ -443,8 +445,8 @@ func rawIDString(id json.RawMessage) string {
 	return string(id)
 }
 
-// startFanoutIfOn is startFanout on a Tracing that may be nil (off).
-func (t *Tracing) startFanoutIfOn(method, uri string) trace.Span {
+// StartFanout is startFanout on a Tracing that may be nil (off): the hub's Tracer.
+func (t *Tracing) StartFanout(method, uri string) trace.Span {
 	if t == nil {
 		return nil
 	}

@@ -16,6 +16,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 const (
@@ -230,7 +233,7 @@ func TestRequestSpanErrors(t *testing.T) {
 	}
 	_ = json.Unmarshal(w.Body.Bytes(), &msg)
 	sp := onlySpan(t, exp)
-	if a := attrs(sp); msg.Error.Code != codeInternalError || a["rpc.response.status_code"] != "-32603" || sp.Status.Code != codes.Error {
+	if a := attrs(sp); msg.Error.Code != wire.CodeInternalError || a["rpc.response.status_code"] != "-32603" || sp.Status.Code != codes.Error {
 		t.Errorf("upstream down: answer %s, span attrs %v status %+v", w.Body, a, sp.Status)
 	}
 }
@@ -241,7 +244,7 @@ func TestSampler(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(Sampler()))
 	tr := NewTracingWith(tp, 0)
-	if sp := tr.startFanout(notifToolsListChanged, ""); sp != nil {
+	if sp := tr.startFanout(protocol.NotifToolsListChanged, ""); sp != nil {
 		t.Error("sampling 0 started a fan-out span")
 	}
 	tr.drainSpan(time.Now(), DrainStatus{StreamsEnded: 3})

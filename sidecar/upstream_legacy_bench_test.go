@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // BenchmarkForwardLegacyUpstream is BenchmarkForward in front of a 2025-era
@@ -35,9 +37,9 @@ func benchLegacyUpstream() *httptest.Server {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		id, _, _ := field(body, "id")
-		m, _, _ := field(body, "method")
-		method, _ := stringValue(m)
+		id, _, _ := wire.Field(body, "id")
+		m, _, _ := wire.Field(body, "method")
+		method, _ := wire.StringValue(m)
 		switch {
 		case method == "initialize":
 			w.Header().Set("Content-Type", "application/json")

@@ -10,6 +10,9 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // request is a POSTed JSON-RPC message as far as the sidecar needs to know
@@ -42,40 +45,40 @@ func (r *request) isNotification() bool { return r.id == nil }
 
 // parseRequest reads the envelope of one JSON-RPC message. It accepts only a
 // single request or notification object (no batches, no responses).
-func parseRequest(body []byte) (*request, *rpcError) {
+func parseRequest(body []byte) (*request, *wire.Error) {
 	if !json.Valid(body) {
-		return nil, newErr(http.StatusBadRequest, codeParseError, "Parse error: body is not valid JSON")
+		return nil, wire.NewError(http.StatusBadRequest, wire.CodeParseError, "Parse error: body is not valid JSON")
 	}
-	if e := checkText(body); e != nil {
+	if e := wire.CheckText(body); e != nil {
 		return nil, e
 	}
-	i := skipWS(body, 0)
+	i := wire.SkipWS(body, 0)
 	if i < len(body) && body[i] == '[' {
-		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: batches are not supported")
+		return nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Invalid Request: batches are not supported")
 	}
 	if i >= len(body) || body[i] != '{' {
-		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: body must be a JSON-RPC request object")
+		return nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Invalid Request: body must be a JSON-RPC request object")
 	}
 	r := &request{body: body}
 	var version, method []byte
 	var hasMethod, hasID, hasOutcome, dup bool
 	variant := ""
-	var seen [len(envelopeMembers)]bool
-	_ = eachMember(body, func(m member) bool {
+	var seen [len(wire.EnvelopeMembers)]bool
+	_ = wire.EachMember(body, func(m wire.Member) bool {
 		// Members are matched as a case-insensitive decoder would match
-		// them (strictjson.go): "Method" is refused, not ignored.
-		k, exact := memberIndex(m.key, envelopeMembers[:])
+		// them (wire/strictjson.go): "Method" is refused, not ignored.
+		k, exact := wire.MemberIndex(m.Key, wire.EnvelopeMembers[:])
 		if k < 0 {
 			return true
 		}
 		if !exact {
-			variant = string(m.key)
+			variant = string(m.Key)
 			return false
 		}
 		dup = dup || seen[k]
 		seen[k] = true
-		v := body[m.start:m.end]
-		switch k { // envelopeMembers' order
+		v := body[m.Start:m.End]
+		switch k { // wire.EnvelopeMembers' order
 		case 0:
 			version = v
 		case 1:
@@ -90,31 +93,31 @@ func parseRequest(body []byte) (*request, *rpcError) {
 		return true
 	})
 	if variant != "" {
-		return nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: member "+variant+" differs from a JSON-RPC member only in case")
+		return nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Invalid Request: member "+variant+" differs from a JSON-RPC member only in case")
 	}
 	// The id is echoed on every error from here on, when it is usable.
 	if hasID && !validID(r.id) {
 		r.id = nil
-		return r, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: id must be a string or a number")
+		return r, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Invalid Request: id must be a string or a number")
 	}
 	if dup {
-		return r, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: duplicate envelope member")
+		return r, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Invalid Request: duplicate envelope member")
 	}
-	if v, ok := stringValue(version); !ok || v != "2.0" {
-		return r, newErr(http.StatusBadRequest, codeInvalidRequest, `Invalid Request: jsonrpc must be "2.0"`)
+	if v, ok := wire.StringValue(version); !ok || v != "2.0" {
+		return r, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, `Invalid Request: jsonrpc must be "2.0"`)
 	}
 	if !hasMethod {
 		r.response = hasID && hasOutcome
-		return r, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: not a request or notification")
+		return r, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Invalid Request: not a request or notification")
 	}
-	m, ok := stringValue(method)
+	m, ok := wire.StringValue(method)
 	if !ok || m == "" {
-		return r, newErr(http.StatusBadRequest, codeInvalidRequest, "Invalid Request: method must be a non-empty string")
+		return r, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Invalid Request: method must be a non-empty string")
 	}
 	r.method = m
 	r.spec = methodOf(m)
-	if r.params != nil && !isObject(r.params) {
-		return r, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: params must be an object")
+	if r.params != nil && !wire.IsObject(r.params) {
+		return r, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: params must be an object")
 	}
 	if r.params != nil {
 		meta, version, e := checkParams(r.params)
@@ -123,7 +126,7 @@ func parseRequest(body []byte) (*request, *rpcError) {
 		}
 		r.meta = meta
 		if version != nil {
-			r.metaVersion, r.hasVersion = stringValue(version)
+			r.metaVersion, r.hasVersion = wire.StringValue(version)
 		}
 	}
 	return r, nil
@@ -155,9 +158,9 @@ type versionPolicy struct {
 // isLegacy reports whether v is a 2025-era revision the sidecar knows.
 func isLegacy(v string) bool { return slices.Contains(legacyVersions, v) }
 
-func (p versionPolicy) unsupported(requested string) *rpcError {
-	e := newErr(http.StatusBadRequest, codeUnsupportedProto, "Unsupported protocol version")
-	e.data = mcp.UnsupportedProtocolVersionData{Supported: p.supported, Requested: requested}
+func (p versionPolicy) unsupported(requested string) *wire.Error {
+	e := wire.NewError(http.StatusBadRequest, wire.CodeUnsupportedProtocolVersion, "Unsupported protocol version")
+	e.Data = mcp.UnsupportedProtocolVersionData{Supported: p.supported, Requested: requested}
 	return e
 }
 
@@ -166,8 +169,8 @@ func (p versionPolicy) unsupported(requested string) *rpcError {
 // _meta (-32602), protocol version header (-32020), version (-32022),
 // Mcp-Method and Mcp-Name (-32020), removed methods (404 -32601).
 // It marks r.legacy for claim-less requests the policy serves.
-func validate(h http.Header, r *request, p versionPolicy) *rpcError {
-	hv, herr := singleHeader(h, headerProtocolVersion)
+func validate(h http.Header, r *request, p versionPolicy) *wire.Error {
+	hv, herr := singleHeader(h, protocol.HeaderProtocolVersion)
 	if herr != nil {
 		return herr
 	}
@@ -188,7 +191,7 @@ func validate(h http.Header, r *request, p versionPolicy) *rpcError {
 				requested = v
 			}
 			return p.unsupported(requested)
-		case !slices.Contains(p.supported, hv) || hv < ProtocolVersion:
+		case !slices.Contains(p.supported, hv) || hv < protocol.Version:
 			return p.unsupported(hv)
 		}
 	}
@@ -202,80 +205,80 @@ func validate(h http.Header, r *request, p versionPolicy) *rpcError {
 			if e := versionHeaderMatches(hv, r.metaVersion); e != nil {
 				return e
 			}
-			if r.metaVersion != ProtocolVersion || !slices.Contains(p.supported, r.metaVersion) {
+			if r.metaVersion != protocol.Version || !slices.Contains(p.supported, r.metaVersion) {
 				return p.unsupported(r.metaVersion)
 			}
 		}
 		return checkMCPHeaders(h, r)
 	}
-	if r.meta == nil || !isObject(r.meta) {
-		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: missing required _meta")
+	if r.meta == nil || !wire.IsObject(r.meta) {
+		return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: missing required _meta")
 	}
 	if !r.hasVersion {
-		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: missing required _meta key "+mcp.MetaKeyProtocolVersion)
+		return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: missing required _meta key "+mcp.MetaKeyProtocolVersion)
 	}
-	if caps, ok, _ := field(r.meta, mcp.MetaKeyClientCapabilities); !ok || !isObject(caps) {
-		return newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: missing required _meta key "+mcp.MetaKeyClientCapabilities)
+	if caps, ok, _ := wire.Field(r.meta, mcp.MetaKeyClientCapabilities); !ok || !wire.IsObject(caps) {
+		return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: missing required _meta key "+mcp.MetaKeyClientCapabilities)
 	}
 	if e := versionHeaderMatches(hv, r.metaVersion); e != nil {
 		return e
 	}
-	if r.metaVersion != ProtocolVersion || !slices.Contains(p.supported, r.metaVersion) {
+	if r.metaVersion != protocol.Version || !slices.Contains(p.supported, r.metaVersion) {
 		return p.unsupported(r.metaVersion)
 	}
 	if e := checkMCPHeaders(h, r); e != nil {
 		return e
 	}
 	if r.spec != nil && r.spec.era == eraLegacy {
-		return newErr(http.StatusNotFound, codeMethodNotFound, "Method not found: "+r.method+" is not part of protocol revision "+ProtocolVersion)
+		return wire.NewError(http.StatusNotFound, wire.CodeMethodNotFound, "Method not found: "+r.method+" is not part of protocol revision "+protocol.Version)
 	}
 	return nil
 }
 
 // versionHeaderMatches checks the MCP-Protocol-Version header against the
 // version the body claims.
-func versionHeaderMatches(hv, metaVersion string) *rpcError {
+func versionHeaderMatches(hv, metaVersion string) *wire.Error {
 	if hv == "" {
-		return newErr(http.StatusBadRequest, codeHeaderMismatch, "Header mismatch: missing required MCP-Protocol-Version header")
+		return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, "Header mismatch: missing required MCP-Protocol-Version header")
 	}
 	if hv != metaVersion {
-		return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: MCP-Protocol-Version header value '%s' does not match body value '%s'", hv, metaVersion))
+		return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, fmt.Sprintf("Header mismatch: MCP-Protocol-Version header value '%s' does not match body value '%s'", hv, metaVersion))
 	}
 	return nil
 }
 
 // checkMCPHeaders checks Mcp-Method, Mcp-Name and the characters of
 // Mcp-Param-* against a modern message (request or notification).
-func checkMCPHeaders(h http.Header, r *request) *rpcError {
-	mh, herr := singleHeader(h, headerMethod)
+func checkMCPHeaders(h http.Header, r *request) *wire.Error {
+	mh, herr := singleHeader(h, protocol.HeaderMethod)
 	if herr != nil {
 		return herr
 	}
 	if mh == "" {
-		return newErr(http.StatusBadRequest, codeHeaderMismatch, "Header mismatch: missing required Mcp-Method header")
+		return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, "Header mismatch: missing required Mcp-Method header")
 	}
 	if mh != r.method {
-		return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: Mcp-Method header value '%s' does not match body value '%s'", mh, r.method))
+		return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, fmt.Sprintf("Header mismatch: Mcp-Method header value '%s' does not match body value '%s'", mh, r.method))
 	}
 	if bodyName := r.nameMember(); bodyName != "" {
-		raw, present, _ := field(r.params, bodyName)
-		want, isStr := stringValue(raw)
+		raw, present, _ := wire.Field(r.params, bodyName)
+		want, isStr := wire.StringValue(raw)
 		if !present || !isStr {
-			return newErr(http.StatusBadRequest, codeInvalidParams, fmt.Sprintf("Invalid params: %s requires params.%s", r.method, bodyName))
+			return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, fmt.Sprintf("Invalid params: %s requires params.%s", r.method, bodyName))
 		}
-		nh, herr := singleHeader(h, headerName)
+		nh, herr := singleHeader(h, protocol.HeaderName)
 		if herr != nil {
 			return herr
 		}
 		if nh == "" {
-			return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: missing required Mcp-Name header for method %q", r.method))
+			return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, fmt.Sprintf("Header mismatch: missing required Mcp-Name header for method %q", r.method))
 		}
 		got, ok := decodeHeaderValue(nh)
 		if !ok {
-			return newErr(http.StatusBadRequest, codeHeaderMismatch, "Header mismatch: Mcp-Name header contains invalid Base64 encoding")
+			return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, "Header mismatch: Mcp-Name header contains invalid Base64 encoding")
 		}
 		if got != want {
-			return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: Mcp-Name header value '%s' does not match body value '%s'", nh, want))
+			return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, fmt.Sprintf("Header mismatch: Mcp-Name header value '%s' does not match body value '%s'", nh, want))
 		}
 	}
 	// Mcp-Param-* values are matched against the tool's x-mcp-header schema
@@ -283,10 +286,10 @@ func checkMCPHeaders(h http.Header, r *request) *rpcError {
 	// by the sidecar for one that does not see them (checkParamHeaders);
 	// here only their characters are checked.
 	for k, vs := range h {
-		if len(k) > len(headerParamPrefix) && strings.EqualFold(k[:len(headerParamPrefix)], headerParamPrefix) {
+		if len(k) > len(protocol.HeaderParamPrefix) && strings.EqualFold(k[:len(protocol.HeaderParamPrefix)], protocol.HeaderParamPrefix) {
 			for _, v := range vs {
 				if !safeHeaderValue(v) {
-					return newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: %s header contains invalid characters", k))
+					return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, fmt.Sprintf("Header mismatch: %s header contains invalid characters", k))
 				}
 			}
 		}
@@ -304,18 +307,18 @@ func (r *request) nameMember() string {
 
 // singleHeader returns the OWS-trimmed value of a header that must appear at
 // most once and carry only safe ASCII.
-// name must be in canonical form (see headerValue).
-func singleHeader(h http.Header, name string) (string, *rpcError) {
+// name must be in canonical form (see wire.HeaderValue).
+func singleHeader(h http.Header, name string) (string, *wire.Error) {
 	vs := h[name]
 	switch len(vs) {
 	case 0:
 		return "", nil
 	case 1:
 	default:
-		return "", newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: %s header given more than once", name))
+		return "", wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, fmt.Sprintf("Header mismatch: %s header given more than once", name))
 	}
 	if !safeHeaderValue(vs[0]) {
-		return "", newErr(http.StatusBadRequest, codeHeaderMismatch, fmt.Sprintf("Header mismatch: %s header contains invalid characters", name))
+		return "", wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, fmt.Sprintf("Header mismatch: %s header contains invalid characters", name))
 	}
 	return strings.Trim(vs[0], " \t"), nil
 }
@@ -349,4 +352,58 @@ func decodeHeaderValue(v string) (string, bool) {
 		}
 	}
 	return v, true
+}
+
+// paramsMembers are the params members the sidecar reads or rewrites for any
+// method: _meta (validate.go, legacy.go), name and uri (routing, Mcp-Name,
+// the catalog), arguments (prompts, Mcp-Param-*), cursor (lists), ref
+// (completion/complete), notifications (subscriptions/listen), the retry's
+// requestState and inputResponses (legacyinput.go), and the 2025-era
+// protocolVersion, capabilities, level and requestId (legacy.go).
+var paramsMembers = []string{"_meta", "name", "uri", "arguments", "cursor", "ref", "notifications",
+	"requestState", "inputResponses", "protocolVersion", "capabilities", "level", "requestId"}
+
+// metaMembers are the params._meta keys the sidecar reads or sets, the
+// protocol version first (checkParams).
+var metaMembers = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, metaKeyLogLevel}
+
+// refMembers are the params.ref members completion/complete is routed by.
+var refMembers = []string{"type", "name", "uri"}
+
+// checkParams applies the member rule to params and to the objects in it the
+// sidecar reads (_meta, ref), reading each once (arguments may be most of a
+// large body). It returns params._meta and its protocolVersion claim (nil:
+// absent), which parseRequest would otherwise look up again.
+func checkParams(params []byte) (meta, version []byte, e *wire.Error) {
+	var ref []byte
+	if k := wire.ScanKnown(params, paramsMembers, func(i int, v []byte) {
+		switch paramsMembers[i] {
+		case "_meta":
+			meta = v
+		case "ref":
+			ref = v
+		}
+	}); k != "" {
+		return nil, nil, ambiguousParam("params", k)
+	}
+	if wire.IsObject(meta) {
+		if k := wire.ScanKnown(meta, metaMembers, func(i int, v []byte) {
+			if i == 0 { // metaMembers[0]: the protocol version
+				version = v
+			}
+		}); k != "" {
+			return nil, nil, ambiguousParam("params._meta", k)
+		}
+	}
+	if wire.IsObject(ref) {
+		if k := wire.AmbiguousMember(ref, refMembers); k != "" {
+			return nil, nil, ambiguousParam("params.ref", k)
+		}
+	}
+	return meta, version, nil
+}
+
+func ambiguousParam(where, key string) *wire.Error {
+	return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams,
+		"Invalid params: member "+key+" of "+where+" repeats a member or differs from its name only in case")
 }

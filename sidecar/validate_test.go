@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 func TestValidate(t *testing.T) {
@@ -12,7 +15,7 @@ func TestValidate(t *testing.T) {
 	strict := versionPolicy{supported: []string{"2026-07-28"}}
 	hdr := func(kv ...string) http.Header {
 		h := http.Header{}
-		h.Set(headerProtocolVersion, "2026-07-28")
+		h.Set(protocol.HeaderProtocolVersion, "2026-07-28")
 		for i := 0; i+1 < len(kv); i += 2 {
 			if kv[i+1] == "" {
 				h.Del(kv[i])
@@ -30,43 +33,47 @@ func TestValidate(t *testing.T) {
 		code   int64 // 0 = accepted
 		legacy bool
 	}{
-		{"plain tools/list", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + m + `}}`, hdr(headerMethod, "tools/list"), modern, 0, false},
+		{"plain tools/list", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + m + `}}`, hdr(protocol.HeaderMethod, "tools/list"), modern, 0, false},
 		{"Mcp-Name base64 decodes to the body name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + m + `,"name":"café"}}`,
-			hdr(headerMethod, "tools/call", headerName, "=?base64?Y2Fmw6k=?="), modern, 0, false},
+			hdr(protocol.HeaderMethod, "tools/call", protocol.HeaderName, "=?base64?Y2Fmw6k=?="), modern, 0, false},
 		{"Mcp-Name raw non-ASCII is invalid", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + m + `,"name":"café"}}`,
-			hdr(headerMethod, "tools/call", headerName, "café"), modern, codeHeaderMismatch, false},
+			hdr(protocol.HeaderMethod, "tools/call", protocol.HeaderName, "café"), modern, wire.CodeHeaderMismatch, false},
 		{"Mcp-Name for prompts/get", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{` + m + `,"name":"p"}}`,
-			hdr(headerMethod, "prompts/get", headerName, " p "), modern, 0, false},
+			hdr(protocol.HeaderMethod, "prompts/get", protocol.HeaderName, " p "), modern, 0, false},
 		{"tools/call without a name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + m + `}}`,
-			hdr(headerMethod, "tools/call", headerName, "x"), modern, codeInvalidParams, false},
+			hdr(protocol.HeaderMethod, "tools/call", protocol.HeaderName, "x"), modern, wire.CodeInvalidParams, false},
 		{"claim-less legacy request is served", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`,
-			hdr(headerProtocolVersion, ""), modern, 0, true},
+			hdr(protocol.HeaderProtocolVersion, ""), modern, 0, true},
 		{"legacy header version is served", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
-			hdr(headerProtocolVersion, "2025-11-25"), modern, 0, true},
+			hdr(protocol.HeaderProtocolVersion, "2025-11-25"), modern, 0, true},
 		{"legacy rejected when not served", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
-			hdr(headerProtocolVersion, "2025-11-25"), strict, codeUnsupportedProto, false},
+			hdr(protocol.HeaderProtocolVersion, "2025-11-25"), strict, wire.CodeUnsupportedProtocolVersion, false},
 		{"claim-less request rejected, naming the versions, when not served", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
-			hdr(headerProtocolVersion, ""), strict, codeUnsupportedProto, false},
+			hdr(protocol.HeaderProtocolVersion, ""), strict, wire.CodeUnsupportedProtocolVersion, false},
 		{"legacy _meta without a claim (progressToken) is a 2025-era request", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"x"}}`,
-			hdr(headerProtocolVersion, "2025-11-25"), modern, 0, true},
+			hdr(protocol.HeaderProtocolVersion, "2025-11-25"), modern, 0, true},
 		{"a modern header without the claim is a modern error", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"x"}}`,
-			hdr(headerMethod, "tools/call", headerName, "x"), modern, codeInvalidParams, false},
+			hdr(protocol.HeaderMethod, "tools/call", protocol.HeaderName, "x"), modern, wire.CodeInvalidParams, false},
 		{"_meta without the version claim", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}`,
-			hdr(headerMethod, "tools/list"), modern, codeInvalidParams, false},
+			hdr(protocol.HeaderMethod, "tools/list"), modern, wire.CodeInvalidParams, false},
 		{"_meta version 2025-11-25 is not served on the modern path", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}`,
-			hdr(headerProtocolVersion, "2025-11-25", headerMethod, "tools/list"), modern, codeUnsupportedProto, false},
+			hdr(protocol.HeaderProtocolVersion, "2025-11-25", protocol.HeaderMethod, "tools/list"), modern, wire.CodeUnsupportedProtocolVersion, false},
 		{"duplicate Mcp-Method", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + m + `}}`,
-			func() http.Header { h := hdr(headerMethod, "tools/list"); h.Add(headerMethod, "tools/list"); return h }(), modern, codeHeaderMismatch, false},
+			func() http.Header {
+				h := hdr(protocol.HeaderMethod, "tools/list")
+				h.Add(protocol.HeaderMethod, "tools/list")
+				return h
+			}(), modern, wire.CodeHeaderMismatch, false},
 		{"notification without Mcp-Method", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{` + m + `}}`,
-			hdr(), modern, codeHeaderMismatch, false},
+			hdr(), modern, wire.CodeHeaderMismatch, false},
 		{"notification whose Mcp-Method names another method", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{` + m + `}}`,
-			hdr(headerMethod, "subscriptions/listen"), modern, codeHeaderMismatch, false},
+			hdr(protocol.HeaderMethod, "subscriptions/listen"), modern, wire.CodeHeaderMismatch, false},
 		{"notification with its headers", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{` + m + `,"requestId":1}}`,
-			hdr(headerMethod, "notifications/cancelled"), modern, 0, false},
+			hdr(protocol.HeaderMethod, "notifications/cancelled"), modern, 0, false},
 		{"notification without _meta (go-sdk clients send none)", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
-			hdr(headerMethod, "notifications/cancelled"), modern, 0, false},
+			hdr(protocol.HeaderMethod, "notifications/cancelled"), modern, 0, false},
 		{"removed method", `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{` + m + `}}`,
-			hdr(headerMethod, "logging/setLevel"), modern, codeMethodNotFound, false},
+			hdr(protocol.HeaderMethod, "logging/setLevel"), modern, wire.CodeMethodNotFound, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,8 +84,8 @@ func TestValidate(t *testing.T) {
 			e := validate(c.h, r, c.p)
 			switch {
 			case c.code == 0 && e != nil:
-				t.Fatalf("rejected: %d %s", e.code, e.message)
-			case c.code != 0 && (e == nil || e.code != c.code):
+				t.Fatalf("rejected: %d %s", e.Code, e.Message)
+			case c.code != 0 && (e == nil || e.Code != c.code):
 				t.Fatalf("got %v, want code %d", e, c.code)
 			}
 			if r.legacy != c.legacy {
@@ -95,19 +102,19 @@ func TestParseRequest(t *testing.T) {
 		id   string
 	}{
 		{`{"jsonrpc":"2.0","id":"x","method":"a"}`, 0, `"x"`},
-		{`{"jsonrpc":"2.0","id":1,"method":"a","Method":"b"}`, codeInvalidRequest, ``}, // a case variant: refused (strictjson.go)
-		{`{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}`, codeInvalidRequest, `1`},
-		{`{"jsonrpc":"1.0","id":1,"method":"a"}`, codeInvalidRequest, `1`},
-		{`{"jsonrpc":"2.0","id":null,"method":"a"}`, codeInvalidRequest, ``},
-		{`{"jsonrpc":"2.0","id":1,"result":{}}`, codeInvalidRequest, `1`},
-		{`{"jsonrpc":"2.0","id":1,"method":"a","params":[1]}`, codeInvalidParams, `1`},
-		{`[]`, codeInvalidRequest, ``},
-		{`"x"`, codeInvalidRequest, ``},
-		{`{`, codeParseError, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"a","Method":"b"}`, wire.CodeInvalidRequest, ``}, // a case variant: refused (wire/strictjson.go)
+		{`{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}`, wire.CodeInvalidRequest, `1`},
+		{`{"jsonrpc":"1.0","id":1,"method":"a"}`, wire.CodeInvalidRequest, `1`},
+		{`{"jsonrpc":"2.0","id":null,"method":"a"}`, wire.CodeInvalidRequest, ``},
+		{`{"jsonrpc":"2.0","id":1,"result":{}}`, wire.CodeInvalidRequest, `1`},
+		{`{"jsonrpc":"2.0","id":1,"method":"a","params":[1]}`, wire.CodeInvalidParams, `1`},
+		{`[]`, wire.CodeInvalidRequest, ``},
+		{`"x"`, wire.CodeInvalidRequest, ``},
+		{`{`, wire.CodeParseError, ``},
 	}
 	for _, c := range cases {
 		r, e := parseRequest([]byte(c.body))
-		if (e == nil) != (c.code == 0) || (e != nil && e.code != c.code) {
+		if (e == nil) != (c.code == 0) || (e != nil && e.Code != c.code) {
 			t.Errorf("%s: got %v, want code %d", c.body, e, c.code)
 			continue
 		}

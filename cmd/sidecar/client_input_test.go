@@ -343,7 +343,7 @@ func TestLegacyCancelledClosesTheUpstreamCall(t *testing.T) {
 // everything-server, over HTTP and behind the stdio bridge) with the
 // 2026-07-28 sidecar between them: the upstream's elicitation and sampling
 // requests become input_required on the sidecar's upstream side
-// (upstream_legacy_input.go) and the client's requests again on its client
+// (sidecar/upstream/legacy_input.go) and the client's requests again on its client
 // side (legacyinput.go), and the call completes with the client's answers.
 func TestLegacyClientInputThroughLegacyUpstream(t *testing.T) {
 	eachLegacyUpstream(t, func(t *testing.T, stdio bool) {

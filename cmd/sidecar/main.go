@@ -16,8 +16,10 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/sidecar"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/stdio"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
 func main() {
@@ -47,16 +49,16 @@ func main() {
 	fs.StringVar(&cfg.SessionServer, "session-server", "", "server identity inside session ids (default: --catalog-configmap)")
 	fs.DurationVar(&cfg.SessionTTL, "session-ttl", sidecar.DefaultSessionTTL, "lifetime of a 2025-era session id")
 	fs.DurationVar(&cfg.InputTimeout, "input-timeout", sidecar.DefaultInputTimeout, "how long a call of a 2025-era client waits for the client's answers to the MCP server's elicitation, sampling or roots requests")
-	fs.IntVar(&cfg.MaxListenStreams, "max-listen-streams", sidecar.DefaultMaxListenStreams, "cap on concurrent subscriptions/listen streams")
-	fs.IntVar(&cfg.MaxSubscriptions, "max-subscriptions", sidecar.DefaultMaxSubscriptions, "cap on the resource subscriptions held by this replica, every listen stream's and 2025-era session's together")
-	fs.Int64Var(&cfg.MaxSubscriptionBytes, "max-subscription-bytes", sidecar.DefaultMaxSubscriptionBytes, "cap on the bytes of the subscribed URIs held by this replica (as JSON strings)")
+	fs.IntVar(&cfg.MaxListenStreams, "max-listen-streams", hub.DefaultMaxListenStreams, "cap on concurrent subscriptions/listen streams")
+	fs.IntVar(&cfg.MaxSubscriptions, "max-subscriptions", hub.DefaultMaxSubscriptions, "cap on the resource subscriptions held by this replica, every listen stream's and 2025-era session's together")
+	fs.Int64Var(&cfg.MaxSubscriptionBytes, "max-subscription-bytes", hub.DefaultMaxSubscriptionBytes, "cap on the bytes of the subscribed URIs held by this replica (as JSON strings)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "cap on the connections open on the MCP port, listen streams included; past it a connection gets 503 and is closed (0 = --max-listen-streams + 2048)")
 	fs.Int64Var(&cfg.MaxInflightRequests, "max-inflight-requests", sidecar.DefaultMaxInflightRequests, "cap on the POSTs served at once, listen streams aside; past it a request gets 503 with Retry-After")
 	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", sidecar.DefaultBodyReadTimeout, "longest wait for one request body; past it the connection is closed")
-	fs.DurationVar(&cfg.Keepalive, "keepalive", sidecar.DefaultKeepalive, "interval between SSE keepalive comments on listen streams")
+	fs.DurationVar(&cfg.Keepalive, "keepalive", hub.DefaultKeepalive, "interval between SSE keepalive comments on listen streams")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest accepted request body")
 	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", sidecar.DefaultMaxHeaderBytes, "largest accepted request header block")
-	fs.IntVar(&cfg.MaxResponseBytes, "max-response-bytes", sidecar.DefaultMaxResponseBytes, "largest upstream JSON response or SSE event")
+	fs.IntVar(&cfg.MaxResponseBytes, "max-response-bytes", upstream.DefaultMaxResponseBytes, "largest upstream JSON response or SSE event")
 	fs.DurationVar(&cfg.DrainDelay, "drain-delay", sidecar.DefaultDrainDelay, "on drain, time between failing readiness and ending listen streams")
 	fs.DurationVar(&cfg.DrainJitter, "drain-jitter", sidecar.DefaultDrainJitter, "on drain, period over which listen streams are ended")
 	fs.DurationVar(&cfg.DrainBudget, "drain-budget", sidecar.DefaultDrainBudget, "on drain, longest wait for forwarded requests in flight")

@@ -1,4 +1,4 @@
-package sidecar
+package wire
 
 import (
 	"bytes"
@@ -13,29 +13,29 @@ import (
 //
 // Unlike encoding/json it matches keys exactly (case-sensitively). An
 // upstream decoder may match them case-insensitively or keep another
-// duplicate, so parseRequest refuses bodies that such a decoder could read
+// duplicate, so the sidecar refuses bodies that such a decoder could read
 // differently (strictjson.go).
 
 var errNotObject = errors.New("not a JSON object")
 
-// member is one top-level member of an object: the raw key (with quotes) and
+// Member is one top-level member of an object: the raw key (with quotes) and
 // the byte offsets of its value in the scanned slice.
-type member struct {
-	key        []byte
-	start, end int
+type Member struct {
+	Key        []byte
+	Start, End int
 }
 
-// eachMember calls fn for every top-level member of the object in data, in
+// EachMember calls fn for every top-level member of the object in data, in
 // order. It stops early when fn returns false. It never panics on malformed
 // input; it returns errNotObject for anything that is not a well-formed
 // object at the top level (values themselves are only skipped, so callers that
 // need full validity check json.Valid first).
-func eachMember(data []byte, fn func(m member) bool) error {
-	i := skipWS(data, 0)
+func EachMember(data []byte, fn func(m Member) bool) error {
+	i := SkipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return errNotObject
 	}
-	i = skipWS(data, i+1)
+	i = SkipWS(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		return nil
 	}
@@ -48,25 +48,25 @@ func eachMember(data []byte, fn func(m member) bool) error {
 			return errNotObject
 		}
 		key := data[i:kend]
-		i = skipWS(data, kend)
+		i = SkipWS(data, kend)
 		if i >= len(data) || data[i] != ':' {
 			return errNotObject
 		}
-		i = skipWS(data, i+1)
+		i = SkipWS(data, i+1)
 		vend := skipValue(data, i)
 		if vend < 0 {
 			return errNotObject
 		}
-		if !fn(member{key: key, start: i, end: vend}) {
+		if !fn(Member{Key: key, Start: i, End: vend}) {
 			return nil
 		}
-		i = skipWS(data, vend)
+		i = SkipWS(data, vend)
 		if i >= len(data) {
 			return errNotObject
 		}
 		switch data[i] {
 		case ',':
-			i = skipWS(data, i+1)
+			i = SkipWS(data, i+1)
 		case '}':
 			return nil
 		default:
@@ -75,8 +75,8 @@ func eachMember(data []byte, fn func(m member) bool) error {
 	}
 }
 
-// keyIs reports whether the raw (quoted) key equals name.
-func keyIs(raw []byte, name string) bool {
+// KeyIs reports whether the raw (quoted) key equals name.
+func KeyIs(raw []byte, name string) bool {
 	if len(raw) < 2 {
 		return false
 	}
@@ -91,7 +91,8 @@ func keyIs(raw []byte, name string) bool {
 	return s == name
 }
 
-func skipWS(data []byte, i int) int {
+// SkipWS returns the offset of the first non-whitespace byte of data at or after i.
+func SkipWS(data []byte, i int) int {
 	for i < len(data) {
 		switch data[i] {
 		case ' ', '\t', '\n', '\r':
@@ -174,15 +175,15 @@ func skipValue(data []byte, i int) int {
 	}
 }
 
-// field returns the raw value of the top-level member named name, and
+// Field returns the raw value of the top-level member named name, and
 // whether it was present exactly once. A duplicated key counts as absent and
 // sets dup, because two parsers could pick different copies.
-func field(obj []byte, name string) (val []byte, ok, dup bool) {
+func Field(obj []byte, name string) (val []byte, ok, dup bool) {
 	n := 0
-	_ = eachMember(obj, func(m member) bool {
-		if keyIs(m.key, name) {
+	_ = EachMember(obj, func(m Member) bool {
+		if KeyIs(m.Key, name) {
 			n++
-			val = obj[m.start:m.end]
+			val = obj[m.Start:m.End]
 		}
 		return true
 	})
@@ -192,8 +193,8 @@ func field(obj []byte, name string) (val []byte, ok, dup bool) {
 	return val, n == 1, false
 }
 
-// stringValue decodes a raw JSON string value.
-func stringValue(raw []byte) (string, bool) {
+// StringValue decodes a raw JSON string value.
+func StringValue(raw []byte) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
@@ -208,29 +209,30 @@ func stringValue(raw []byte) (string, bool) {
 	return s, true
 }
 
-func isObject(raw []byte) bool {
-	i := skipWS(raw, 0)
+// IsObject reports whether raw starts (after whitespace) an object.
+func IsObject(raw []byte) bool {
+	i := SkipWS(raw, 0)
 	return i < len(raw) && raw[i] == '{'
 }
 
-// setMembers returns a copy of obj with the named members replaced by (or,
+// SetMembers returns a copy of obj with the named members replaced by (or,
 // when absent, appended as) the given raw values, and the members named in
 // drop removed. Members it does not name are copied byte for byte. If
-// keepExisting is set for a key, an existing member is kept instead.
-func setMembers(obj []byte, sets []kv, drop []string) ([]byte, error) {
+// KeepExisting is set for a key, an existing member is kept instead.
+func SetMembers(obj []byte, sets []KV, drop []string) ([]byte, error) {
 	out := make([]byte, 0, len(obj)+64)
 	out = append(out, '{')
 	first := true
 	present := make([]bool, len(sets))
-	err := eachMember(obj, func(m member) bool {
+	err := EachMember(obj, func(m Member) bool {
 		for _, d := range drop {
-			if keyIs(m.key, d) {
+			if KeyIs(m.Key, d) {
 				return true
 			}
 		}
 		for k, s := range sets {
-			if keyIs(m.key, s.key) {
-				if !s.keepExisting {
+			if KeyIs(m.Key, s.Key) {
+				if !s.KeepExisting {
 					return true
 				}
 				present[k] = true
@@ -240,9 +242,9 @@ func setMembers(obj []byte, sets []kv, drop []string) ([]byte, error) {
 			out = append(out, ',')
 		}
 		first = false
-		out = append(out, m.key...)
+		out = append(out, m.Key...)
 		out = append(out, ':')
-		out = append(out, obj[m.start:m.end]...)
+		out = append(out, obj[m.Start:m.End]...)
 		return true
 	})
 	if err != nil {
@@ -257,16 +259,55 @@ func setMembers(obj []byte, sets []kv, drop []string) ([]byte, error) {
 		}
 		first = false
 		out = append(out, '"')
-		out = append(out, s.key...)
+		out = append(out, s.Key...)
 		out = append(out, '"', ':')
-		out = append(out, s.val...)
+		out = append(out, s.Val...)
 	}
 	return append(out, '}'), nil
 }
 
-// kv is one member for setMembers. key must not need escaping.
-type kv struct {
-	key          string
-	val          []byte
-	keepExisting bool
+// KV is one member for SetMembers. Key must not need escaping.
+type KV struct {
+	Key          string
+	Val          []byte
+	KeepExisting bool
+}
+
+// IsResponse reports whether msg is a JSON-RPC response (result or error).
+func IsResponse(msg []byte) bool {
+	isResp := false
+	_ = EachMember(msg, func(m Member) bool {
+		if KeyIs(m.Key, "result") || KeyIs(m.Key, "error") {
+			isResp = true
+			return false
+		}
+		return true
+	})
+	return isResp
+}
+
+// JSONString is s as a JSON string value.
+func JSONString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// Span returns the offsets of the value of the top-level member name.
+func Span(obj []byte, name string) (start, end int, ok bool) {
+	_ = EachMember(obj, func(m Member) bool {
+		if KeyIs(m.Key, name) {
+			start, end, ok = m.Start, m.End, true
+			return false
+		}
+		return true
+	})
+	return
+}
+
+// Truncate is b as a string of at most n bytes and an ellipsis (for logs and errors).
+func Truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
 }

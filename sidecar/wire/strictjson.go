@@ -1,4 +1,4 @@
-package sidecar
+package wire
 
 import (
 	"bytes"
@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // This file makes every upstream read a request the way the sidecar read it
@@ -18,46 +16,30 @@ import (
 // decides:
 //
 //   - invalid UTF-8 or a lone surrogate escape (\ud800) anywhere: decoders
-//     replace them with U+FFFD, keep them, or fail;
-//   - at each level the sidecar reads (the envelope, params, params._meta,
-//     params.ref, and the arguments bound to Mcp-Param-* headers), a member
-//     it knows given twice (after unescaping: "\u006eame" is "name"), or
-//     spelt in another case as a case-insensitive decoder folds it: Go's
+//     replace them with U+FFFD, keep them, or fail (CheckText);
+//   - at each level the sidecar reads, a member it knows given twice (after
+//     unescaping: "\u006eame" is "name"), or spelt in another case as a
+//     case-insensitive decoder folds it (ScanKnown, AmbiguousMember): Go's
 //     encoding/json matches "Method", "\u004eame" or "paramſ" (U+017F folds
 //     to s) to the member it wants and keeps the last one, while the
 //     sidecar and JSON.parse keep "method".
 //
 // Members the sidecar does not know are not its decision and pass as they
-// are.
+// are. Which members it knows at which level is the caller's list (the
+// sidecar's request parser names the params, _meta and ref members).
 
-// envelopeMembers are the JSON-RPC members of a message, in the order
-// parseRequest relies on.
-var envelopeMembers = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+// EnvelopeMembers are the JSON-RPC members of a message, in the order
+// the sidecar's request parser relies on.
+var EnvelopeMembers = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
-// paramsMembers are the params members the sidecar reads or rewrites for any
-// method: _meta (validate.go, legacy.go), name and uri (routing, Mcp-Name,
-// the catalog), arguments (prompts, Mcp-Param-*), cursor (lists), ref
-// (completion/complete), notifications (subscriptions/listen), the retry's
-// requestState and inputResponses (legacyinput.go), and the 2025-era
-// protocolVersion, capabilities, level and requestId (legacy.go).
-var paramsMembers = []string{"_meta", "name", "uri", "arguments", "cursor", "ref", "notifications",
-	"requestState", "inputResponses", "protocolVersion", "capabilities", "level", "requestId"}
-
-// metaMembers are the params._meta keys the sidecar reads or sets, the
-// protocol version first (checkParams).
-var metaMembers = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, metaKeyLogLevel}
-
-// refMembers are the params.ref members completion/complete is routed by.
-var refMembers = []string{"type", "name", "uri"}
-
-// checkText refuses a body that is not valid UTF-8 or has a lone surrogate
+// CheckText refuses a body that is not valid UTF-8 or has a lone surrogate
 // escape. body must be valid JSON.
-func checkText(body []byte) *rpcError {
+func CheckText(body []byte) *Error {
 	if !utf8.Valid(body) {
-		return newErr(http.StatusBadRequest, codeParseError, "Parse error: body is not valid UTF-8")
+		return NewError(http.StatusBadRequest, CodeParseError, "Parse error: body is not valid UTF-8")
 	}
 	if loneSurrogate(body) {
-		return newErr(http.StatusBadRequest, codeParseError, "Parse error: body has an unpaired surrogate escape")
+		return NewError(http.StatusBadRequest, CodeParseError, "Parse error: body has an unpaired surrogate escape")
 	}
 	return nil
 }
@@ -120,10 +102,10 @@ func hex4(b []byte, i int) (rune, bool) {
 	return r, true
 }
 
-// memberIndex returns the index in known of the name a raw (quoted) key
+// MemberIndex returns the index in known of the name a raw (quoted) key
 // matches under any case folding a decoder applies, or -1; exact reports
 // that the key is that name exactly once unescaped.
-func memberIndex(raw []byte, known []string) (i int, exact bool) {
+func MemberIndex(raw []byte, known []string) (i int, exact bool) {
 	if len(raw) < 2 {
 		return -1, false
 	}
@@ -146,87 +128,49 @@ func memberIndex(raw []byte, known []string) (i int, exact bool) {
 			k[len(k)-1]|name[len(name)-1] < utf8.RuneSelf && lowerASCII(k[len(k)-1]) != lowerASCII(name[len(name)-1]) {
 			continue
 		}
-		if foldEqual(k, name) {
+		if FoldEqual(k, name) {
 			return i, false
 		}
 	}
 	return -1, false
 }
 
-// ambiguousMember returns the first member of obj that names one of known
+// AmbiguousMember returns the first member of obj that names one of known
 // (at most 32 names) in another case, or a second time; "" when every known
 // member is given at most once and exactly.
-func ambiguousMember(obj []byte, known []string) string {
-	return scanKnown(obj, known, nil)
+func AmbiguousMember(obj []byte, known []string) string {
+	return ScanKnown(obj, known, nil)
 }
 
-// scanKnown is ambiguousMember calling found (when not nil) with the index
+// ScanKnown is AmbiguousMember calling found (when not nil) with the index
 // and value of each known member, in the same pass.
-func scanKnown(obj []byte, known []string, found func(i int, v []byte)) string {
+func ScanKnown(obj []byte, known []string, found func(i int, v []byte)) string {
 	var seen uint32
 	bad := ""
-	_ = eachMember(obj, func(m member) bool {
-		i, exact := memberIndex(m.key, known)
+	_ = EachMember(obj, func(m Member) bool {
+		i, exact := MemberIndex(m.Key, known)
 		if i < 0 {
 			return true
 		}
 		if !exact || seen&(1<<i) != 0 {
-			bad = string(m.key)
+			bad = string(m.Key)
 			return false
 		}
 		seen |= 1 << i
 		if found != nil {
-			found(i, obj[m.start:m.end])
+			found(i, obj[m.Start:m.End])
 		}
 		return true
 	})
 	return bad
 }
 
-// checkParams applies the member rule to params and to the objects in it the
-// sidecar reads (_meta, ref), reading each once (arguments may be most of a
-// large body). It returns params._meta and its protocolVersion claim (nil:
-// absent), which parseRequest would otherwise look up again.
-func checkParams(params []byte) (meta, version []byte, e *rpcError) {
-	var ref []byte
-	if k := scanKnown(params, paramsMembers, func(i int, v []byte) {
-		switch paramsMembers[i] {
-		case "_meta":
-			meta = v
-		case "ref":
-			ref = v
-		}
-	}); k != "" {
-		return nil, nil, ambiguousParam("params", k)
-	}
-	if isObject(meta) {
-		if k := scanKnown(meta, metaMembers, func(i int, v []byte) {
-			if i == 0 { // metaMembers[0]: the protocol version
-				version = v
-			}
-		}); k != "" {
-			return nil, nil, ambiguousParam("params._meta", k)
-		}
-	}
-	if isObject(ref) {
-		if k := ambiguousMember(ref, refMembers); k != "" {
-			return nil, nil, ambiguousParam("params.ref", k)
-		}
-	}
-	return meta, version, nil
-}
-
-func ambiguousParam(where, key string) *rpcError {
-	return newErr(http.StatusBadRequest, codeInvalidParams,
-		"Invalid params: member "+key+" of "+where+" repeats a member or differs from its name only in case")
-}
-
-// foldEqual reports whether key (unescaped) equals name under the case
+// FoldEqual reports whether key (unescaped) equals name under the case
 // folding of any decoder in use: Unicode simple folding (Go's encoding/json
 // since 1.21, strings.EqualFold) and ToUpper(ToLower(r)) (older
 // encoding/json). Besides ASCII case, four non-ASCII runes fold to ASCII
 // letters: U+017F (s), U+212A Kelvin (k), U+0130 and U+0131 (i).
-func foldEqual(key []byte, name string) bool {
+func FoldEqual(key []byte, name string) bool {
 	i, j := 0, 0
 	for j < len(name) {
 		if i >= len(key) {

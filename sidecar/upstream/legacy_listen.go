@@ -1,4 +1,4 @@
-package sidecar
+package upstream
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // legacyListen is one subscriptions/listen served from a legacy upstream's
@@ -17,7 +20,7 @@ import (
 // the goroutine that writes the listen's response body.
 type legacyListen struct {
 	id        []byte // the listen request's id: every frame's subscriptionId
-	kinds     Kind
+	kinds     protocol.Kind
 	uris      map[string]bool
 	queue     chan []byte
 	endOnce   sync.Once
@@ -46,7 +49,7 @@ func (t *generationTransport) listenList() []*legacyListen {
 // upstream's notifications that the filter asks for, each tagged with the
 // listen's id.
 func (t *generationTransport) legacyListen(req *http.Request, body []byte) (*http.Response, error) {
-	id, _, _ := field(body, "id")
+	id, _, _ := wire.Field(body, "id")
 	var p struct {
 		Params struct {
 			Notifications struct {
@@ -78,15 +81,15 @@ func (t *generationTransport) legacyListen(req *http.Request, body []byte) (*htt
 	l := &legacyListen{id: bytes.Clone(id), uris: map[string]bool{}, queue: make(chan []byte, legacyListenQueue), ended: make(chan struct{})}
 	ack := map[string]any{}
 	if n.Tools && c.Tools != nil && c.Tools.ListChanged {
-		l.kinds |= KindTools
+		l.kinds |= protocol.KindTools
 		ack["toolsListChanged"] = true
 	}
 	if n.Prompts && c.Prompts != nil && c.Prompts.ListChanged {
-		l.kinds |= KindPrompts
+		l.kinds |= protocol.KindPrompts
 		ack["promptsListChanged"] = true
 	}
 	if n.Resources && c.Resources != nil && c.Resources.ListChanged {
-		l.kinds |= KindResources
+		l.kinds |= protocol.KindResources
 		ack["resourcesListChanged"] = true
 	}
 	var added []string
@@ -121,7 +124,7 @@ func (t *generationTransport) legacyListen(req *http.Request, body []byte) (*htt
 		write := func(method string, params []byte) bool {
 			out = append(out[:0], `event: message`+"\n"+`data: {"jsonrpc":"2.0","method":"`...)
 			out = append(out, method...)
-			out = append(out, `","params":{"_meta":{"`+metaSubscriptionID+`":`...)
+			out = append(out, `","params":{"_meta":{"`+protocol.MetaSubscriptionID+`":`...)
 			out = append(out, l.id...)
 			out = append(out, '}')
 			if len(params) > 0 {
@@ -132,7 +135,7 @@ func (t *generationTransport) legacyListen(req *http.Request, body []byte) (*htt
 			_, err := pw.Write(out)
 			return err == nil
 		}
-		if !write(notifAcknowledged, append([]byte(`"notifications":`), ackJSON...)) {
+		if !write(protocol.NotifAcknowledged, append([]byte(`"notifications":`), ackJSON...)) {
 			return
 		}
 		for {
@@ -140,9 +143,9 @@ func (t *generationTransport) legacyListen(req *http.Request, body []byte) (*htt
 			case msg := <-l.queue:
 				method := notificationMethod(msg)
 				var extra []byte
-				if method == notifResourcesUpdated {
-					if p, ok, _ := field(msg, "params"); ok {
-						if u, ok, _ := field(p, "uri"); ok {
+				if method == protocol.NotifResourcesUpdated {
+					if p, ok, _ := wire.Field(msg, "params"); ok {
+						if u, ok, _ := wire.Field(p, "uri"); ok {
 							extra = append([]byte(`"uri":`), u...)
 						}
 					}
@@ -187,7 +190,7 @@ func (t *generationTransport) closeListen(l *legacyListen) {
 		return
 	}
 	for _, u := range removed {
-		ctx, cancel := context.WithTimeout(context.Background(), discoverTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), DiscoverTimeout)
 		t.upstreamSubscription(ctx, "resources/unsubscribe", u)
 		cancel()
 	}
@@ -216,8 +219,8 @@ func (t *generationTransport) upstreamSubscription(ctx context.Context, method, 
 	}
 	msg, _ := t.readMessage(resp)
 	resp.Body.Close()
-	if _, ok, _ := field(msg, "result"); !ok {
-		t.log.Load().Warn("Upstream "+method+" refused", "uri", uri, "answer", truncate(msg, 160))
+	if _, ok, _ := wire.Field(msg, "result"); !ok {
+		t.log.Load().Warn("Upstream "+method+" refused", "uri", uri, "answer", wire.Truncate(msg, 160))
 	}
 }
 
@@ -225,20 +228,20 @@ func (t *generationTransport) upstreamSubscription(ctx context.Context, method, 
 // that asked for it, and reports whether msg was one (change notifications
 // are not request-scoped, so they never go on a call's stream).
 func (t *generationTransport) dispatch(method string, msg []byte) bool {
-	var kind Kind
+	var kind protocol.Kind
 	uri := ""
 	switch method {
-	case notifToolsListChanged:
-		kind = KindTools
-	case notifPromptsListChanged:
-		kind = KindPrompts
-	case notifResourcesListChange:
-		kind = KindResources
-	case notifResourcesUpdated:
-		kind = KindResourceUpdated
-		if p, ok, _ := field(msg, "params"); ok {
-			if u, ok, _ := field(p, "uri"); ok {
-				uri, _ = stringValue(u)
+	case protocol.NotifToolsListChanged:
+		kind = protocol.KindTools
+	case protocol.NotifPromptsListChanged:
+		kind = protocol.KindPrompts
+	case protocol.NotifResourcesListChanged:
+		kind = protocol.KindResources
+	case protocol.NotifResourcesUpdated:
+		kind = protocol.KindResourceUpdated
+		if p, ok, _ := wire.Field(msg, "params"); ok {
+			if u, ok, _ := wire.Field(p, "uri"); ok {
+				uri, _ = wire.StringValue(u)
 			}
 		}
 	default:
@@ -248,7 +251,7 @@ func (t *generationTransport) dispatch(method string, msg []byte) bool {
 	ls := t.listenList()
 	t.mu.Unlock()
 	for _, l := range ls {
-		if (kind == KindResourceUpdated && !l.uris[uri]) || (kind != KindResourceUpdated && l.kinds&kind == 0) {
+		if (kind == protocol.KindResourceUpdated && !l.uris[uri]) || (kind != protocol.KindResourceUpdated && l.kinds&kind == 0) {
 			continue
 		}
 		select {
@@ -312,7 +315,7 @@ func (t *generationTransport) getStream(ctx context.Context, s *upSession) (int,
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
-	req.Header.Set(headerProtocolVersion, version)
+	req.Header.Set(protocol.HeaderProtocolVersion, version)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return 0, err
@@ -321,24 +324,24 @@ func (t *generationTransport) getStream(ctx context.Context, s *upSession) (int,
 	if resp.StatusCode == http.StatusNotFound && sid != "" {
 		return resp.StatusCode, t.reinit(ctx, s, sid)
 	}
-	if resp.StatusCode != http.StatusOK || !isEventStream(resp.Header) {
+	if resp.StatusCode != http.StatusOK || !wire.IsEventStream(resp.Header) {
 		return resp.StatusCode, errors.New("upstream GET stream refused")
 	}
-	rd := newSSEReader(resp.Body, t.maxBytes)
+	rd := wire.NewSSEReader(resp.Body, t.maxBytes)
 	for {
-		ev, err := rd.next()
+		ev, err := rd.Next()
 		if err != nil {
 			return resp.StatusCode, err
 		}
-		m, hasMethod, _ := field(ev.data, "method")
+		m, hasMethod, _ := wire.Field(ev.Data, "method")
 		if !hasMethod {
 			continue
 		}
-		method, _ := stringValue(m)
-		if _, hasID, _ := field(ev.data, "id"); hasID {
-			t.answerServerRequest(s, ev.data, method)
+		method, _ := wire.StringValue(m)
+		if _, hasID, _ := wire.Field(ev.Data, "id"); hasID {
+			t.answerServerRequest(s, ev.Data, method)
 			continue
 		}
-		t.dispatch(method, ev.data)
+		t.dispatch(method, ev.Data)
 	}
 }

@@ -1,40 +1,36 @@
-package sidecar
+package hub
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/access"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
-// Kind is a kind of change a listen stream can ask for.
-type Kind uint8
-
+// Hub limits. Each is overridable through Options.
 const (
-	// KindTools is notifications/tools/list_changed.
-	KindTools Kind = 1 << iota
-	// KindPrompts is notifications/prompts/list_changed.
-	KindPrompts
-	// KindResources is notifications/resources/list_changed.
-	KindResources
-	// KindResourceUpdated is notifications/resources/updated for one URI.
-	KindResourceUpdated
-)
-
-// listKinds are the kinds a stream selects with a boolean filter field.
-var listKinds = [...]Kind{KindTools, KindPrompts, KindResources}
-
-// Hub limits. Each is overridable through HubOptions.
-const (
+	// DefaultMaxSubscriptions and DefaultMaxSubscriptionBytes bound every subscription a replica
+	// holds (--max-subscriptions, --max-subscription-bytes). 10,000 listen streams of ten URIs
+	// each fit; the bookkeeping of one subscription is about 100 bytes besides its URI, so the
+	// defaults hold at most about 26 MiB.
+	DefaultMaxSubscriptions     = 100000
+	DefaultMaxSubscriptionBytes = 16 << 20
 	// DefaultMaxListenStreams caps concurrent listen streams per sidecar.
 	DefaultMaxListenStreams = 10000
 	// DefaultKeepalive is the interval between SSE keepalive comments.
@@ -50,8 +46,8 @@ const (
 	fanoutBatch = 32
 )
 
-// HubOptions configure a Hub.
-type HubOptions struct {
+// Options configure a Hub.
+type Options struct {
 	MaxStreams   int           // DefaultMaxListenStreams when 0
 	Keepalive    time.Duration // DefaultKeepalive when 0; negative disables
 	WriteTimeout time.Duration // DefaultStreamWriteTimeout when 0
@@ -62,30 +58,68 @@ type HubOptions struct {
 	MaxSubscriptions     int
 	MaxSubscriptionBytes int64
 	Logger               *slog.Logger
-	Metrics              *Metrics
-	// Tracing records a span per fan-out (nil: no traces).
-	Tracing *Tracing
+	// Observer counts what the hub does (the sidecar's metrics; nil: nothing is counted).
+	Observer Observer
+	// Tracer records a span per fan-out (nil: no traces).
+	Tracer Tracer
+}
+
+// Observer is told what the hub does; the sidecar's metrics implement it.
+type Observer interface {
+	// StreamOpened and StreamClosed bracket each registered stream.
+	StreamOpened()
+	StreamClosed()
+	// StreamExpired: a stream ended because its caller's token expired.
+	StreamExpired()
+	// Sent: one published change of method went to n streams in d.
+	Sent(method string, n int, d time.Duration)
+	// Subscriptions is what the replica holds after a change: n URIs of b bytes.
+	Subscriptions(n int, b int64)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) StreamOpened()                   {}
+func (nopObserver) StreamClosed()                   {}
+func (nopObserver) StreamExpired()                  {}
+func (nopObserver) Sent(string, int, time.Duration) {}
+func (nopObserver) Subscriptions(int, int64)        {}
+
+// Tracer starts the span of one fan-out (nil when not sampled); the
+// sidecar's tracing implements it.
+type Tracer interface {
+	StartFanout(method, uri string) trace.Span
+}
+
+// attrStreams is the fan-out span's count of streams written.
+var attrStreams = attribute.Key("switchboard.listen.streams")
+
+func (h *Hub) startFanout(method, uri string) trace.Span {
+	if h.opts.Tracer == nil {
+		return nil
+	}
+	return h.opts.Tracer.StartFanout(method, uri)
 }
 
 // Hub owns every open subscriptions/listen stream and fans changes out to
 // the streams whose filter asks for them. Any source of changes calls
-// Publish: the upstream relay today, a catalog overlay later.
+// Publish: the upstream relay and the catalog overlay.
 type Hub struct {
-	opts HubOptions
+	opts Options
 	log  *slog.Logger
-	m    *Metrics
+	m    Observer
 
 	// mu guards the fields below. It is never held while a stream's own
 	// mutex is taken, nor during network writes.
 	mu       sync.Mutex
 	admitted int // reserved + registered streams
-	// attaching counts requests between the start of attachStream and the
+	// attaching counts requests between the start of the sidecar's attachStream and the
 	// stream's registration (or its final event): EndAll waits for them, so
 	// that a stream acknowledged just before the drain still gets its
 	// complete result before the process exits.
 	attaching int
 	all       *streamSet
-	byKind    map[Kind]*streamSet
+	byKind    map[protocol.Kind]*streamSet
 	byURI     map[string]*streamSet
 	// callers groups the registered streams by caller (access.Key; "" for streams without a
 	// verified caller), so that a change is weighed once per caller, not once per stream.
@@ -96,7 +130,7 @@ type Hub struct {
 	subCount int
 	subBytes int64
 
-	// toolsGen counts the tools changes published (paramheaders.go keeps
+	// toolsGen counts the tools changes published (the sidecar's paramheaders.go keeps
 	// the upstream's tool annotations until it moves).
 	toolsGen atomic.Uint64
 
@@ -105,11 +139,14 @@ type Hub struct {
 	uriChanged chan struct{}
 }
 
+// WriteTimeout bounds one write to one stream (Options.WriteTimeout).
+func (h *Hub) WriteTimeout() time.Duration { return h.opts.WriteTimeout }
+
 // ToolsGeneration counts the tools changes published so far.
 func (h *Hub) ToolsGeneration() uint64 { return h.toolsGen.Load() }
 
-// NewHub returns an empty hub.
-func NewHub(o HubOptions) *Hub {
+// New returns an empty hub.
+func New(o Options) *Hub {
 	if o.MaxStreams == 0 {
 		o.MaxStreams = DefaultMaxListenStreams
 	}
@@ -131,20 +168,20 @@ func NewHub(o HubOptions) *Hub {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Metrics == nil {
-		o.Metrics = NewMetrics()
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
 	}
 	h := &Hub{
 		opts:       o,
 		log:        o.Logger,
-		m:          o.Metrics,
+		m:          o.Observer,
 		all:        newStreamSet(),
-		byKind:     map[Kind]*streamSet{},
+		byKind:     map[protocol.Kind]*streamSet{},
 		byURI:      map[string]*streamSet{},
 		callers:    map[string]*callerGroup{},
 		uriChanged: make(chan struct{}, 1),
 	}
-	for _, k := range listKinds {
+	for _, k := range protocol.ListKinds {
 		h.byKind[k] = newStreamSet()
 	}
 	return h
@@ -154,18 +191,18 @@ func NewHub(o HubOptions) *Hub {
 // order (removal swaps the last one in), so that a fan-out walks memory that
 // was allocated together and a snapshot is one copy. Guarded by Hub.mu.
 type streamSet struct {
-	list []*stream
-	pos  map[*stream]int
+	list []*Stream
+	pos  map[*Stream]int
 }
 
-func newStreamSet() *streamSet { return &streamSet{pos: map[*stream]int{}} }
+func newStreamSet() *streamSet { return &streamSet{pos: map[*Stream]int{}} }
 
-func (ss *streamSet) add(s *stream) {
+func (ss *streamSet) add(s *Stream) {
 	ss.pos[s] = len(ss.list)
 	ss.list = append(ss.list, s)
 }
 
-func (ss *streamSet) remove(s *stream) bool {
+func (ss *streamSet) remove(s *Stream) bool {
 	i, ok := ss.pos[s]
 	if !ok {
 		return false
@@ -177,7 +214,7 @@ func (ss *streamSet) remove(s *stream) bool {
 	ss.list = ss.list[:len(ss.list)-1]
 	delete(ss.pos, s)
 	if cap(ss.list) > 64 && len(ss.list) < cap(ss.list)/4 {
-		ss.list = append([]*stream(nil), ss.list...)
+		ss.list = append([]*Stream(nil), ss.list...)
 	}
 	return true
 }
@@ -190,43 +227,43 @@ func (ss *streamSet) len() int {
 }
 
 // snapshot copies the members (nil-safe).
-func (ss *streamSet) snapshot() []*stream {
+func (ss *streamSet) snapshot() []*Stream {
 	if ss == nil {
 		return nil
 	}
-	return append([]*stream(nil), ss.list...)
+	return append([]*Stream(nil), ss.list...)
 }
 
-// stream is one client listen stream.
-type stream struct {
-	id    []byte // the listen request's JSON-RPC id, raw (type preserved)
-	kinds Kind
-	uris  []string // guarded by Hub.mu once the stream is registered
-	// legacy marks a 2025-era GET stream: notifications without a
+// Stream is one client listen stream.
+type Stream struct {
+	ID    []byte // the listen request's JSON-RPC id, raw (type preserved)
+	Kinds protocol.Kind
+	URIs  []string // guarded by Hub.mu once the stream is registered
+	// Legacy marks a 2025-era GET stream: notifications without a
 	// subscription id, and a retry hint instead of a complete result at
 	// the end.
-	legacy bool
-	// subN and subB are the subscriptions of uris taken from the replica's budget (guarded by
-	// Hub.mu); uncharge gives them back.
+	Legacy bool
+	// subN and subB are the subscriptions of URIs taken from the replica's budget (guarded by
+	// Hub.mu); Uncharge gives them back.
 	subN int
 	subB int64
-	// onClose runs once when the stream ends (nil: nothing to do).
-	onClose func(*stream)
-	// caller is the verified caller that opened the stream (nil with authentication off)
+	// OnClose runs once when the stream ends (nil: nothing to do).
+	OnClose func(*Stream)
+	// Caller is the verified caller that opened the stream (nil with authentication off)
 	// until add files the stream under its caller group, which keeps one Identity per caller
 	// (the stream then drops its own: an idle stream holds no copy of it). Guarded by Hub.mu
 	// once the stream is registered, as group is.
-	caller *authn.Identity
+	Caller *authn.Identity
 	group  *callerGroup
-	// expires is when the caller's authorization ends (zero: never): nothing is written to
+	// Expires is when the caller's authorization ends (zero: never): nothing is written to
 	// the stream from then on, and expiry ends it (expireAt).
-	expires time.Time
-	// timer ends the stream at expires (guarded by mu).
+	Expires time.Time
+	// timer ends the stream at Expires (guarded by mu).
 	timer *time.Timer
 
 	// mu guards w, pending and closed, and serialises frames on the wire.
 	mu     sync.Mutex
-	w      frameWriter
+	w      FrameWriter
 	closed bool
 	// pending holds what was published to the stream after it was
 	// registered and before its transport was attached (start): the stream
@@ -238,11 +275,11 @@ type stream struct {
 // maxPending bounds the events a stream keeps until start.
 const maxPending = 64
 
-// start attaches the stream's transport once its first event went out and
+// Start attaches the stream's transport once its first event went out and
 // writes what was published meanwhile. It reports false when the stream was
 // closed meanwhile (the drain): the caller then ends the transport with the
 // final event itself.
-func (s *stream) start(w frameWriter) bool {
+func (s *Stream) Start(w FrameWriter) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -254,7 +291,7 @@ func (s *stream) start(w frameWriter) bool {
 	var scratch []byte
 	for _, ev := range s.pending {
 		var err error
-		if scratch, err = w.write(ev, scratch); err != nil {
+		if scratch, err = w.WriteEvent(ev, scratch); err != nil {
 			break // the watcher or the next send notices the broken transport
 		}
 	}
@@ -265,23 +302,23 @@ func (s *stream) start(w frameWriter) bool {
 
 // expired reports whether the caller's authorization has ended (no clock read for streams
 // without an expiry).
-func (s *stream) expired() bool {
-	return !s.expires.IsZero() && !time.Now().Before(s.expires)
+func (s *Stream) expired() bool {
+	return !s.Expires.IsZero() && !time.Now().Before(s.Expires)
 }
 
-// frameWriter puts whole SSE events on one stream's transport.
-type frameWriter interface {
-	// write sends one event; scratch is a reusable buffer owned by the
+// FrameWriter puts whole SSE events on one stream's transport.
+type FrameWriter interface {
+	// WriteEvent sends one event; scratch is a reusable buffer owned by the
 	// calling goroutine, returned (possibly grown).
-	write(ev []byte, scratch []byte) ([]byte, error)
-	// end sends final (if not nil), terminates the response and releases
+	WriteEvent(ev []byte, scratch []byte) ([]byte, error)
+	// End sends final (if not nil), terminates the response and releases
 	// the transport.
-	end(final []byte)
+	End(final []byte)
 }
 
-// reserve admits one more stream, or reports that the cap is reached or the
+// Reserve admits one more stream, or reports that the cap is reached or the
 // hub is draining.
-func (h *Hub) reserve() bool {
+func (h *Hub) Reserve() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closing || h.admitted >= h.opts.MaxStreams {
@@ -291,14 +328,15 @@ func (h *Hub) reserve() bool {
 	return true
 }
 
-// beginAttach and endAttach bracket the opening of a stream (attachStream).
-func (h *Hub) beginAttach() {
+// BeginAttach and EndAttach bracket the opening of a stream (the sidecar's attachStream).
+func (h *Hub) BeginAttach() {
 	h.mu.Lock()
 	h.attaching++
 	h.mu.Unlock()
 }
 
-func (h *Hub) endAttach() {
+// EndAttach ends what BeginAttach began.
+func (h *Hub) EndAttach() {
 	h.mu.Lock()
 	h.attaching--
 	h.mu.Unlock()
@@ -322,15 +360,16 @@ func (h *Hub) waitAttached() {
 	}
 }
 
-func (h *Hub) release() {
+// Release gives back a Reserve whose stream was never added.
+func (h *Hub) Release() {
 	h.mu.Lock()
 	h.admitted--
 	h.mu.Unlock()
 }
 
-// add registers an admitted stream. It returns false when the hub started
+// Add registers an admitted stream. It returns false when the hub started
 // closing after the stream was admitted.
-func (h *Hub) add(s *stream) bool {
+func (h *Hub) Add(s *Stream) bool {
 	// A stream another request can see before it is registered (a 2025-era
 	// session's, which a DELETE may end) may already be closed. Lock order:
 	// the stream's mutex, then the hub's.
@@ -345,22 +384,22 @@ func (h *Hub) add(s *stream) bool {
 		return false
 	}
 	h.all.add(s)
-	key := access.Key(s.caller)
+	key := access.Key(s.Caller)
 	g := h.callers[key]
 	if g == nil {
-		g = &callerGroup{id: s.caller}
+		g = &callerGroup{id: s.Caller}
 		h.callers[key] = g
 		g.key = key
 	}
 	g.n++
-	s.group, s.caller = g, nil
-	for _, k := range listKinds {
-		if s.kinds&k != 0 {
+	s.group, s.Caller = g, nil
+	for _, k := range protocol.ListKinds {
+		if s.Kinds&k != 0 {
 			h.byKind[k].add(s)
 		}
 	}
 	newURI := false
-	for _, u := range s.uris {
+	for _, u := range s.URIs {
 		set := h.byURI[u]
 		if set == nil {
 			set = newStreamSet()
@@ -370,15 +409,15 @@ func (h *Hub) add(s *stream) bool {
 		set.add(s)
 	}
 	h.mu.Unlock()
-	h.m.listenStreams.Inc()
+	h.m.StreamOpened()
 	if newURI {
 		h.signalURIs()
 	}
 	return true
 }
 
-// remove unregisters a stream; it is idempotent.
-func (h *Hub) remove(s *stream) {
+// Remove unregisters a stream; it is idempotent.
+func (h *Hub) Remove(s *Stream) {
 	h.mu.Lock()
 	if !h.all.remove(s) {
 		h.mu.Unlock()
@@ -390,11 +429,11 @@ func (h *Hub) remove(s *stream) {
 			delete(h.callers, g.key)
 		}
 	}
-	for _, k := range listKinds {
+	for _, k := range protocol.ListKinds {
 		h.byKind[k].remove(s)
 	}
 	goneURI := false
-	for _, u := range s.uris {
+	for _, u := range s.URIs {
 		if set := h.byURI[u]; set != nil {
 			set.remove(s)
 			if set.len() == 0 {
@@ -404,7 +443,7 @@ func (h *Hub) remove(s *stream) {
 		}
 	}
 	h.mu.Unlock()
-	h.m.listenStreams.Dec()
+	h.m.StreamClosed()
 	if goneURI {
 		h.signalURIs()
 	}
@@ -439,10 +478,10 @@ func (h *Hub) Len() int {
 	return h.all.len()
 }
 
-// close ends one stream, writing final first when it is not nil. It reports
+// Close ends one stream, writing final first when it is not nil. It reports
 // whether this call ended the stream (false if it was already closed), so a
 // stream gets at most one final frame and nothing after it.
-func (h *Hub) close(s *stream, final []byte) bool {
+func (h *Hub) Close(s *Stream, final []byte) bool {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -453,18 +492,18 @@ func (h *Hub) close(s *stream, final []byte) bool {
 		s.timer.Stop()
 	}
 	if s.w != nil {
-		s.w.end(final)
+		s.w.End(final)
 	}
 	s.mu.Unlock()
-	h.remove(s)
-	if s.onClose != nil {
-		s.onClose(s)
+	h.Remove(s)
+	if s.OnClose != nil {
+		s.OnClose(s)
 	}
 	return true
 }
 
-// send writes one event to one stream and closes the stream on failure.
-func (h *Hub) send(s *stream, ev []byte, scratch []byte) ([]byte, bool) {
+// Send writes one event to one stream and closes the stream on failure.
+func (h *Hub) Send(s *Stream, ev []byte, scratch []byte) ([]byte, bool) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -473,8 +512,8 @@ func (h *Hub) send(s *stream, ev []byte, scratch []byte) ([]byte, bool) {
 	if s.expired() {
 		// Nothing after the authorization ends, even if the timer has not fired yet.
 		s.mu.Unlock()
-		if h.close(s, expiredEvent(s)) {
-			h.m.streamsExpired.Inc()
+		if h.Close(s, expiredEvent(s)) {
+			h.m.StreamExpired()
 		}
 		return scratch, false
 	}
@@ -485,33 +524,33 @@ func (h *Hub) send(s *stream, ev []byte, scratch []byte) ([]byte, bool) {
 		s.mu.Unlock()
 		return scratch, true
 	}
-	scratch, err := s.w.write(ev, scratch)
+	scratch, err := s.w.WriteEvent(ev, scratch)
 	s.mu.Unlock()
 	if err != nil {
-		h.log.Debug("Closing listen stream after a failed write", "subscriptionId", string(s.id), "err", err)
-		h.close(s, nil)
+		h.log.Debug("Closing listen stream after a failed write", "subscriptionId", string(s.ID), "err", err)
+		h.Close(s, nil)
 		return scratch, false
 	}
 	return scratch, true
 }
 
 // Publish fans one change out to exactly the streams whose filter asks for
-// it: list kinds to streams that set the matching flag, KindResourceUpdated
+// it: list kinds to streams that set the matching flag, protocol.KindResourceUpdated
 // to streams subscribed to uri. It returns once every write has been
 // attempted, with the number of streams written. It does not look at callers:
 // the catalog overlay, which knows what each caller may see, publishes with
 // PublishViews and PublishUpdate.
-func (h *Hub) Publish(k Kind, uri string) int {
-	if _, ok := kindMethod[k]; !ok {
+func (h *Hub) Publish(k protocol.Kind, uri string) int {
+	if k.Method() == "" {
 		return 0
 	}
-	if k == KindTools {
+	if k == protocol.KindTools {
 		h.toolsGen.Add(1)
 	}
 	start := time.Now()
 	h.mu.Lock()
 	var set *streamSet
-	if k == KindResourceUpdated {
+	if k == protocol.KindResourceUpdated {
 		set = h.byURI[uri]
 	} else {
 		set = h.byKind[k]
@@ -522,12 +561,12 @@ func (h *Hub) Publish(k Kind, uri string) int {
 }
 
 // publishTargets writes one change to targets, traced when tracing is on.
-func (h *Hub) publishTargets(k Kind, uri string, targets []*stream, start time.Time) int {
+func (h *Hub) publishTargets(k protocol.Kind, uri string, targets []*Stream, start time.Time) int {
 	if len(targets) == 0 {
 		return 0
 	}
-	method := kindMethod[k]
-	if span := h.opts.Tracing.startFanoutIfOn(method, uri); span != nil {
+	method := k.Method()
+	if span := h.startFanout(method, uri); span != nil {
 		n := h.publish(k, method, uri, targets, start)
 		span.SetAttributes(attrStreams.Int(n))
 		span.End()
@@ -549,7 +588,7 @@ type callerGroup struct {
 // is called once per caller with open streams, never per stream; tools is whether the tools
 // list itself changed (paramheaders.go re-reads the upstream's annotations then). A caller
 // whose view did not change gets nothing. It returns the streams written.
-func (h *Hub) PublishViews(tools bool, changed func(*authn.Identity) Kind) int {
+func (h *Hub) PublishViews(tools bool, changed func(*authn.Identity) protocol.Kind) int {
 	if tools {
 		h.toolsGen.Add(1)
 	}
@@ -560,8 +599,8 @@ func (h *Hub) PublishViews(tools bool, changed func(*authn.Identity) Kind) int {
 		groups = append(groups, g)
 	}
 	h.mu.Unlock()
-	kinds := make(map[*callerGroup]Kind, len(groups))
-	var any Kind
+	kinds := make(map[*callerGroup]protocol.Kind, len(groups))
+	var any protocol.Kind
 	for _, g := range groups {
 		if k := changed(g.id); k != 0 {
 			kinds[g] = k
@@ -569,13 +608,13 @@ func (h *Hub) PublishViews(tools bool, changed func(*authn.Identity) Kind) int {
 		}
 	}
 	n := 0
-	for _, k := range listKinds {
+	for _, k := range protocol.ListKinds {
 		if any&k == 0 {
 			continue
 		}
 		h.mu.Lock()
 		set := h.byKind[k]
-		targets := make([]*stream, 0, set.len())
+		targets := make([]*Stream, 0, set.len())
 		for _, s := range set.list {
 			if kinds[s.group]&k != 0 {
 				targets = append(targets, s)
@@ -598,7 +637,7 @@ func (h *Hub) PublishUpdate(uri string, allowed func(*authn.Identity) bool) int 
 		return 0
 	}
 	decided := map[*callerGroup]bool{}
-	targets := make([]*stream, 0, set.len())
+	targets := make([]*Stream, 0, set.len())
 	for _, s := range set.list {
 		ok, seen := decided[s.group]
 		if !seen {
@@ -610,44 +649,43 @@ func (h *Hub) PublishUpdate(uri string, allowed func(*authn.Identity) bool) int 
 		}
 	}
 	h.mu.Unlock()
-	return h.publishTargets(KindResourceUpdated, uri, targets, start)
+	return h.publishTargets(protocol.KindResourceUpdated, uri, targets, start)
 }
 
 // publish writes the notification of one change to targets.
-func (h *Hub) publish(k Kind, method, uri string, targets []*stream, start time.Time) int {
+func (h *Hub) publish(k protocol.Kind, method, uri string, targets []*Stream, start time.Time) int {
 	var suffix []byte
-	if k == KindResourceUpdated {
+	if k == protocol.KindResourceUpdated {
 		u, _ := json.Marshal(uri)
 		suffix = append(append([]byte(`},"uri":`), u...), `}}`...)
 	} else {
 		suffix = []byte(`}}}`)
 	}
-	prefix := []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + method + `","params":{"_meta":{"` + metaSubscriptionID + `":`)
+	prefix := []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + method + `","params":{"_meta":{"` + protocol.MetaSubscriptionID + `":`)
 	// A 2025-era stream gets the notification without a subscription id.
 	var legacyEv []byte
-	if k == KindResourceUpdated {
+	if k == protocol.KindResourceUpdated {
 		u, _ := json.Marshal(uri)
 		legacyEv = append(append([]byte(`event: message`+"\n"+`data: {"jsonrpc":"2.0","method":"`+method+`","params":{"uri":`), u...), "}}\n\n"...)
 	} else {
 		legacyEv = []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + method + `"}` + "\n\n")
 	}
-	n := h.fanout(targets, func(s *stream, buf []byte) []byte {
-		if s.legacy {
+	n := h.fanout(targets, func(s *Stream, buf []byte) []byte {
+		if s.Legacy {
 			return append(buf[:0], legacyEv...)
 		}
 		buf = append(buf[:0], prefix...)
-		buf = append(buf, s.id...)
+		buf = append(buf, s.ID...)
 		buf = append(buf, suffix...)
 		return append(buf, '\n', '\n')
 	})
-	h.m.notificationsSent.WithLabelValues(method).Add(float64(n))
-	h.m.fanoutSeconds.Observe(time.Since(start).Seconds())
+	h.m.Sent(method, n, time.Since(start))
 	return n
 }
 
 // fanout writes the event render(s) to every target with up to
 // opts.Writers goroutines and returns the number of successful writes.
-func (h *Hub) fanout(targets []*stream, render func(*stream, []byte) []byte) int {
+func (h *Hub) fanout(targets []*Stream, render func(*Stream, []byte) []byte) int {
 	var sent atomic.Int64
 	work := func(next *atomic.Int64) {
 		var ev, scratch []byte
@@ -661,7 +699,7 @@ func (h *Hub) fanout(targets []*stream, render func(*stream, []byte) []byte) int
 			for _, s := range targets[lo:hi] {
 				ev = render(s, ev)
 				var ok bool
-				if scratch, ok = h.send(s, ev, scratch); ok {
+				if scratch, ok = h.Send(s, ev, scratch); ok {
 					n++
 				}
 			}
@@ -684,8 +722,6 @@ func (h *Hub) fanout(targets []*stream, render func(*stream, []byte) []byte) int
 	return int(sent.Load())
 }
 
-const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
-
 var keepaliveEvent = []byte(": keepalive\n\n")
 
 // Run sends keepalive comments on every stream until ctx ends.
@@ -704,7 +740,7 @@ func (h *Hub) Run(ctx context.Context) {
 			h.mu.Lock()
 			targets := h.all.snapshot()
 			h.mu.Unlock()
-			h.fanout(targets, func(*stream, []byte) []byte { return keepaliveEvent })
+			h.fanout(targets, func(*Stream, []byte) []byte { return keepaliveEvent })
 		}
 	}
 }
@@ -715,28 +751,21 @@ func completeEvent(id []byte) []byte {
 	b := make([]byte, 0, 160+2*len(id))
 	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"...)
 	b = append(b, id...)
-	b = append(b, `,"result":{"resultType":"complete","_meta":{"`+metaSubscriptionID+`":`...)
+	b = append(b, `,"result":{"resultType":"complete","_meta":{"`+protocol.MetaSubscriptionID+`":`...)
 	b = append(b, id...)
 	return append(b, "}}}\n\n"...)
 }
 
-// finalEvent is what ends a stream on purpose: a listen stream's complete
+// FinalEvent is what ends a stream on purpose: a listen stream's complete
 // result, or for a 2025-era GET stream the retry hint (the client
 // reconnects after it, through the Service, to a replica that stays, where
 // its session still works).
-func finalEvent(s *stream) []byte {
-	if s.legacy {
-		return legacyRetryEvent
+func FinalEvent(s *Stream) []byte {
+	if s.Legacy {
+		return LegacyRetryEvent
 	}
-	return completeEvent(s.id)
+	return completeEvent(s.ID)
 }
-
-// codeAuthorizationEnded is the JSON-RPC error code that ends a listen stream whose caller's
-// authorization ended. Provisional: the MCP draft "Authorization lifetime for subscription
-// streams" names the error AuthorizationEnded but allocates no code yet, and the spec reserves
-// -32020..-32099 for codes it defines (and discourages -32000..-32019), so this one sits outside
-// the JSON-RPC reserved range until the spec gives it a number.
-const codeAuthorizationEnded = -31001
 
 // reasonTokenExpiry is AuthorizationEnded's data.reason when the caller's token expired.
 const reasonTokenExpiry = "token_expiry"
@@ -744,23 +773,23 @@ const reasonTokenExpiry = "token_expiry"
 // expiredEvent is what ends a stream when its caller's token expires: for a listen stream the
 // listen request's AuthorizationEnded error; a 2025-era GET stream just ends (it has no request
 // to answer; the client's next request needs a fresh token).
-func expiredEvent(s *stream) []byte {
-	if s.legacy {
+func expiredEvent(s *Stream) []byte {
+	if s.Legacy {
 		return nil
 	}
-	b := make([]byte, 0, 200+len(s.id))
+	b := make([]byte, 0, 200+len(s.ID))
 	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"...)
-	b = append(b, s.id...)
+	b = append(b, s.ID...)
 	b = append(b, `,"error":{"code":`...)
-	b = strconv.AppendInt(b, codeAuthorizationEnded, 10)
+	b = strconv.AppendInt(b, wire.CodeAuthorizationEnded, 10)
 	b = append(b, `,"message":"Authorization ended: the access token expired","data":{"reason":"`+reasonTokenExpiry+`"}}}`+"\n\n"...)
 	return b
 }
 
-// expireAt arms the stream's expiry once its transport is attached: at expires it is ended with
+// ExpireAt arms the stream's expiry once its transport is attached: at expires it is ended with
 // expiredEvent (immediately when that is past).
-func (h *Hub) expireAt(s *stream) {
-	if s.expires.IsZero() {
+func (h *Hub) ExpireAt(s *Stream) {
+	if s.Expires.IsZero() {
 		return
 	}
 	s.mu.Lock()
@@ -768,35 +797,35 @@ func (h *Hub) expireAt(s *stream) {
 	if s.closed {
 		return
 	}
-	s.timer = time.AfterFunc(time.Until(s.expires), func() {
-		if h.close(s, expiredEvent(s)) {
-			h.m.streamsExpired.Inc()
+	s.timer = time.AfterFunc(time.Until(s.Expires), func() {
+		if h.Close(s, expiredEvent(s)) {
+			h.m.StreamExpired()
 		}
 	})
 }
 
-// legacyRetryEvent tells a 2025-era client to reconnect after 1 s when the
+// LegacyRetryEvent tells a 2025-era client to reconnect after 1 s when the
 // sidecar ends its stream.
-var legacyRetryEvent = []byte("retry: 1000\n\n")
+var LegacyRetryEvent = []byte("retry: 1000\n\n")
 
-// subscribe adds uri to a stream's subscriptions (2025-era
+// Subscribe adds uri to a stream's subscriptions (2025-era
 // resources/subscribe). A stream not registered yet gets it when add
 // registers it. It reports false, changing nothing, when the replica's
 // subscription budget has no room for it.
-func (h *Hub) subscribe(s *stream, uri string) bool {
+func (h *Hub) Subscribe(s *Stream, uri string) bool {
 	h.mu.Lock()
-	if slices.Contains(s.uris, uri) {
+	if slices.Contains(s.URIs, uri) {
 		h.mu.Unlock()
 		return true
 	}
-	cost := subscriptionBytes(uri)
+	cost := SubscriptionBytes(uri)
 	if !h.takeLocked(1, cost) {
 		h.mu.Unlock()
 		return false
 	}
 	s.subN++
 	s.subB += cost
-	s.uris = append(s.uris, uri)
+	s.URIs = append(s.URIs, uri)
 	if _, ok := h.all.pos[s]; !ok {
 		h.mu.Unlock()
 		return true
@@ -815,17 +844,17 @@ func (h *Hub) subscribe(s *stream, uri string) bool {
 	return true
 }
 
-// unsubscribe removes uri from a stream's subscriptions.
-func (h *Hub) unsubscribe(s *stream, uri string) {
+// Unsubscribe removes uri from a stream's subscriptions.
+func (h *Hub) Unsubscribe(s *Stream, uri string) {
 	h.mu.Lock()
-	i := slices.Index(s.uris, uri)
+	i := slices.Index(s.URIs, uri)
 	if i < 0 {
 		h.mu.Unlock()
 		return
 	}
-	s.uris = slices.Delete(s.uris, i, i+1)
+	s.URIs = slices.Delete(s.URIs, i, i+1)
 	if s.subN > 0 {
-		cost := subscriptionBytes(uri)
+		cost := SubscriptionBytes(uri)
 		s.subN--
 		s.subB -= cost
 		h.giveLocked(1, cost)
@@ -848,44 +877,44 @@ func (h *Hub) unsubscribe(s *stream, uri string) {
 	}
 }
 
-// charge takes the subscriptions of a new stream's URIs from the replica's budget, before the
+// Charge takes the subscriptions of a new stream's URIs from the replica's budget, before the
 // stream is attached; false means no room (nothing taken). Whoever charges a stream
 // uncharges it when it ends.
-func (h *Hub) charge(s *stream) bool {
-	if len(s.uris) == 0 {
+func (h *Hub) Charge(s *Stream) bool {
+	if len(s.URIs) == 0 {
 		return true
 	}
 	var b int64
-	for _, u := range s.uris {
-		b += subscriptionBytes(u)
+	for _, u := range s.URIs {
+		b += SubscriptionBytes(u)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.takeLocked(len(s.uris), b) {
+	if !h.takeLocked(len(s.URIs), b) {
 		return false
 	}
-	s.subN, s.subB = len(s.uris), b
+	s.subN, s.subB = len(s.URIs), b
 	return true
 }
 
-// uncharge gives a stream's subscriptions back to the budget; it is idempotent.
-func (h *Hub) uncharge(s *stream) {
+// Uncharge gives a stream's subscriptions back to the budget; it is idempotent.
+func (h *Hub) Uncharge(s *Stream) {
 	h.mu.Lock()
 	h.giveLocked(s.subN, s.subB)
 	s.subN, s.subB = 0, 0
 	h.mu.Unlock()
 }
 
-// takeSubscriptions takes n subscriptions of b bytes (a 2025-era session's) from the
+// TakeSubscriptions takes n subscriptions of b bytes (a 2025-era session's) from the
 // replica's budget, or reports that there is no room.
-func (h *Hub) takeSubscriptions(n int, b int64) bool {
+func (h *Hub) TakeSubscriptions(n int, b int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.takeLocked(n, b)
 }
 
-// giveSubscriptions returns what takeSubscriptions took.
-func (h *Hub) giveSubscriptions(n int, b int64) {
+// GiveSubscriptions returns what takeSubscriptions took.
+func (h *Hub) GiveSubscriptions(n int, b int64) {
 	h.mu.Lock()
 	h.giveLocked(n, b)
 	h.mu.Unlock()
@@ -900,8 +929,7 @@ func (h *Hub) takeLocked(n int, b int64) bool {
 	}
 	h.subCount += n
 	h.subBytes += b
-	h.m.subscriptions.Set(float64(h.subCount))
-	h.m.subscriptionBytes.Set(float64(h.subBytes))
+	h.m.Subscriptions(h.subCount, h.subBytes)
 	return true
 }
 
@@ -911,8 +939,7 @@ func (h *Hub) giveLocked(n int, b int64) {
 	}
 	h.subCount -= n
 	h.subBytes -= b
-	h.m.subscriptions.Set(float64(h.subCount))
-	h.m.subscriptionBytes.Set(float64(h.subBytes))
+	h.m.Subscriptions(h.subCount, h.subBytes)
 }
 
 // endAllWriters bounds the goroutines EndAll writes complete results with,
@@ -952,7 +979,7 @@ func (h *Hub) EndAll(jitter time.Duration) int {
 					time.Sleep(d)
 				}
 			}
-			if h.close(targets[i], finalEvent(targets[i])) {
+			if h.Close(targets[i], FinalEvent(targets[i])) {
 				ended.Add(1)
 			}
 		}
@@ -978,4 +1005,40 @@ func (h *Hub) Closing() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.closing
+}
+
+// SubscriptionBytes is what one subscribed URI costs: its length as a JSON string, quotes
+// included. The relay sends the union of the URIs upstream as JSON (without HTML escaping), so
+// the per-replica bound on these bytes bounds that body too.
+func SubscriptionBytes(uri string) int64 {
+	n := int64(len(uri)) + 2
+	for i := 0; i < len(uri); {
+		r, w := utf8.DecodeRuneInString(uri[i:])
+		switch {
+		case r == '"' || r == '\\':
+			n++
+		case r < 0x20:
+			n += 5 // \u00XX
+		case r == '\u2028' || r == '\u2029':
+			n += 3 // \u2028
+		case r == utf8.RuneError && w == 1:
+			n += 5 // \ufffd
+		}
+		i += w
+	}
+	return n
+}
+
+// Watch blocks until the client closes a hijacked connection (or sends
+// anything: after its one request the client has nothing more to say), then
+// ends the stream. It is the only goroutine a hijacked stream keeps.
+func (h *Hub) Watch(s *Stream, c net.Conn) {
+	var b [1]byte
+	_ = c.SetReadDeadline(time.Time{})
+	for {
+		if _, err := c.Read(b[:]); err != nil {
+			h.Close(s, nil)
+			return
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package sidecar
+package upstream
 
 import (
 	"reflect"
@@ -20,14 +20,14 @@ func TestUpstreamReport(t *testing.T) {
 			&catalog.UpstreamReport{ProtocolVersion: "2025-06-18", ServerName: "old", ServerVersion: "1", Capabilities: []string{"prompts"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u := NewUpstream("http://127.0.0.1:1/mcp", 0)
-			if u.report() != nil {
+			u := New("http://127.0.0.1:1/mcp", 0)
+			if u.Report() != nil {
 				t.Fatal("a report before any discover")
 			}
-			if _, err := u.store([]byte(tc.discover)); err != nil {
+			if _, err := u.Store([]byte(tc.discover)); err != nil {
 				t.Fatal(err)
 			}
-			if got := u.report(); !reflect.DeepEqual(got, tc.want) {
+			if got := u.Report(); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 		})

@@ -1,4 +1,4 @@
-package sidecar
+package hub
 
 import (
 	"bytes"
@@ -20,11 +20,11 @@ func TestSubscriptionBytesBoundsTheRelayBody(t *testing.T) {
 			t.Fatal(err)
 		}
 		encoded := int64(buf.Len() - 1) // the newline
-		if got := subscriptionBytes(u); got < encoded {
-			t.Errorf("subscriptionBytes(%q) = %d, below its encoded %d bytes %s", u, got, encoded, buf.Bytes())
+		if got := SubscriptionBytes(u); got < encoded {
+			t.Errorf("SubscriptionBytes(%q) = %d, below its encoded %d bytes %s", u, got, encoded, buf.Bytes())
 		}
 	}
-	if got := subscriptionBytes("file:///a&b<c>"); got != int64(len("file:///a&b<c>"))+2 {
+	if got := SubscriptionBytes("file:///a&b<c>"); got != int64(len("file:///a&b<c>"))+2 {
 		t.Errorf("a plain URI costs %d, want its length and two quotes", got)
 	}
 }

@@ -47,8 +47,8 @@ func TestCheckHostOrigin(t *testing.T) {
 			if (e == nil) != c.ok {
 				t.Fatalf("got %v, want ok=%v", e, c.ok)
 			}
-			if e != nil && e.status != http.StatusForbidden {
-				t.Errorf("status %d", e.status)
+			if e != nil && e.Status != http.StatusForbidden {
+				t.Errorf("status %d", e.Status)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package sidecar
+package rules
 
 import (
 	"encoding/json"
@@ -7,16 +7,8 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/rules/rulestest"
 )
-
-func mustDigest(t *testing.T, raw json.RawMessage) string {
-	t.Helper()
-	d, err := catalog.ToolDigest(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 func enforce(c *catalog.Catalog) *catalog.Catalog {
 	c.Server.ToolPinning = catalog.ToolPinningEnforce
@@ -26,8 +18,8 @@ func enforce(c *catalog.Catalog) *catalog.Catalog {
 // TestMergeToolsPinned tables what pinning withholds from tools/list: only Enforce withholds,
 // a drifted pinned tool always, and with policy All a tool without a pin.
 func TestMergeToolsPinned(t *testing.T) {
-	forecast := mustDigest(t, upTools[0])
-	alerts := mustDigest(t, upTools[1])
+	forecast := rulestest.Digest(t, rulestest.UpstreamTools[0])
+	alerts := rulestest.Digest(t, rulestest.UpstreamTools[1])
 	stale := catalog.DigestPrefix + "0000000000000000000000000000000000000000000000000000000000000000"
 	tests := []struct {
 		name         string
@@ -45,7 +37,7 @@ func TestMergeToolsPinned(t *testing.T) {
 	}, {
 		name: "Enforce, All: a drifted pin is withheld",
 		cat: enforce(testCatalog(catalog.ToolPolicyAll, catalog.Tool{Name: "get_forecast", UpstreamDigest: stale},
-			catalog.Tool{Name: "get_alerts", UpstreamDigest: alerts}, catalog.Tool{Name: "convert_temperature", UpstreamDigest: mustDigest(t, upTools[2])})),
+			catalog.Tool{Name: "get_alerts", UpstreamDigest: alerts}, catalog.Tool{Name: "convert_temperature", UpstreamDigest: rulestest.Digest(t, rulestest.UpstreamTools[2])})),
 		want: []string{"convert_temperature", "get_alerts"}, wantWithheld: []string{"get_forecast"},
 	}, {
 		name: "Enforce, Declared: an unpinned declared tool is served, a drifted one withheld",
@@ -80,7 +72,7 @@ func TestMergeToolsPinned(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, withheld := mergeToolsWithheld(tt.cat, upTools)
+			got, _, withheld := MergeToolsWithheld(tt.cat, rulestest.UpstreamTools)
 			if !slices.Equal(keys(got), tt.want) {
 				t.Errorf("tools = %v, want %v", keys(got), tt.want)
 			}
@@ -123,34 +115,12 @@ func TestPinWithheld(t *testing.T) {
 
 // TestObserveDigests: the overlay records every upstream tool's digest for tools/call, and
 // reports those of the declared tools under the names clients see.
-func TestObserveDigests(t *testing.T) {
-	o := NewOverlay(OverlayOptions{})
-	if o.observedDigestOf("get_forecast") != "" {
-		t.Fatal("a digest before any read")
-	}
-	c := testCatalog(catalog.ToolPolicyAll, catalog.Tool{Name: "forecast", UpstreamName: "get_forecast"}, catalog.Tool{Name: "ghost"})
-	r := o.observeDigests(c, upTools)
-	if want := mustDigest(t, upTools[0]); r.digests["forecast"] != want || o.observedDigestOf("get_forecast") != want {
-		t.Fatalf("report %v, observed %q; want %s", r.digests, o.observedDigestOf("get_forecast"), want)
-	}
-	if _, ok := r.digests["ghost"]; ok || len(r.digests) != 1 {
-		t.Fatalf("only declared tools the upstream serves are reported: %v", r.digests)
-	}
-	if o.observedDigestOf("get_alerts") != mustDigest(t, upTools[1]) {
-		t.Fatal("an undeclared tool's digest is recorded for tools/call")
-	}
-	o.observeDigests(c, nil)
-	if o.observedDigestOf("get_forecast") != "" {
-		t.Fatal("an unread list still gives digests")
-	}
-}
-
 // TestDigestMemo: memoised digests are the digests, and the memo stays bounded.
 func TestDigestMemo(t *testing.T) {
 	for i := range maxMemoDigests + 10 {
 		raw := json.RawMessage(fmt.Sprintf(`{"name":"t%d","description":"d"}`, i))
-		if got, again := observedDigest(raw), observedDigest(raw); got != mustDigest(t, raw) || again != got {
-			t.Fatalf("tool %d: %s then %s, want %s", i, got, again, mustDigest(t, raw))
+		if got, again := ObservedDigest(raw), ObservedDigest(raw); got != rulestest.Digest(t, raw) || again != got {
+			t.Fatalf("tool %d: %s then %s, want %s", i, got, again, rulestest.Digest(t, raw))
 		}
 	}
 	digestMemo.Lock()
@@ -159,7 +129,7 @@ func TestDigestMemo(t *testing.T) {
 	if n > maxMemoDigests {
 		t.Fatalf("memo holds %d digests, bound %d", n, maxMemoDigests)
 	}
-	if observedDigest(json.RawMessage(`{"name":"x","name":"y"}`)) != "" {
+	if ObservedDigest(json.RawMessage(`{"name":"x","name":"y"}`)) != "" {
 		t.Fatal("a tool with a duplicate member has a digest")
 	}
 }
@@ -196,7 +166,7 @@ func BenchmarkMergeToolsPinned(b *testing.B) {
 					clear(digestMemo.m)
 					digestMemo.Unlock()
 				}
-				if l, _, w := mergeToolsWithheld(tc.cat, up); len(l) != 100 || len(w) != 0 {
+				if l, _, w := MergeToolsWithheld(tc.cat, up); len(l) != 100 || len(w) != 0 {
 					b.Fatalf("%d listed, %d withheld", len(l), len(w))
 				}
 			}
@@ -210,16 +180,16 @@ func TestAliasesCannotReachWhatIsWithheld(t *testing.T) {
 	stale := catalog.DigestPrefix + "0000000000000000000000000000000000000000000000000000000000000000"
 	c := testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "delete_all", Disabled: true},
 		catalog.Tool{Name: "x2", UpstreamName: "delete_all"})
-	if up, _, ok := routeTool(c, "x2"); ok {
+	if up, _, ok := RouteTool(c, "x2"); ok {
 		t.Errorf("x2 routes to %s: an alias re-exposes a Disabled tool", up)
 	}
 	c = enforce(testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "get_forecast", UpstreamDigest: stale},
 		catalog.Tool{Name: "forecast2", UpstreamName: "get_forecast"}))
-	up, _, ok := routeTool(c, "forecast2")
+	up, _, ok := RouteTool(c, "forecast2")
 	if !ok {
 		t.Fatal("forecast2 does not route")
 	}
-	if why := toolWithheld(c, up, mustDigest(t, upTools[0])); why != withheldDrifted {
+	if why := ToolWithheld(c, up, rulestest.Digest(t, rulestest.UpstreamTools[0])); why != withheldDrifted {
 		t.Errorf("the unpinned alias of a drifted tool: withheld %q, want %q", why, withheldDrifted)
 	}
 }
@@ -228,21 +198,21 @@ func TestAliasesCannotReachWhatIsWithheld(t *testing.T) {
 // ("Description") is not served: a case-insensitive client could read it instead of the
 // (overridden, digested) "description".
 func TestServedToolsDropCaseVariants(t *testing.T) {
-	up := raws(`{"name":"get_forecast","description":"upstream","Description":"evil","Annotations":{"destructiveHint":false},"inputSchema":{"type":"object"}}`)
+	up := rulestest.Raws(`{"name":"get_forecast","description":"upstream","Description":"evil","Annotations":{"destructiveHint":false},"inputSchema":{"type":"object"}}`)
 	for _, c := range []*catalog.Catalog{
 		testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "get_forecast", Description: "ours"}),
 		testCatalog(catalog.ToolPolicyAll),
 	} {
-		got, _, _ := mergeToolsWithheld(c, up)
+		got, _, _ := MergeToolsWithheld(c, up)
 		if len(got) != 1 {
 			t.Fatalf("tools %v", keys(got))
 		}
-		m := decodeObject(got[0].raw)
+		m := decodeObject(got[0].Raw)
 		if _, ok := m["Description"]; ok {
-			t.Errorf("served a case variant: %s", got[0].raw)
+			t.Errorf("served a case variant: %s", got[0].Raw)
 		}
 		if _, ok := m["Annotations"]; ok {
-			t.Errorf("served a case variant: %s", got[0].raw)
+			t.Errorf("served a case variant: %s", got[0].Raw)
 		}
 	}
 }

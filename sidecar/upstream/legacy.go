@@ -1,4 +1,4 @@
-package sidecar
+package upstream
 
 import (
 	"bytes"
@@ -15,9 +15,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
-// This file is the UpstreamTransport every sidecar uses: it finds out what
+// This file is the Transport every sidecar uses: it finds out what
 // the MCP server container speaks and reaches it accordingly.
 //
 //   - A 2026-07-28 server (server/discover answers): requests go through
@@ -31,7 +34,7 @@ import (
 //     Mcp-* headers, gives each request an id of its own on the session,
 //     turns the upstream's questions during a call (elicitation, sampling,
 //     roots) into input_required results and delivers the client's answers
-//     (upstream_legacy_input.go), and serves subscriptions/listen from the
+//     (legacy_input.go), and serves subscriptions/listen from the
 //     upstream's GET stream (list_changed; resources/updated through
 //     reference-counted upstream resources/subscribe).
 //
@@ -69,7 +72,7 @@ const (
 	genLegacy
 )
 
-// generationTransport is the UpstreamTransport described above.
+// generationTransport is the Transport described above.
 type generationTransport struct {
 	base     http.RoundTripper
 	url      string
@@ -107,11 +110,11 @@ func newGenerationTransport(base http.RoundTripper, url string, maxBytes int) *g
 	return t
 }
 
-// UpstreamGeneration describes what the upstream speaks, for the report.
-type UpstreamGeneration struct {
+// Generation describes what the upstream speaks, for the report.
+type Generation struct {
 	// Legacy is set when the upstream is a 2025-era server.
 	Legacy bool
-	// ProtocolVersion is the revision the upstream negotiated (legacy).
+	// protocol.Version is the revision the upstream negotiated (legacy).
 	ProtocolVersion string
 }
 
@@ -169,9 +172,9 @@ func (t *generationTransport) detect(ctx context.Context) (upstreamGen, error) {
 	if g := t.generation(); g != genUnknown {
 		return g, nil
 	}
-	dctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	dctx, cancel := context.WithTimeout(ctx, DiscoverTimeout)
 	defer cancel()
-	req, err := modernRequest(dctx, t.url, "switchboard-generation", methodDiscover, "")
+	req, err := ModernRequest(dctx, t.url, "switchboard-generation", protocol.MethodDiscover, "")
 	if err != nil {
 		return genUnknown, err
 	}
@@ -182,8 +185,8 @@ func (t *generationTransport) detect(ctx context.Context) (upstreamGen, error) {
 	body, rerr := t.readMessage(resp)
 	resp.Body.Close()
 	if rerr == nil && resp.StatusCode == http.StatusOK {
-		if res, ok, _ := field(body, "result"); ok && isObject(res) {
-			if _, ok, _ := field(res, "supportedVersions"); ok {
+		if res, ok, _ := wire.Field(body, "result"); ok && wire.IsObject(res) {
+			if _, ok, _ := wire.Field(res, "supportedVersions"); ok {
 				t.mu.Lock()
 				t.gen = genModern
 				t.mu.Unlock()
@@ -192,7 +195,7 @@ func (t *generationTransport) detect(ctx context.Context) (upstreamGen, error) {
 			}
 		}
 	}
-	discoverAnswer := fmt.Sprintf("HTTP %d %s", resp.StatusCode, truncate(body, 160))
+	discoverAnswer := fmt.Sprintf("HTTP %d %s", resp.StatusCode, wire.Truncate(body, 160))
 	s := &upSession{}
 	res, version, err := t.initialize(dctx, s)
 	if err != nil {
@@ -219,7 +222,7 @@ func (t *generationTransport) detect(ctx context.Context) (upstreamGen, error) {
 func (t *generationTransport) initialize(ctx context.Context, s *upSession) (json.RawMessage, string, error) {
 	body := `{"jsonrpc":"2.0","id":"switchboard-init-` + strconv.FormatInt(t.seq.Add(1), 10) +
 		`","method":"initialize","params":{"protocolVersion":"` + legacyClientVersion +
-		`","capabilities":` + legacyClientCapabilities + `,"clientInfo":` + string(sidecarClientInfo) + `}}`
+		`","capabilities":` + legacyClientCapabilities + `,"clientInfo":` + string(ClientInfo) + `}}`
 	req, err := t.legacyRequest(ctx, []byte(body), "", "")
 	if err != nil {
 		return nil, "", err
@@ -233,15 +236,15 @@ func (t *generationTransport) initialize(ctx context.Context, s *upSession) (jso
 	if err != nil {
 		return nil, "", err
 	}
-	res, ok, _ := field(msg, "result")
-	if resp.StatusCode != http.StatusOK || !ok || !isObject(res) {
-		return nil, "", fmt.Errorf("HTTP %d %s", resp.StatusCode, truncate(msg, 160))
+	res, ok, _ := wire.Field(msg, "result")
+	if resp.StatusCode != http.StatusOK || !ok || !wire.IsObject(res) {
+		return nil, "", fmt.Errorf("HTTP %d %s", resp.StatusCode, wire.Truncate(msg, 160))
 	}
 	var r struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	if json.Unmarshal(res, &r) != nil || r.ProtocolVersion == "" {
-		return nil, "", fmt.Errorf("initialize result without protocolVersion: %s", truncate(res, 160))
+		return nil, "", fmt.Errorf("initialize result without protocolVersion: %s", wire.Truncate(res, 160))
 	}
 	sid := resp.Header.Get("Mcp-Session-Id")
 	req, err = t.legacyRequest(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), sid, r.ProtocolVersion)
@@ -278,14 +281,14 @@ func (t *generationTransport) legacyRequest(ctx context.Context, body []byte, si
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
 	if version != "" {
-		req.Header.Set(headerProtocolVersion, version)
+		req.Header.Set(protocol.HeaderProtocolVersion, version)
 	}
 	return req, nil
 }
 
 // readMessage reads a JSON body, or the first response of an SSE body.
 func (t *generationTransport) readMessage(resp *http.Response) ([]byte, error) {
-	return readUpstreamMessage(resp, t.maxBytes)
+	return ReadMessage(resp, t.maxBytes)
 }
 
 // legacyRoundTrip serves one 2026 request from a legacy upstream.
@@ -309,12 +312,12 @@ func (t *generationTransport) legacyRoundTrip(req *http.Request) (*http.Response
 	// answered as accepted and dropped.
 	var method string
 	hasID, hasMethod := false, false
-	_ = eachMember(body, func(m member) bool {
+	_ = wire.EachMember(body, func(m wire.Member) bool {
 		switch {
-		case keyIs(m.key, "id"):
+		case wire.KeyIs(m.Key, "id"):
 			hasID = true
-		case keyIs(m.key, "method"):
-			method, _ = stringValue(body[m.start:m.end])
+		case wire.KeyIs(m.Key, "method"):
+			method, _ = wire.StringValue(body[m.Start:m.End])
 			hasMethod = true
 		}
 		return !hasID || !hasMethod // both found (usually before params): done
@@ -324,9 +327,9 @@ func (t *generationTransport) legacyRoundTrip(req *http.Request) (*http.Response
 			Header: http.Header{}, Body: http.NoBody, Request: req}, nil
 	}
 	switch method {
-	case methodDiscover:
+	case protocol.MethodDiscover:
 		return t.legacyDiscover(req, body)
-	case methodListen:
+	case protocol.MethodListen:
 		return t.legacyListen(req, body)
 	}
 	return t.legacyCall(req, body, method)
@@ -360,8 +363,8 @@ func (t *generationTransport) legacyDiscover(req *http.Request, body []byte) (*h
 	if err != nil {
 		return nil, err
 	}
-	if _, ok, _ := field(msg, "result"); !ok {
-		return nil, fmt.Errorf("upstream ping failed: HTTP %d %s", resp.StatusCode, truncate(msg, 160))
+	if _, ok, _ := wire.Field(msg, "result"); !ok {
+		return nil, fmt.Errorf("upstream ping failed: HTTP %d %s", resp.StatusCode, wire.Truncate(msg, 160))
 	}
 	t.mu.Lock()
 	res, version := t.initRes, t.version
@@ -372,21 +375,21 @@ func (t *generationTransport) legacyDiscover(req *http.Request, body []byte) (*h
 		Instructions string          `json:"instructions"`
 	}
 	_ = json.Unmarshal(res, &ir)
-	if !isObject(ir.Capabilities) {
+	if !wire.IsObject(ir.Capabilities) {
 		ir.Capabilities = json.RawMessage(`{}`)
 	}
 	meta := map[string]any{metaUpstreamVersion: version}
-	if isObject(ir.ServerInfo) {
+	if wire.IsObject(ir.ServerInfo) {
 		meta[metaServerInfo] = ir.ServerInfo
 	}
-	out := map[string]any{"supportedVersions": []string{ProtocolVersion}, "capabilities": ir.Capabilities, "_meta": meta}
+	out := map[string]any{"supportedVersions": []string{protocol.Version}, "capabilities": ir.Capabilities, "_meta": meta}
 	if ir.Instructions != "" {
 		out["instructions"] = ir.Instructions
 	}
 	rb, _ := json.Marshal(out)
-	id, _, _ := field(body, "id")
+	id, _, _ := wire.Field(body, "id")
 	if len(id) == 0 {
-		id = nullID
+		id = wire.NullID
 	}
 	msg = append(append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...), rb...)
 	return jsonResponse(req, http.StatusOK, append(msg, '}')), nil
@@ -465,13 +468,13 @@ func toLegacy(body []byte, newID string) ([]byte, error) {
 	var sp [2]splice
 	n := 0
 	if newID != "" {
-		if s, e, ok := span(body, "id"); ok {
+		if s, e, ok := wire.Span(body, "id"); ok {
 			sp[n] = splice{s, e, []byte(`"` + newID + `"`)}
 			n++
 		}
 	}
-	if ps, pe, ok := span(body, "params"); ok && isObject(body[ps:pe]) {
-		if ms, me, ok := span(body[ps:pe], "_meta"); ok && isObject(body[ps+ms:ps+me]) &&
+	if ps, pe, ok := wire.Span(body, "params"); ok && wire.IsObject(body[ps:pe]) {
+		if ms, me, ok := wire.Span(body[ps:pe], "_meta"); ok && wire.IsObject(body[ps+ms:ps+me]) &&
 			bytes.Contains(body[ps+ms:ps+me], []byte(reservedMetaPrefix)) {
 			nmeta, _, err := dropReserved(body[ps+ms : ps+me])
 			if err != nil {
@@ -515,7 +518,7 @@ func spliced(b []byte, sp []splice) []byte {
 // withID returns a copy of msg whose top-level id is id (msg itself when it
 // has none: a response always has one).
 func withID(msg, id []byte) []byte {
-	s, e, ok := span(msg, "id")
+	s, e, ok := wire.Span(msg, "id")
 	if !ok {
 		return bytes.Clone(msg)
 	}
@@ -526,8 +529,8 @@ func withID(msg, id []byte) []byte {
 // X-Forwarded-* ones as setUpstreamHeaders made them: the sidecar's, not the client's).
 var legacyForwardHeaders = []string{"Authorization", "Traceparent", "Tracestate", "Baggage",
 	"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
-	// The verified caller, as setIdentityHeaders made them (auth.go).
-	headerSubject, headerGroups, headerServiceAccount, headerSPIFFE, headerIssuer}
+	// The verified caller, as setIdentityHeaders made them (the sidecar's auth.go).
+	protocol.HeaderSubject, protocol.HeaderGroups, protocol.HeaderServiceAccount, protocol.HeaderSPIFFE, protocol.HeaderIssuer}
 
 // reservedMetaPrefix is the _meta key prefix of the 2026 request envelope.
 const reservedMetaPrefix = "io.modelcontextprotocol/"
@@ -537,8 +540,8 @@ func dropReserved(meta []byte) ([]byte, bool, error) {
 	out := make([]byte, 0, len(meta))
 	out = append(out, '{')
 	n := 0
-	err := eachMember(meta, func(m member) bool {
-		k, _ := stringValue(m.key)
+	err := wire.EachMember(meta, func(m wire.Member) bool {
+		k, _ := wire.StringValue(m.Key)
 		if strings.HasPrefix(k, reservedMetaPrefix) {
 			return true
 		}
@@ -546,9 +549,9 @@ func dropReserved(meta []byte) ([]byte, bool, error) {
 			out = append(out, ',')
 		}
 		n++
-		out = append(out, m.key...)
+		out = append(out, m.Key...)
 		out = append(out, ':')
-		out = append(out, meta[m.start:m.end]...)
+		out = append(out, meta[m.Start:m.End]...)
 		return true
 	})
 	return append(out, '}'), n == 0, err
@@ -558,20 +561,20 @@ func dropReserved(meta []byte) ([]byte, bool, error) {
 // returns its answer in the shape the sidecar expects.
 func (t *generationTransport) legacyCall(req *http.Request, body []byte, method string) (*http.Response, error) {
 	ctx := req.Context()
-	origID, hasID, _ := field(body, "id")
+	origID, hasID, _ := wire.Field(body, "id")
 	newID := ""
 	var in callInput
 	if hasID {
 		newID = "sb-" + strconv.FormatInt(t.seq.Add(1), 10)
 		if in.allowed = mayNeedInput(method); in.allowed {
 			in.body = body
-			// With the catalog's auth the token is gone by now (auth.go): the verified
+			// With the catalog's auth the token is gone by now (the sidecar's auth.go): the verified
 			// subject binds the held call instead.
-			in.authHeader = headerValue(req.Header, "Authorization") + "\x00" + headerValue(req.Header, headerSubject)
+			in.authHeader = wire.HeaderValue(req.Header, "Authorization") + "\x00" + wire.HeaderValue(req.Header, protocol.HeaderSubject)
 			if bytes.Contains(body, []byte(`"requestState"`)) || bytes.Contains(body, []byte(`"inputResponses"`)) {
 				nb, token, answers, err := retryInput(body)
 				if err != nil {
-					return jsonResponse(req, http.StatusBadRequest, errorBody(origID, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: "+err.Error()))), nil
+					return jsonResponse(req, http.StatusBadRequest, wire.ErrorBody(origID, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: "+err.Error()))), nil
 				}
 				body, in.answers = nb, answers
 				in.given = maps.Clone(answers)
@@ -661,8 +664,8 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 		t.done(s)
 		return resp, nil
 	}
-	if isEventStream(resp.Header) && resp.StatusCode == http.StatusOK {
-		c := &upCall{s: s, rd: newPooledSSEReader(resp.Body, t.maxBytes), body: resp.Body, cancel: cancel, abandon: abandon, stop: stop, in: in}
+	if wire.IsEventStream(resp.Header) && resp.StatusCode == http.StatusOK {
+		c := &upCall{s: s, rd: wire.NewPooledSSEReader(resp.Body, t.maxBytes), body: resp.Body, cancel: cancel, abandon: abandon, stop: stop, in: in}
 		return t.serveCallStream(req, c, origID)
 	}
 	defer func() {
@@ -678,13 +681,13 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 	if len(msg) > t.maxBytes {
 		return nil, errors.New("upstream response exceeds size limit")
 	}
-	if !isObject(msg) && resp.StatusCode >= 400 {
+	if !wire.IsObject(msg) && resp.StatusCode >= 400 {
 		// A transport-level refusal in plain text (go-sdk answers an unknown
 		// method with 400 "JSON RPC not handled: … unsupported"): a 2026
 		// client needs a JSON-RPC error with its id.
 		return jsonResponse(req, legacyTextStatus(resp.StatusCode, msg), legacyTextError(origID, resp.StatusCode, msg)), nil
 	}
-	if isObject(msg) {
+	if wire.IsObject(msg) {
 		msg = withID(msg, origID)
 	}
 	msg, resp.StatusCode = legacyAnswer(msg, resp.StatusCode)
@@ -701,7 +704,7 @@ func (t *generationTransport) cancelUpstream(s *upSession, id string) {
 	t.mu.Lock()
 	sid, version := s.id, t.version
 	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), discoverTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), DiscoverTimeout)
 	defer cancel()
 	req, err := t.legacyRequest(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"`+id+`","reason":"the client cancelled the request"}}`), sid, version)
 	if err != nil {
@@ -730,26 +733,26 @@ const (
 // not request-scoped).
 func (t *generationTransport) nextForward(c *upCall, origID []byte) (msg []byte, kind int, err error) {
 	for {
-		ev, err := c.rd.next()
+		ev, err := c.rd.Next()
 		if err != nil {
 			return nil, 0, err
 		}
-		data := ev.data
+		data := ev.Data
 		if len(bytes.TrimSpace(data)) == 0 {
 			continue // a 2025-11-25 priming event
 		}
-		m, hasMethod, _ := field(data, "method")
-		_, hasID, _ := field(data, "id")
+		m, hasMethod, _ := wire.Field(data, "method")
+		_, hasID, _ := wire.Field(data, "id")
 		switch {
 		case hasMethod && hasID:
-			method, _ := stringValue(m)
+			method, _ := wire.StringValue(m)
 			if _, asks := inputCapability[method]; asks && c.in.allowed {
-				params, _, _ := field(data, "params")
+				params, _, _ := wire.Field(data, "params")
 				key := inputKey(method, params)
 				if answer, ok := c.in.answers[key]; ok {
 					// Answered in an earlier round (a call run again).
 					delete(c.in.answers, key)
-					id, _, _ := field(data, "id")
+					id, _, _ := wire.Field(data, "id")
 					reply := append(append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...), answer...)
 					if err := t.replyUpstream(context.Background(), c.s, append(reply, '}')); err != nil {
 						return nil, 0, fmt.Errorf("answering the upstream's %s: %w", method, err)
@@ -760,7 +763,7 @@ func (t *generationTransport) nextForward(c *upCall, origID []byte) (msg []byte,
 			}
 			t.answerServerRequest(c.s, data, method)
 		case hasMethod:
-			method, _ := stringValue(m)
+			method, _ := wire.StringValue(m)
 			if !t.dispatch(method, data) {
 				return bytes.Clone(data), fwdNotification, nil
 			}
@@ -824,12 +827,12 @@ func legacyTextStatus(status int, text []byte) int {
 
 // legacyTextError is the JSON-RPC error for a plain-text refusal.
 func legacyTextError(id []byte, status int, text []byte) []byte {
-	code := int64(codeInvalidRequest)
+	code := int64(wire.CodeInvalidRequest)
 	msg := "Invalid Request"
 	if legacyTextMethodNotFound(status, text) {
-		code, msg = codeMethodNotFound, "Method not found"
+		code, msg = wire.CodeMethodNotFound, "Method not found"
 	}
-	return errorBody(id, newErr(status, code, msg+": the 2025-era upstream answered HTTP "+strconv.Itoa(status)+": "+strings.TrimSpace(truncate(text, 200))))
+	return wire.ErrorBody(id, wire.NewError(status, code, msg+": the 2025-era upstream answered HTTP "+strconv.Itoa(status)+": "+strings.TrimSpace(wire.Truncate(text, 200))))
 }
 
 // legacyAnswer gives an answer the HTTP status a 2026-07-28 server would:
@@ -837,20 +840,20 @@ func legacyTextError(id []byte, status int, text []byte) []byte {
 // without a valid code whose message says the method is not handled (go-sdk
 // before 1.5 over stdio answers unknown methods with code 0) becomes -32601.
 func legacyAnswer(msg []byte, status int) ([]byte, int) {
-	e, ok, _ := field(msg, "error")
+	e, ok, _ := wire.Field(msg, "error")
 	if !ok || status != http.StatusOK {
 		return msg, status
 	}
-	c, _, _ := field(e, "code")
+	c, _, _ := wire.Field(e, "code")
 	switch string(c) {
-	case strconv.Itoa(codeMethodNotFound):
+	case strconv.Itoa(wire.CodeMethodNotFound):
 		return msg, http.StatusNotFound
 	case "0", "":
-		m, _, _ := field(e, "message")
-		if text, _ := stringValue(m); legacyTextMethodNotFound(0, []byte(text)) {
-			ne, err := setMembers(e, []kv{{key: "code", val: []byte(strconv.Itoa(codeMethodNotFound))}}, nil)
+		m, _, _ := wire.Field(e, "message")
+		if text, _ := wire.StringValue(m); legacyTextMethodNotFound(0, []byte(text)) {
+			ne, err := wire.SetMembers(e, []wire.KV{{Key: "code", Val: []byte(strconv.Itoa(wire.CodeMethodNotFound))}}, nil)
 			if err == nil {
-				if nm, err := setMembers(msg, []kv{{key: "error", val: ne}}, nil); err == nil {
+				if nm, err := wire.SetMembers(msg, []wire.KV{{Key: "error", Val: ne}}, nil); err == nil {
 					return nm, http.StatusNotFound
 				}
 			}
@@ -865,12 +868,12 @@ func legacyAnswer(msg []byte, status int) ([]byte, int) {
 // tools/call, prompts/get and resources/read may), or a method that has no
 // input_required form. ping works.
 func (t *generationTransport) answerServerRequest(s *upSession, msg []byte, method string) {
-	id, _, _ := field(msg, "id")
+	id, _, _ := wire.Field(msg, "id")
 	var answer []byte
 	if method == "ping" {
 		answer = []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{}}`)
 	} else {
-		answer = errorBody(id, newErr(http.StatusOK, codeMethodNotFound, method+
+		answer = wire.ErrorBody(id, wire.NewError(http.StatusOK, wire.CodeMethodNotFound, method+
 			" is not available here: this 2025-era MCP server is served to 2026-07-28 clients through the Switchboard sidecar, which passes server-to-client requests (sampling, elicitation, roots) to them only during tools/call, prompts/get and resources/read (as input_required)"))
 		t.log.Load().Info("Refused a server-to-client request from the 2025-era upstream", "method", method)
 	}
@@ -878,7 +881,7 @@ func (t *generationTransport) answerServerRequest(s *upSession, msg []byte, meth
 	sid, version := s.id, t.version
 	t.mu.Unlock()
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), discoverTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), DiscoverTimeout)
 		defer cancel()
 		req, err := t.legacyRequest(ctx, answer, sid, version)
 		if err != nil {

@@ -1,7 +1,6 @@
-package sidecar
+package upstream
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -16,8 +15,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // A 2025-era server asks its client for input in the middle of a call: it
@@ -101,7 +101,7 @@ type callInput struct {
 // across client retries.
 type upCall struct {
 	s      *upSession
-	rd     *sseReader
+	rd     *wire.SSEReader
 	body   io.ReadCloser
 	cancel context.CancelFunc // ends the upstream request
 	// abandon ends it when the client gives the call up, telling the
@@ -168,15 +168,15 @@ func decodeState(st string) (token string, answers map[string]json.RawMessage) {
 // retryInput takes inputResponses and requestState out of a retry's params
 // (a 2025 server knows neither) and returns them.
 func retryInput(body []byte) (out []byte, token string, answers map[string]json.RawMessage, err error) {
-	params, ok, _ := field(body, "params")
-	if !ok || !isObject(params) {
+	params, ok, _ := wire.Field(body, "params")
+	if !ok || !wire.IsObject(params) {
 		return body, "", nil, nil
 	}
-	if raw, ok, _ := field(params, "requestState"); ok {
-		st, _ := stringValue(raw)
+	if raw, ok, _ := wire.Field(params, "requestState"); ok {
+		st, _ := wire.StringValue(raw)
 		token, answers = decodeState(st)
 	}
-	if raw, ok, _ := field(params, "inputResponses"); ok && isObject(raw) {
+	if raw, ok, _ := wire.Field(params, "inputResponses"); ok && wire.IsObject(raw) {
 		var rs map[string]json.RawMessage
 		if json.Unmarshal(raw, &rs) != nil {
 			return nil, "", nil, errors.New("inputResponses must be an object of results")
@@ -188,19 +188,19 @@ func retryInput(body []byte) (out []byte, token string, answers map[string]json.
 			answers[k] = v
 		}
 	}
-	np, err := setMembers(params, nil, []string{"requestState", "inputResponses"})
+	np, err := wire.SetMembers(params, nil, []string{"requestState", "inputResponses"})
 	if err != nil {
 		return nil, "", nil, err
 	}
-	out, err = setMembers(body, []kv{{key: "params", val: np}}, nil)
+	out, err = wire.SetMembers(body, []wire.KV{{Key: "params", Val: np}}, nil)
 	return out, token, answers, err
 }
 
 // clientCaps returns the request's io.modelcontextprotocol/clientCapabilities.
 func clientCaps(body []byte) []byte {
-	params, _, _ := field(body, "params")
-	meta, _, _ := field(params, "_meta")
-	caps, _, _ := field(meta, reservedMetaPrefix+"clientCapabilities")
+	params, _, _ := wire.Field(body, "params")
+	meta, _, _ := wire.Field(params, "_meta")
+	caps, _, _ := wire.Field(meta, reservedMetaPrefix+"clientCapabilities")
 	return caps
 }
 
@@ -226,7 +226,7 @@ func (t *generationTransport) resume(req *http.Request, token string, h *heldCal
 	answer, ok := in.answers[h.key]
 	if !ok {
 		t.hold(token, h)
-		return jsonResponse(req, http.StatusBadRequest, errorBody(origID, newErr(http.StatusBadRequest, codeInvalidParams,
+		return jsonResponse(req, http.StatusBadRequest, wire.ErrorBody(origID, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams,
 			"Invalid params: inputResponses has no answer for the input request "+strconv.Quote(h.key)+" ("+h.method+") that requestState refers to"))), nil
 	}
 	c := h.c
@@ -248,7 +248,7 @@ func (t *generationTransport) resume(req *http.Request, token string, h *heldCal
 	reply := append(append(append([]byte(`{"jsonrpc":"2.0","id":`), h.upID...), `,"result":`...), answer...)
 	if err := t.replyUpstream(req.Context(), c.s, append(reply, '}')); err != nil {
 		t.release(c)
-		return jsonResponse(req, http.StatusBadGateway, errorBody(origID, newErr(http.StatusBadGateway, codeInternalError,
+		return jsonResponse(req, http.StatusBadGateway, wire.ErrorBody(origID, wire.NewError(http.StatusBadGateway, wire.CodeInternalError,
 			"Internal error: the 2025-era upstream did not take the answer to its "+h.method+" ("+err.Error()+"); call again without requestState"))), nil
 	}
 	return t.serveCallStream(req, c, origID)
@@ -287,9 +287,9 @@ func (t *generationTransport) expire(token string) {
 func (t *generationTransport) refuseAndDrain(c *upCall, upID []byte, msg string) {
 	c.stop() // the client request is over; only the deadline ends the drain
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), discoverTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), DiscoverTimeout)
 		defer cancel()
-		_ = t.replyUpstream(ctx, c.s, errorBody(upID, newErr(http.StatusOK, codeInternalError, msg)))
+		_ = t.replyUpstream(ctx, c.s, wire.ErrorBody(upID, wire.NewError(http.StatusOK, wire.CodeInternalError, msg)))
 		timer := time.AfterFunc(legacyInputWait, c.cancel)
 		defer timer.Stop()
 		_, _ = io.Copy(io.Discard, c.body)
@@ -340,7 +340,7 @@ func (t *generationTransport) free(c *upCall) bool {
 	c.released = true
 	c.stop()
 	t.done(c.s)
-	c.rd.recycle()
+	c.rd.Recycle()
 	return true
 }
 
@@ -350,7 +350,7 @@ func (t *generationTransport) replyUpstream(ctx context.Context, s *upSession, m
 	t.mu.Lock()
 	sid, version := s.id, t.version
 	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	ctx, cancel := context.WithTimeout(ctx, DiscoverTimeout)
 	defer cancel()
 	req, err := t.legacyRequest(ctx, msg, sid, version)
 	if err != nil {
@@ -373,33 +373,33 @@ func (t *generationTransport) replyUpstream(ctx context.Context, s *upSession, m
 // capability, or an error when too many calls are held. It returns the JSON
 // response and its HTTP status; the call is held or released either way.
 func (t *generationTransport) askClient(c *upCall, msg []byte, origID []byte) ([]byte, int) {
-	m, _, _ := field(msg, "method")
-	method, _ := stringValue(m)
-	upID, _, _ := field(msg, "id")
+	m, _, _ := wire.Field(msg, "method")
+	method, _ := wire.StringValue(m)
+	upID, _, _ := wire.Field(msg, "id")
 	upID = bytes.Clone(upID)
-	params, ok, _ := field(msg, "params")
+	params, ok, _ := wire.Field(msg, "params")
 	if !ok {
 		params = []byte(`{}`)
 	}
 	capName := inputCapability[method]
-	if v, ok, _ := field(clientCaps(c.in.body), capName); !ok || !isObject(v) {
+	if v, ok, _ := wire.Field(clientCaps(c.in.body), capName); !ok || !wire.IsObject(v) {
 		t.refuseAndDrain(c, upID, "the 2026-07-28 client of this call did not declare the "+capName+" capability")
-		e := newErr(http.StatusBadRequest, codeMissingCapability, "Missing required client capability: the MCP server asked for "+method+" during this call; declare "+capName+" in io.modelcontextprotocol/clientCapabilities")
-		e.data = map[string]any{"requiredCapabilities": map[string]any{capName: map[string]any{}}}
-		return errorBody(origID, e), http.StatusBadRequest
+		e := wire.NewError(http.StatusBadRequest, codeMissingCapability, "Missing required client capability: the MCP server asked for "+method+" during this call; declare "+capName+" in io.modelcontextprotocol/clientCapabilities")
+		e.Data = map[string]any{"requiredCapabilities": map[string]any{capName: map[string]any{}}}
+		return wire.ErrorBody(origID, e), http.StatusBadRequest
 	}
 	t.mu.Lock()
 	full := len(t.held) >= legacyInputMax
 	t.mu.Unlock()
 	if full {
 		t.refuseAndDrain(c, upID, "too many calls wait for their client's input on this sidecar")
-		return errorBody(origID, newErr(http.StatusServiceUnavailable, codeInternalError,
+		return wire.ErrorBody(origID, wire.NewError(http.StatusServiceUnavailable, wire.CodeInternalError,
 			"Internal error: "+strconv.Itoa(legacyInputMax)+" calls already wait for their client's input on this replica; call again later")), http.StatusServiceUnavailable
 	}
 	if !c.stop() {
 		// The client went away while the question came: nobody will answer.
 		t.refuseAndDrain(c, upID, "the client went away")
-		return errorBody(origID, newErr(http.StatusBadGateway, codeInternalError, "Internal error: client gone")), http.StatusBadGateway
+		return wire.ErrorBody(origID, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: client gone")), http.StatusBadGateway
 	}
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
@@ -450,28 +450,4 @@ func (t *generationTransport) serveCallStream(req *http.Request, c *upCall, orig
 		ContentLength: -1,
 		Request:       req,
 	}, nil
-}
-
-// sseReaders recycles the readers of calls' SSE answers (a 4 KiB buffer
-// each), which a legacy upstream sends for every call.
-var sseReaders = sync.Pool{New: func() any { return &sseReader{r: bufio.NewReaderSize(nil, 4096)} }}
-
-// sseReaderKeep is the largest event buffer kept in a recycled reader.
-const sseReaderKeep = 64 << 10
-
-func newPooledSSEReader(r io.Reader, max int) *sseReader {
-	s := sseReaders.Get().(*sseReader)
-	s.r.Reset(r)
-	s.max = max
-	return s
-}
-
-// recycle returns a reader of newPooledSSEReader; s is not used after.
-func (s *sseReader) recycle() {
-	s.r.Reset(nil)
-	if cap(s.data) > sseReaderKeep || cap(s.line) > sseReaderKeep {
-		return
-	}
-	s.data, s.line = s.data[:0], s.line[:0]
-	sseReaders.Put(s)
 }

@@ -1,4 +1,4 @@
-package sidecar
+package rules
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // This file holds the pure rules of the catalog overlay: how the upstream's
@@ -22,11 +24,11 @@ import (
 // DefaultPageSize is the number of entries on one page of a merged list.
 const DefaultPageSize = 100
 
-// entry is one element of an effective list: its sort key (name, URI or URI
+// Entry is one element of an effective list: its sort key (name, URI or URI
 // template) and its JSON object.
-type entry struct {
-	key string
-	raw json.RawMessage
+type Entry struct {
+	Key string
+	Raw json.RawMessage
 }
 
 // decodeObject decodes a JSON object into its members (nil if it is not one).
@@ -44,11 +46,6 @@ func stringMember(m map[string]json.RawMessage, k string) string {
 	return s
 }
 
-func jsonString(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
-}
-
 // encodeObject encodes members with sorted keys (encoding/json sorts maps),
 // so equal lists have equal bytes and equal hashes.
 func encodeObject(m map[string]json.RawMessage) json.RawMessage {
@@ -61,28 +58,28 @@ func encodeObject(m map[string]json.RawMessage) json.RawMessage {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
-func sortEntries(es []entry) []entry {
-	slices.SortStableFunc(es, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+func sortEntries(es []Entry) []Entry {
+	slices.SortStableFunc(es, func(a, b Entry) int { return strings.Compare(a.Key, b.Key) })
 	return es
 }
 
-// upstreamNameOf is the name a declared tool has on the MCP server.
-func upstreamNameOf(t *catalog.Tool) string {
+// UpstreamNameOf is the name a declared tool has on the MCP server.
+func UpstreamNameOf(t *catalog.Tool) string {
 	if t.UpstreamName != "" {
 		return t.UpstreamName
 	}
 	return t.Name
 }
 
-// mergeTools returns the effective tool list: with policy All every upstream
+// MergeTools returns the effective tool list: with policy All every upstream
 // tool, declared ones overridden and renamed, disabled ones and those renamed
 // away hidden; with policy Declared only the declared tools. A declared tool
 // the upstream does not have is not listed; its name is returned in missing
 // (only when the upstream list is known, up != nil). Under pinning Enforce,
-// the tools pinWithheld refuses are left out too (mergeToolsWithheld names
+// the tools pinWithheld refuses are left out too (MergeToolsWithheld names
 // them).
-func mergeTools(c *catalog.Catalog, up []json.RawMessage) (list []entry, missing []string) {
-	list, missing, _ = mergeToolsWithheld(c, up)
+func MergeTools(c *catalog.Catalog, up []json.RawMessage) (list []Entry, missing []string) {
+	list, missing, _ = MergeToolsWithheld(c, up)
 	return list, missing
 }
 
@@ -119,12 +116,12 @@ func pinWithheld(c *catalog.Catalog, decl *catalog.Tool, observed string) string
 	return ""
 }
 
-// observedDigest is the upstream digest of one upstream tool object ("" when
+// ObservedDigest is the upstream digest of one upstream tool object ("" when
 // it cannot be digested: then no pin matches it). Digests are memoised by the
 // SHA-256 of the raw bytes: canonicalising (RFC 8785) costs some 40 times
 // more than that hash, and every tools/list under Enforce digests every
 // pinned tool again (docs/performance.md, "Tool pinning").
-func observedDigest(raw json.RawMessage) string {
+func ObservedDigest(raw json.RawMessage) string {
 	key := sha256.Sum256(raw)
 	digestMemo.Lock()
 	d, ok := digestMemo.m[key]
@@ -161,7 +158,7 @@ var digestMemo = struct {
 func declsOf(c *catalog.Catalog, upstream string) []*catalog.Tool {
 	var out []*catalog.Tool
 	for i := range c.Tools {
-		if upstreamNameOf(&c.Tools[i]) == upstream {
+		if UpstreamNameOf(&c.Tools[i]) == upstream {
 			out = append(out, &c.Tools[i])
 		}
 	}
@@ -193,9 +190,9 @@ func upstreamWithheld(c *catalog.Catalog, decls []*catalog.Tool, observed string
 	return pinWithheld(c, nil, observed)
 }
 
-// toolWithheld is upstreamWithheld for the upstream tool called upstream
+// ToolWithheld is upstreamWithheld for the upstream tool called upstream
 // (tools/call).
-func toolWithheld(c *catalog.Catalog, upstream, observed string) string {
+func ToolWithheld(c *catalog.Catalog, upstream, observed string) string {
 	return upstreamWithheld(c, declsOf(c, upstream), observed)
 }
 
@@ -226,14 +223,14 @@ func dropCaseVariants(m map[string]json.RawMessage) bool {
 	return dropped
 }
 
-// mergeToolsWithheld is mergeTools, and the names clients would see of the
+// MergeToolsWithheld is MergeTools, and the names clients would see of the
 // tools pinning withholds, sorted.
-func mergeToolsWithheld(c *catalog.Catalog, up []json.RawMessage) (list []entry, missing, withheld []string) {
+func MergeToolsWithheld(c *catalog.Catalog, up []json.RawMessage) (list []Entry, missing, withheld []string) {
 	byUpstream := map[string][]*catalog.Tool{}
 	declared := map[string]bool{}
 	for i := range c.Tools {
 		t := &c.Tools[i]
-		byUpstream[upstreamNameOf(t)] = append(byUpstream[upstreamNameOf(t)], t)
+		byUpstream[UpstreamNameOf(t)] = append(byUpstream[UpstreamNameOf(t)], t)
 		declared[t.Name] = true
 	}
 	seen := map[string]bool{}
@@ -256,7 +253,7 @@ func mergeToolsWithheld(c *catalog.Catalog, up []json.RawMessage) (list []entry,
 				if dropCaseVariants(m) {
 					raw = encodeObject(m)
 				}
-				list = append(list, entry{name, raw})
+				list = append(list, Entry{name, raw})
 			}
 			continue
 		}
@@ -265,7 +262,7 @@ func mergeToolsWithheld(c *catalog.Catalog, up []json.RawMessage) (list []entry,
 		}
 		digest := ""
 		if needsDigest(c, decl) {
-			digest = observedDigest(raw)
+			digest = ObservedDigest(raw)
 		}
 		if upstreamWithheld(c, decl, digest) != "" {
 			for _, t := range decl {
@@ -274,14 +271,14 @@ func mergeToolsWithheld(c *catalog.Catalog, up []json.RawMessage) (list []entry,
 			continue
 		}
 		for _, t := range decl {
-			list = append(list, entry{t.Name, overrideTool(m, t)})
+			list = append(list, Entry{t.Name, overrideTool(m, t)})
 		}
 	}
 	slices.Sort(withheld)
 	if up != nil {
 		for i := range c.Tools {
 			t := &c.Tools[i]
-			if !t.Disabled && !seen[upstreamNameOf(t)] {
+			if !t.Disabled && !seen[UpstreamNameOf(t)] {
 				missing = append(missing, t.Name)
 			}
 		}
@@ -296,12 +293,12 @@ func overrideTool(up map[string]json.RawMessage, t *catalog.Tool) json.RawMessag
 		m[k] = v
 	}
 	dropCaseVariants(m)
-	m["name"] = jsonString(t.Name)
+	m["name"] = wire.JSONString(t.Name)
 	if t.Title != "" {
-		m["title"] = jsonString(t.Title)
+		m["title"] = wire.JSONString(t.Title)
 	}
 	if t.Description != "" {
-		m["description"] = jsonString(t.Description)
+		m["description"] = wire.JSONString(t.Description)
 	}
 	if len(t.InputSchema) > 0 {
 		m["inputSchema"] = t.InputSchema
@@ -325,29 +322,29 @@ func overrideTool(up map[string]json.RawMessage, t *catalog.Tool) json.RawMessag
 	return encodeObject(m)
 }
 
-// routeTool decides where a tools/call for name goes: the upstream tool
+// RouteTool decides where a tools/call for name goes: the upstream tool
 // name to call, or ok=false when the name is unknown to clients (disabled,
 // renamed away, or not declared under policy Declared). decl is the declared
 // tool called (nil: an upstream tool served as it is).
-func routeTool(c *catalog.Catalog, name string) (upstream string, decl *catalog.Tool, ok bool) {
+func RouteTool(c *catalog.Catalog, name string) (upstream string, decl *catalog.Tool, ok bool) {
 	for i := range c.Tools {
 		if t := &c.Tools[i]; t.Name == name {
-			up := upstreamNameOf(t)
+			up := UpstreamNameOf(t)
 			return up, t, !anyDisabled(declsOf(c, up))
 		}
 	}
 	for i := range c.Tools {
-		if upstreamNameOf(&c.Tools[i]) == name {
+		if UpstreamNameOf(&c.Tools[i]) == name {
 			return "", nil, false // renamed away or hidden
 		}
 	}
 	return name, nil, c.Server.ToolPolicy == catalog.ToolPolicyAll
 }
 
-// mergeResources returns the effective resource list (kind "uri") or
+// MergeResources returns the effective resource list (kind "uri") or
 // template list (kind "uriTemplate"): declared entries, overriding the
 // upstream entry with the same key, then the upstream's other entries.
-func mergeResources(c *catalog.Catalog, up []json.RawMessage, keyMember string) []entry {
+func MergeResources(c *catalog.Catalog, up []json.RawMessage, keyMember string) []Entry {
 	declared := map[string]*catalog.Resource{}
 	for i := range c.Resources {
 		r := &c.Resources[i]
@@ -355,7 +352,7 @@ func mergeResources(c *catalog.Catalog, up []json.RawMessage, keyMember string) 
 			declared[r.Key()] = r
 		}
 	}
-	var list []entry
+	var list []Entry
 	for _, raw := range up {
 		m := decodeObject(raw)
 		if m == nil {
@@ -364,15 +361,15 @@ func mergeResources(c *catalog.Catalog, up []json.RawMessage, keyMember string) 
 		k := stringMember(m, keyMember)
 		if r := declared[k]; r != nil {
 			if r.Source.Upstream {
-				list = append(list, entry{k, declaredResource(m, r, keyMember)})
+				list = append(list, Entry{k, declaredResource(m, r, keyMember)})
 				delete(declared, k)
 			}
 			continue // a sidecar-served resource replaces the upstream's
 		}
-		list = append(list, entry{k, raw})
+		list = append(list, Entry{k, raw})
 	}
 	for k, r := range declared {
-		list = append(list, entry{k, declaredResource(nil, r, keyMember)})
+		list = append(list, Entry{k, declaredResource(nil, r, keyMember)})
 	}
 	return sortEntries(list)
 }
@@ -382,25 +379,25 @@ func declaredResource(up map[string]json.RawMessage, r *catalog.Resource, keyMem
 	for k, v := range up {
 		m[k] = v
 	}
-	m[keyMember] = jsonString(r.Key())
-	m["name"] = jsonString(r.Name)
+	m[keyMember] = wire.JSONString(r.Key())
+	m["name"] = wire.JSONString(r.Name)
 	for k, v := range map[string]string{"title": r.Title, "description": r.Description, "mimeType": r.MimeType} {
 		if v != "" {
-			m[k] = jsonString(v)
+			m[k] = wire.JSONString(v)
 		}
 	}
 	return encodeObject(m)
 }
 
-// mergePrompts returns the effective prompt list: declared prompts, then
+// MergePrompts returns the effective prompt list: declared prompts, then
 // the upstream's prompts whose names are not declared.
-func mergePrompts(c *catalog.Catalog, up []json.RawMessage) []entry {
+func MergePrompts(c *catalog.Catalog, up []json.RawMessage) []Entry {
 	declared := map[string]bool{}
-	list := make([]entry, 0, len(c.Prompts)+len(up))
+	list := make([]Entry, 0, len(c.Prompts)+len(up))
 	for i := range c.Prompts {
 		p := &c.Prompts[i]
 		declared[p.Name] = true
-		list = append(list, entry{p.Name, declaredPrompt(p)})
+		list = append(list, Entry{p.Name, declaredPrompt(p)})
 	}
 	for _, raw := range up {
 		m := decodeObject(raw)
@@ -408,7 +405,7 @@ func mergePrompts(c *catalog.Catalog, up []json.RawMessage) []entry {
 			continue
 		}
 		if n := stringMember(m, "name"); !declared[n] {
-			list = append(list, entry{n, raw})
+			list = append(list, Entry{n, raw})
 		}
 	}
 	return sortEntries(list)
@@ -433,8 +430,8 @@ func declaredPrompt(p *catalog.Prompt) json.RawMessage {
 	return b
 }
 
-// findPrompt returns the declared prompt called name.
-func findPrompt(c *catalog.Catalog, name string) *catalog.Prompt {
+// FindPrompt returns the declared prompt called name.
+func FindPrompt(c *catalog.Catalog, name string) *catalog.Prompt {
 	for i := range c.Prompts {
 		if c.Prompts[i].Name == name {
 			return &c.Prompts[i]
@@ -443,8 +440,8 @@ func findPrompt(c *catalog.Catalog, name string) *catalog.Prompt {
 	return nil
 }
 
-// findResource returns the declared resource with this exact URI.
-func findResource(c *catalog.Catalog, uri string) *catalog.Resource {
+// FindResource returns the declared resource with this exact URI.
+func FindResource(c *catalog.Catalog, uri string) *catalog.Resource {
 	for i := range c.Resources {
 		if c.Resources[i].URI == uri {
 			return &c.Resources[i]
@@ -453,21 +450,21 @@ func findResource(c *catalog.Catalog, uri string) *catalog.Resource {
 	return nil
 }
 
-// renderPrompt fills a declared prompt's {{argument}} placeholders. A
+// RenderPrompt fills a declared prompt's {{argument}} placeholders. A
 // missing required argument is an error naming it; an absent optional
 // argument renders as the empty string; an argument the prompt does not
 // declare is an error too.
-func renderPrompt(p *catalog.Prompt, args map[string]string) (json.RawMessage, *rpcError) {
+func RenderPrompt(p *catalog.Prompt, args map[string]string) (json.RawMessage, *wire.Error) {
 	known := map[string]bool{}
 	for _, a := range p.Arguments {
 		known[a.Name] = true
 		if _, ok := args[a.Name]; a.Required && !ok {
-			return nil, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: missing required argument "+strconv.Quote(a.Name)+" of prompt "+strconv.Quote(p.Name))
+			return nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: missing required argument "+strconv.Quote(a.Name)+" of prompt "+strconv.Quote(p.Name))
 		}
 	}
 	for k := range args {
 		if !known[k] {
-			return nil, newErr(http.StatusBadRequest, codeInvalidParams, "Invalid params: prompt "+strconv.Quote(p.Name)+" has no argument "+strconv.Quote(k))
+			return nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: prompt "+strconv.Quote(p.Name)+" has no argument "+strconv.Quote(k))
 		}
 	}
 	pairs := make([]string, 0, 2*len(p.Arguments))
@@ -487,7 +484,7 @@ func renderPrompt(p *catalog.Prompt, args map[string]string) (json.RawMessage, *
 		ResultType  string    `json:"resultType"`
 		Description string    `json:"description,omitempty"`
 		Messages    []message `json:"messages"`
-	}{ResultType: resultComplete, Description: p.Description}
+	}{ResultType: protocol.ResultComplete, Description: p.Description}
 	for _, m := range p.Messages {
 		out.Messages = append(out.Messages, message{Role: m.Role, Content: content{Type: "text", Text: rep.Replace(m.Text)}})
 	}
@@ -499,12 +496,13 @@ func renderPrompt(p *catalog.Prompt, args map[string]string) (json.RawMessage, *
 // The client never sees an upstream cursor.
 const cursorPrefix = "sb1|"
 
-func mintCursor(method string, offset int) string {
+// MintCursor is the cursor of offset in method's list.
+func MintCursor(method string, offset int) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + method + "|" + strconv.Itoa(offset)))
 }
 
-// parseCursor returns the offset a cursor stands for; "" is the start.
-func parseCursor(method, cursor string) (int, bool) {
+// ParseCursor returns the offset a cursor stands for; "" is the start.
+func ParseCursor(method, cursor string) (int, bool) {
 	if cursor == "" {
 		return 0, true
 	}
@@ -523,9 +521,9 @@ func parseCursor(method, cursor string) (int, bool) {
 	return n, true
 }
 
-// page cuts one page out of list. An offset past the end (the list shrank
+// Page cuts one page out of list. An offset past the end (the list shrank
 // between pages) gives an empty last page.
-func page(list []entry, offset, size int) (items []entry, next int, more bool) {
+func Page(list []Entry, offset, size int) (items []Entry, next int, more bool) {
 	if size <= 0 {
 		size = DefaultPageSize
 	}
@@ -535,3 +533,13 @@ func page(list []entry, offset, size int) (items []entry, next int, more bool) {
 	end := min(offset+size, len(list))
 	return list[offset:end], end, end < len(list)
 }
+
+// EmptyCatalog is what the overlay serves before its first revision: every
+// upstream tool, immediately stale, private.
+var EmptyCatalog = func() *catalog.Catalog {
+	h := catalog.CacheHint{TTLMs: 0, CacheScope: catalog.ScopePrivate}
+	return &catalog.Catalog{SchemaVersion: catalog.SchemaVersion, Server: catalog.Server{
+		ToolPolicy: catalog.ToolPolicyAll,
+		Caching:    catalog.CacheDefaults{Discover: h, Tools: h, Prompts: h, Resources: h, ResourceTemplates: h, ResourceRead: h},
+	}}
+}()

@@ -1,5 +1,33 @@
 package sidecar
 
+// This file is the request path: one POST's walk through the sidecar, top to
+// bottom. Each step says where its concern lives; a request visits each once.
+//
+//  1. Caller identity (auth.go, package authn): with the catalog's auth, a
+//     caller without a valid token is refused before anything is read.
+//  2. Transport guards (this file): POST only (a 2025-era session's GET and
+//     DELETE branch off to legacy.go), the in-flight cap, the bounded body
+//     (readBody), Host and Origin (checkHostOrigin), Content-Type.
+//  3. Decode (validate.go, on sidecar/wire's exact-key scanner and strict
+//     JSON checks): parseRequest, then validate (headers, _meta claim,
+//     version), then Accept. A subscriptions/listen leaves the path here
+//     for its stream (listen.go, sidecar/hub).
+//  4. Client generation (legacy.go, legacyinput.go, session.go): a 2025-era
+//     request gets its session checked, the methods only the sidecar
+//     answers for 2025-era clients, and is turned into the modern shape;
+//     then it rejoins the path at dispatch. Notifications of every
+//     generation stop at serveNotification (notify.go).
+//  5. The choke point (dispatch, below): the method table (methods.go)
+//     says who answers: the sidecar, the catalog, or the upstream.
+//  6. Catalog (catalogserve.go, authz.go, overlay.go, sidecar/rules): what
+//     the caller may use (package access) and the catalog's rules decide:
+//     answered from the catalog, refused as unknown, or renamed and sent on.
+//  7. Upstream (forward.go, and the client in upstream*.go): the request goes
+//     to the MCP server, always in 2026-07-28 (a 2025-era or stdio server
+//     through the transports that translate).
+//  8. Stamping and response (forward.go stamp, legacy.go finish): cache hints
+//     and resultType on the modern shape, or the 2025-era shape back.
+
 import (
 	"encoding/json"
 	"errors"
@@ -12,11 +40,14 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // ServeHTTP serves the MCP endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	procs.Active()
+	// 1. Caller identity.
 	// With the catalog's auth, nothing below runs for a caller without a valid token: no
 	// body is read, no slot taken (auth.go).
 	if auth := s.currentAuth(); auth != nil {
@@ -25,6 +56,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// 2. Transport guards.
 	if r.Method != http.MethodPost {
 		if s.pol.serveLegacy && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && len(r.Header[headerSessionID]) > 0 {
 			// A 2025-era session's notification stream, or its end. (Without
@@ -44,7 +76,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Allow", http.MethodPost)
-		s.fail(w, nil, newErr(http.StatusMethodNotAllowed, codeInvalidRequest, "Method not allowed: the MCP endpoint accepts POST only"))
+		s.fail(w, nil, wire.NewError(http.StatusMethodNotAllowed, wire.CodeInvalidRequest, "Method not allowed: the MCP endpoint accepts POST only"))
 		return
 	}
 	// Past the in-flight cap the request is refused before its body is read.
@@ -69,16 +101,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var ne net.Error
 		switch {
 		case errors.As(err, &mbe):
-			s.fail(w, nil, newErr(http.StatusRequestEntityTooLarge, codeInvalidRequest, "Request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes"))
+			s.fail(w, nil, wire.NewError(http.StatusRequestEntityTooLarge, wire.CodeInvalidRequest, "Request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes"))
 		case errors.As(err, &ne) && ne.Timeout():
 			// The connection cannot be read any more; net/http closes it after this answer.
 			s.m.bodyReadTimeouts.Inc()
-			s.fail(w, nil, newErr(http.StatusRequestTimeout, codeInvalidRequest, "Request body not received within "+s.opts.BodyReadTimeout.String()))
+			s.fail(w, nil, wire.NewError(http.StatusRequestTimeout, wire.CodeInvalidRequest, "Request body not received within "+s.opts.BodyReadTimeout.String()))
 		default:
-			s.fail(w, nil, newErr(http.StatusBadRequest, codeInvalidRequest, "Reading request body: "+err.Error()))
+			s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Reading request body: "+err.Error()))
 		}
 		return
 	}
+	// 3. Decode.
 	req, perr := parseRequest(body)
 	var id json.RawMessage
 	if req != nil {
@@ -88,8 +121,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, id, e)
 		return
 	}
-	if !mediaTypeIs(headerValue(r.Header, "Content-Type"), "application/json") {
-		s.fail(w, id, newErr(http.StatusUnsupportedMediaType, codeInvalidRequest, "Content-Type must be application/json"))
+	if !wire.MediaTypeIs(wire.HeaderValue(r.Header, "Content-Type"), "application/json") {
+		s.fail(w, id, wire.NewError(http.StatusUnsupportedMediaType, wire.CodeInvalidRequest, "Content-Type must be application/json"))
 		return
 	}
 	if perr != nil {
@@ -106,10 +139,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !req.isNotification() && !req.legacy && !acceptsBoth(r.Header) {
-		s.fail(w, id, newErr(http.StatusBadRequest, codeInvalidRequest, "Accept must list both application/json and text/event-stream"))
+		s.fail(w, id, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Accept must list both application/json and text/event-stream"))
 		return
 	}
-	if req.method == methodListen && !req.legacy && !req.isNotification() {
+	if req.method == protocol.MethodListen && !req.legacy && !req.isNotification() {
 		// A stream, ended by the drain itself; streams have their own cap.
 		s.admitted.Add(-1)
 		admitted = false
@@ -130,6 +163,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.inflight.Add(-1)
 		s.m.inflight.Dec()
 	}()
+	// 4. Client generation: a 2025-era request comes back to dispatch
+	// through serveLegacy.
 	if req.legacy {
 		s.serveLegacy(w, r, req)
 		return
@@ -138,6 +173,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveNotification(w, r, req)
 		return
 	}
+	// 5. The choke point.
 	s.dispatch(w, r, req)
 }
 
@@ -174,8 +210,11 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req *request) 
 	}
 	switch {
 	case owner == ownSidecar, owner == ownCatalog && s.opts.Overlay != nil:
+		// 6. Catalog (and the sidecar's own methods); a served tools/call
+		// goes on to forward from there.
 		spec.serve(s, w, r, req)
 	default:
+		// 7. and 8. Upstream, stamping and response.
 		s.forward(w, r, req)
 	}
 }
@@ -201,7 +240,7 @@ func acceptsBoth(h http.Header) bool {
 
 // checkHostOrigin is the DNS-rebinding protection (spec §2.5): a present
 // Origin must be allowed (403), and so must the Host.
-func (s *Server) checkHostOrigin(r *http.Request) *rpcError {
+func (s *Server) checkHostOrigin(r *http.Request) *wire.Error {
 	host := r.Host
 	hostname := host
 	if h, _, err := net.SplitHostPort(host); err == nil {
@@ -231,9 +270,9 @@ func (s *Server) checkHostOrigin(r *http.Request) *rpcError {
 		}
 	}
 	if !hostOK {
-		return newErr(http.StatusForbidden, codeInvalidRequest, "Forbidden: Host "+strconv.Quote(host)+" is not allowed")
+		return wire.NewError(http.StatusForbidden, wire.CodeInvalidRequest, "Forbidden: Host "+strconv.Quote(host)+" is not allowed")
 	}
-	origin := headerValue(r.Header, "Origin")
+	origin := wire.HeaderValue(r.Header, "Origin")
 	if origin == "" {
 		return nil
 	}
@@ -245,7 +284,7 @@ func (s *Server) checkHostOrigin(r *http.Request) *rpcError {
 	if u, err := url.Parse(origin); err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackName(u.Hostname()) {
 		return nil
 	}
-	return newErr(http.StatusForbidden, codeInvalidRequest, "Forbidden: Origin "+strconv.Quote(origin)+" is not allowed")
+	return wire.NewError(http.StatusForbidden, wire.CodeInvalidRequest, "Forbidden: Origin "+strconv.Quote(origin)+" is not allowed")
 }
 
 func isLoopbackName(h string) bool {

@@ -1,4 +1,4 @@
-package sidecar
+package upstream
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
-
 	"github.com/switchboard-mcp/switchboard/internal/version"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Upstream limits.
@@ -32,23 +32,23 @@ const (
 	upstreamMaxIdleConns = 512
 	// upstreamDialTimeout bounds connecting to the upstream on localhost.
 	upstreamDialTimeout = 5 * time.Second
-	// discoverTimeout bounds the sidecar's own server/discover calls.
-	discoverTimeout = 5 * time.Second
+	// DiscoverTimeout bounds the sidecar's own server/discover calls.
+	DiscoverTimeout = 5 * time.Second
 	// readyCacheFor is how long a readiness probe result is reused.
 	readyCacheFor = time.Second
 )
 
-// sidecarClientInfo identifies the sidecar's own requests to the upstream.
-var sidecarClientInfo, _ = json.Marshal(map[string]string{"name": "switchboard-sidecar", "version": version.Version})
+// ClientInfo identifies the sidecar's own requests to the upstream.
+var ClientInfo, _ = json.Marshal(map[string]string{"name": "switchboard-sidecar", "version": version.Version})
 
-// Upstream is the client side towards the MCP server container.
-type Upstream struct {
+// Client is the client side towards the MCP server container.
+type Client struct {
 	url      string
 	client   *http.Client
 	maxBytes int
 
 	// info is the last server/discover result; swapped atomically.
-	info atomic.Pointer[upstreamInfo]
+	info atomic.Pointer[Info]
 
 	// readyMu guards readyAt, readyErr and readyChecking (the readiness
 	// probe cache; readyChecking: a check is running).
@@ -58,23 +58,23 @@ type Upstream struct {
 	readyErr      error
 }
 
-// upstreamInfo is what the sidecar caches from the upstream's discover result.
-type upstreamInfo struct {
-	versions []string
-	caps     mcp.ServerCapabilities
-	capsRaw  json.RawMessage
-	// serverInfo (raw Implementation object, nil when absent) and
-	// instructions are what a 2025-era initialize result repeats.
-	serverInfo   json.RawMessage
-	instructions string
-	// protocolVersion is the revision the sidecar speaks with the upstream:
-	// the one a 2025-era upstream negotiated, else ProtocolVersion.
-	protocolVersion string
+// Info is what the sidecar caches from the upstream's discover result.
+type Info struct {
+	Versions []string
+	Caps     mcp.ServerCapabilities
+	CapsRaw  json.RawMessage
+	// ServerInfo (raw Implementation object, nil when absent) and
+	// Instructions are what a 2025-era initialize result repeats.
+	ServerInfo   json.RawMessage
+	Instructions string
+	// ProtocolVersion is the revision the sidecar speaks with the upstream:
+	// the one a 2025-era upstream negotiated, else protocol.Version.
+	ProtocolVersion string
 }
 
-// UpstreamTransport is how the sidecar talks to the MCP server container.
+// Transport is how the sidecar talks to the MCP server container.
 // Every request it is given is a 2026-07-28 request (the _meta claim, the
-// Mcp-* headers): a client's (modern, or 2025-era after legacy.go
+// Mcp-* headers): a client's (modern, or 2025-era after the sidecar's legacy.go
 // translated it, already routed through the catalog) or the sidecar's own
 // (server/discover, list reads, its subscriptions/listen). It answers as a
 // 2026-07-28 server would: JSON, or an SSE stream ending in the response
@@ -82,17 +82,17 @@ type upstreamInfo struct {
 // The default is plain HTTP to a server that speaks 2026-07-28; a server
 // that speaks an older revision, or stdio, is reached through a transport
 // that translates.
-type UpstreamTransport = http.RoundTripper
+type Transport = http.RoundTripper
 
-// NewUpstream returns a client for the upstream MCP endpoint at url, over
+// New returns a client for the upstream MCP endpoint at url, over
 // HTTP.
-func NewUpstream(url string, maxResponseBytes int) *Upstream {
-	return NewUpstreamWith(url, maxResponseBytes, nil)
+func New(url string, maxResponseBytes int) *Client {
+	return NewWith(url, maxResponseBytes, nil)
 }
 
-// NewUpstreamWith returns a client for the upstream MCP endpoint at url
+// NewWith returns a client for the upstream MCP endpoint at url
 // that sends every request through rt (plain HTTP when nil).
-func NewUpstreamWith(url string, maxResponseBytes int, rt UpstreamTransport) *Upstream {
+func NewWith(url string, maxResponseBytes int, rt Transport) *Client {
 	if maxResponseBytes <= 0 {
 		maxResponseBytes = DefaultMaxResponseBytes
 	}
@@ -107,10 +107,10 @@ func NewUpstreamWith(url string, maxResponseBytes int, rt UpstreamTransport) *Up
 	}
 	if rt == nil {
 		// Find out what the upstream speaks; 2025-era servers are served
-		// through upstream sessions (upstream_legacy.go).
+		// through upstream sessions (legacy.go).
 		rt = newGenerationTransport(tr, url, maxResponseBytes)
 	}
-	return &Upstream{
+	return &Client{
 		url:      url,
 		maxBytes: maxResponseBytes,
 		client: &http.Client{
@@ -120,33 +120,43 @@ func NewUpstreamWith(url string, maxResponseBytes int, rt UpstreamTransport) *Up
 	}
 }
 
+// URL is the upstream's MCP endpoint.
+func (u *Client) URL() string { return u.url }
+
+// Do sends one request through the client's transport; redirects are not
+// followed.
+func (u *Client) Do(req *http.Request) (*http.Response, error) { return u.client.Do(req) }
+
+// MaxBytes bounds a JSON response or one SSE event read from the upstream.
+func (u *Client) MaxBytes() int { return u.maxBytes }
+
 // SetLogger sets where the upstream transport logs what it finds out.
-func (u *Upstream) SetLogger(l *slog.Logger) {
+func (u *Client) SetLogger(l *slog.Logger) {
 	if gt, ok := u.client.Transport.(*generationTransport); ok && l != nil {
 		gt.log.Store(l)
 	}
 }
 
-// report describes the upstream for the propagation report, from the last
+// Report describes the upstream for the propagation report, from the last
 // discover result (nil before the first).
-func (u *Upstream) report() *catalog.UpstreamReport {
+func (u *Client) Report() *catalog.UpstreamReport {
 	if u == nil {
 		return nil
 	}
-	info := u.current()
+	info := u.Current()
 	if info == nil {
 		return nil
 	}
-	r := &catalog.UpstreamReport{ProtocolVersion: info.protocolVersion}
+	r := &catalog.UpstreamReport{ProtocolVersion: info.ProtocolVersion}
 	var si struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
 	}
-	if json.Unmarshal(info.serverInfo, &si) == nil {
+	if json.Unmarshal(info.ServerInfo, &si) == nil {
 		r.ServerName, r.ServerVersion = si.Name, si.Version
 	}
 	var caps map[string]json.RawMessage
-	if json.Unmarshal(info.capsRaw, &caps) == nil {
+	if json.Unmarshal(info.CapsRaw, &caps) == nil {
 		for k := range caps {
 			r.Capabilities = append(r.Capabilities, k)
 		}
@@ -155,14 +165,14 @@ func (u *Upstream) report() *catalog.UpstreamReport {
 	return r
 }
 
-// current returns the cached discover result, or nil.
-func (u *Upstream) current() *upstreamInfo { return u.info.Load() }
+// Current returns the cached discover result, or nil.
+func (u *Client) Current() *Info { return u.info.Load() }
 
-// store parses and caches a discover result object. Only the sidecar's own discover (Discover,
+// Store parses and caches a discover result object. Only the sidecar's own discover (Discover,
 // sent without any client's headers) is stored: what the upstream tells one client may be meant
 // for that client alone, and the cache feeds every client's initialize, lists and listens.
-func (u *Upstream) store(result []byte) (*upstreamInfo, error) {
-	info, err := parseDiscover(result)
+func (u *Client) Store(result []byte) (*Info, error) {
+	info, err := ParseDiscover(result)
 	if err != nil {
 		return nil, err
 	}
@@ -170,8 +180,8 @@ func (u *Upstream) store(result []byte) (*upstreamInfo, error) {
 	return info, nil
 }
 
-// parseDiscover parses a discover result object.
-func parseDiscover(result []byte) (*upstreamInfo, error) {
+// ParseDiscover parses a discover result object.
+func ParseDiscover(result []byte) (*Info, error) {
 	var d struct {
 		SupportedVersions []string        `json:"supportedVersions"`
 		Capabilities      json.RawMessage `json:"capabilities"`
@@ -184,68 +194,68 @@ func parseDiscover(result []byte) (*upstreamInfo, error) {
 	if err := json.Unmarshal(result, &d); err != nil {
 		return nil, fmt.Errorf("decoding discover result: %w", err)
 	}
-	info := &upstreamInfo{versions: d.SupportedVersions, capsRaw: d.Capabilities,
-		serverInfo: d.Meta.ServerInfo, instructions: d.Instructions, protocolVersion: d.Meta.UpstreamVersion}
-	if info.protocolVersion == "" {
-		info.protocolVersion = ProtocolVersion
+	info := &Info{Versions: d.SupportedVersions, CapsRaw: d.Capabilities,
+		ServerInfo: d.Meta.ServerInfo, Instructions: d.Instructions, ProtocolVersion: d.Meta.UpstreamVersion}
+	if info.ProtocolVersion == "" {
+		info.ProtocolVersion = protocol.Version
 	}
-	if !isObject(info.serverInfo) {
-		info.serverInfo = nil
+	if !wire.IsObject(info.ServerInfo) {
+		info.ServerInfo = nil
 	}
 	if len(d.Capabilities) > 0 {
-		if err := json.Unmarshal(d.Capabilities, &info.caps); err != nil {
+		if err := json.Unmarshal(d.Capabilities, &info.Caps); err != nil {
 			return nil, fmt.Errorf("decoding capabilities: %w", err)
 		}
 	}
 	return info, nil
 }
 
-// modernRequest builds a 2026-07-28 request the sidecar sends on its own
+// ModernRequest builds a 2026-07-28 request the sidecar sends on its own
 // behalf.
-func modernRequest(ctx context.Context, url string, id, method string, extra string) (*http.Request, error) {
+func ModernRequest(ctx context.Context, url string, id, method string, extra string) (*http.Request, error) {
 	body := `{"jsonrpc":"2.0","id":"` + id + `","method":"` + method + `","params":{"_meta":{"` +
-		mcp.MetaKeyProtocolVersion + `":"` + ProtocolVersion + `","` + mcp.MetaKeyClientCapabilities + `":{},"` +
-		mcp.MetaKeyClientInfo + `":` + string(sidecarClientInfo) + `}` + extra + `}}`
+		mcp.MetaKeyProtocolVersion + `":"` + protocol.Version + `","` + mcp.MetaKeyClientCapabilities + `":{},"` +
+		mcp.MetaKeyClientInfo + `":` + string(ClientInfo) + `}` + extra + `}}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(body)))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerProtocolVersion, ProtocolVersion)
-	req.Header.Set(headerMethod, method)
+	req.Header.Set(protocol.HeaderProtocolVersion, protocol.Version)
+	req.Header.Set(protocol.HeaderMethod, method)
 	return req, nil
 }
 
 // Discover asks the upstream for server/discover and caches the result.
-func (u *Upstream) Discover(ctx context.Context) (*upstreamInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+func (u *Client) Discover(ctx context.Context) (*Info, error) {
+	ctx, cancel := context.WithTimeout(ctx, DiscoverTimeout)
 	defer cancel()
-	req, err := modernRequest(ctx, u.url, "switchboard-discover", methodDiscover, "")
+	req, err := ModernRequest(ctx, u.url, "switchboard-discover", protocol.MethodDiscover, "")
 	if err != nil {
 		return nil, err
 	}
-	_, msg, err := u.roundTrip(req)
+	_, msg, err := u.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
-	res, ok, _ := field(msg, "result")
-	if !ok || !isObject(res) {
-		return nil, fmt.Errorf("upstream server/discover failed: %s", truncate(msg, 200))
+	res, ok, _ := wire.Field(msg, "result")
+	if !ok || !wire.IsObject(res) {
+		return nil, fmt.Errorf("upstream server/discover failed: %s", wire.Truncate(msg, 200))
 	}
-	return u.store(res)
+	return u.Store(res)
 }
 
 // Ready reports whether the upstream answers server/discover, reusing a
 // result younger than readyCacheFor. The check runs on its own deadline
-// (discoverTimeout), not the prober's: a probe timing out while the upstream
+// (DiscoverTimeout), not the prober's: a probe timing out while the upstream
 // is slow to answer (a loaded node) says nothing about the upstream, and
 // caching that cancellation as its failure made a serving replica unready
 // for readyCacheFor — during a rollout, with the other replica draining, the
 // Service then had no ready endpoint and new connections were refused. While
 // a check runs, other probes get the last result instead of queueing behind
 // it.
-func (u *Upstream) Ready(ctx context.Context) error {
+func (u *Client) Ready(ctx context.Context) error {
 	u.readyMu.Lock()
 	if !u.readyAt.IsZero() && (u.readyChecking || time.Since(u.readyAt) < readyCacheFor) {
 		err := u.readyErr
@@ -254,7 +264,7 @@ func (u *Upstream) Ready(ctx context.Context) error {
 	}
 	u.readyChecking = true
 	u.readyMu.Unlock()
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discoverTimeout)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DiscoverTimeout)
 	_, err := u.Discover(dctx)
 	cancel()
 	u.readyMu.Lock()
@@ -263,87 +273,42 @@ func (u *Upstream) Ready(ctx context.Context) error {
 	return err
 }
 
-// roundTrip sends req and returns the HTTP status and the first JSON-RPC
+// RoundTrip sends req and returns the HTTP status and the first JSON-RPC
 // response message, from a JSON or an SSE answer.
-func (u *Upstream) roundTrip(req *http.Request) (int, []byte, error) {
+func (u *Client) RoundTrip(req *http.Request) (int, []byte, error) {
 	resp, err := u.client.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	msg, err := u.readResponse(resp)
+	msg, err := u.ReadResponse(resp)
 	return resp.StatusCode, msg, err
 }
 
-// readResponse reads the JSON-RPC response from an upstream HTTP response.
-func (u *Upstream) readResponse(resp *http.Response) ([]byte, error) {
-	b, err := readUpstreamMessage(resp, u.maxBytes)
-	if err != nil || isEventStream(resp.Header) {
+// ReadResponse reads the JSON-RPC response from an upstream HTTP response.
+func (u *Client) ReadResponse(resp *http.Response) ([]byte, error) {
+	b, err := ReadMessage(resp, u.maxBytes)
+	if err != nil || wire.IsEventStream(resp.Header) {
 		return b, err
 	}
 	if !json.Valid(b) {
-		return nil, fmt.Errorf("upstream answered HTTP %d with a non-JSON body: %s", resp.StatusCode, truncate(b, 200))
+		return nil, fmt.Errorf("upstream answered HTTP %d with a non-JSON body: %s", resp.StatusCode, wire.Truncate(b, 200))
 	}
 	return b, nil
 }
 
-// isResponse reports whether msg is a JSON-RPC response (result or error).
-func isResponse(msg []byte) bool {
-	isResp := false
-	_ = eachMember(msg, func(m member) bool {
-		if keyIs(m.key, "result") || keyIs(m.key, "error") {
-			isResp = true
-			return false
-		}
-		return true
-	})
-	return isResp
-}
-
-func isEventStream(h http.Header) bool {
-	return mediaTypeIs(headerValue(h, "Content-Type"), "text/event-stream")
-}
-
-func isJSON(h http.Header) bool {
-	return mediaTypeIs(headerValue(h, "Content-Type"), "application/json")
-}
-
-// headerValue is h.Get for a key already in canonical form: the forwarding
-// path looks up a handful of fixed headers on every request, and skipping
-// the canonicalisation that Get does on each call is measurable there.
-func headerValue(h http.Header, canonicalKey string) string {
-	if vs := h[canonicalKey]; len(vs) > 0 {
-		return vs[0]
-	}
-	return ""
-}
-
-// mediaTypeIs compares the media type of a Content-Type value, ignoring
-// parameters and case.
-func mediaTypeIs(ct, want string) bool {
-	mt, _, _ := strings.Cut(ct, ";")
-	return strings.EqualFold(strings.TrimSpace(mt), want)
-}
-
-func truncate(b []byte, n int) string {
-	if len(b) > n {
-		return string(b[:n]) + "…"
-	}
-	return string(b)
-}
-
-// readUpstreamMessage reads the JSON-RPC response an upstream HTTP response carries: the first
+// ReadMessage reads the JSON-RPC response an upstream HTTP response carries: the first
 // response event of an SSE body, or a JSON body, at most maxBytes either way.
-func readUpstreamMessage(resp *http.Response, maxBytes int) ([]byte, error) {
-	if isEventStream(resp.Header) {
-		rd := newSSEReader(resp.Body, maxBytes)
+func ReadMessage(resp *http.Response, maxBytes int) ([]byte, error) {
+	if wire.IsEventStream(resp.Header) {
+		rd := wire.NewSSEReader(resp.Body, maxBytes)
 		for {
-			ev, err := rd.next()
+			ev, err := rd.Next()
 			if err != nil {
 				return nil, fmt.Errorf("reading upstream event stream: %w", err)
 			}
-			if isResponse(ev.data) {
-				return bytes.Clone(ev.data), nil
+			if wire.IsResponse(ev.Data) {
+				return bytes.Clone(ev.Data), nil
 			}
 		}
 	}

@@ -1,17 +1,20 @@
-package sidecar
+package hub
 
 import (
 	"bytes"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/hub/hubtest"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
 
 func TestStreamSet(t *testing.T) {
 	ss := newStreamSet()
-	var all []*stream
+	var all []*Stream
 	for i := range 100 {
-		s := &stream{id: []byte{byte(i)}}
+		s := &Stream{ID: []byte{byte(i)}}
 		all = append(all, s)
 		ss.add(s)
 	}
@@ -47,8 +50,8 @@ func TestStreamSet(t *testing.T) {
 // hub then refuses it and the stream writes its own final event. EndAll must not return (and
 // the process exit) before that: it waits for every stream being opened.
 func TestEndAllWaitsForStreamsBeingOpened(t *testing.T) {
-	h := NewHub(HubOptions{})
-	h.beginAttach()
+	h := New(Options{})
+	h.BeginAttach()
 	done := make(chan int)
 	go func() { done <- h.EndAll(0) }()
 	select {
@@ -56,10 +59,10 @@ func TestEndAllWaitsForStreamsBeingOpened(t *testing.T) {
 		t.Fatal("EndAll returned while a stream was being opened")
 	case <-time.After(200 * time.Millisecond):
 	}
-	if h.add(&stream{id: []byte("1")}) {
+	if h.Add(&Stream{ID: []byte("1")}) {
 		t.Fatal("a stream was registered after EndAll")
 	}
-	h.endAttach()
+	h.EndAttach()
 	select {
 	case n := <-done:
 		if n != 0 {
@@ -70,52 +73,38 @@ func TestEndAllWaitsForStreamsBeingOpened(t *testing.T) {
 	}
 }
 
-// recordingWriter keeps what a stream writes (the transport of a unit test).
-type recordingWriter struct {
-	events [][]byte
-	ended  bool
-	final  []byte
-}
-
-func (w *recordingWriter) write(ev []byte, scratch []byte) ([]byte, error) {
-	w.events = append(w.events, bytes.Clone(ev))
-	return scratch, nil
-}
-
-func (w *recordingWriter) end(final []byte) { w.ended, w.final = true, bytes.Clone(final) }
-
 // A stream is registered before its acknowledgement goes out: a change published between the
 // registration and the attachment of its transport is written right after the
 // acknowledgement, not lost (the client may have read the acknowledgement and made the change).
 func TestChangeBeforeStartIsDelivered(t *testing.T) {
-	h := NewHub(HubOptions{})
-	st := &stream{id: []byte(`"s"`), kinds: KindTools}
-	if !h.reserve() || !h.add(st) {
+	h := New(Options{})
+	st := &Stream{ID: []byte(`"s"`), Kinds: protocol.KindTools}
+	if !h.Reserve() || !h.Add(st) {
 		t.Fatal("stream not admitted")
 	}
-	if n := h.Publish(KindTools, ""); n != 1 {
+	if n := h.Publish(protocol.KindTools, ""); n != 1 {
 		t.Fatalf("published to %d streams, want 1", n)
 	}
-	w := &recordingWriter{}
-	if !st.start(w) {
+	w := &hubtest.Recorder{}
+	if !st.Start(w) {
 		t.Fatal("start refused an open stream")
 	}
-	if len(w.events) != 1 || !bytes.Contains(w.events[0], []byte("notifications/tools/list_changed")) {
-		t.Fatalf("written at start: %q", w.events)
+	if len(w.Events) != 1 || !bytes.Contains(w.Events[0], []byte("notifications/tools/list_changed")) {
+		t.Fatalf("written at start: %q", w.Events)
 	}
-	h.Publish(KindTools, "")
-	if len(w.events) != 2 {
-		t.Fatalf("after start: %d events, want 2", len(w.events))
+	h.Publish(protocol.KindTools, "")
+	if len(w.Events) != 2 {
+		t.Fatalf("after start: %d events, want 2", len(w.Events))
 	}
 
 	// Closed (the drain) before its transport was attached: start says so, and the caller
 	// writes the final event itself.
-	late := &stream{id: []byte(`"l"`), kinds: KindTools}
-	if !h.reserve() || !h.add(late) {
+	late := &Stream{ID: []byte(`"l"`), Kinds: protocol.KindTools}
+	if !h.Reserve() || !h.Add(late) {
 		t.Fatal("second stream not admitted")
 	}
-	h.close(late, []byte("final"))
-	if late.start(&recordingWriter{}) {
+	h.Close(late, []byte("final"))
+	if late.Start(&hubtest.Recorder{}) {
 		t.Fatal("start accepted a closed stream")
 	}
 }

@@ -1,4 +1,4 @@
-package sidecar
+package hub
 
 import (
 	"runtime"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
 
 // procsWriter records the GOMAXPROCS its writes ran under.
@@ -14,12 +15,12 @@ type procsWriter struct {
 	seen map[int]int
 }
 
-func (w procsWriter) write(ev []byte, scratch []byte) ([]byte, error) {
+func (w procsWriter) WriteEvent(ev []byte, scratch []byte) ([]byte, error) {
 	w.record()
 	return scratch, nil
 }
 
-func (w procsWriter) end([]byte) { w.record() }
+func (w procsWriter) End([]byte) { w.record() }
 
 func (w procsWriter) record() {
 	n := runtime.GOMAXPROCS(0)
@@ -32,7 +33,7 @@ func (w procsWriter) record() {
 // as many goroutines as the wide process runs, widened; then the process is narrow again.
 func TestFanoutWidens(t *testing.T) {
 	t.Cleanup(procs.LimitStatic(1, 2))
-	h := NewHub(HubOptions{Keepalive: -1})
+	h := New(Options{Keepalive: -1})
 	if h.opts.Writers != 2 {
 		t.Fatalf("fan-out writers = %d, want 2 (the wide GOMAXPROCS)", h.opts.Writers)
 	}
@@ -40,12 +41,12 @@ func TestFanoutWidens(t *testing.T) {
 	seen := map[int]int{}
 	const n = 2 * procs.WidenMin
 	for i := range n {
-		st := &stream{id: []byte(`"` + string(rune('a'+i%26)) + `"`), kinds: KindTools}
-		if !h.reserve() || !h.add(st) || !st.start(procsWriter{&mu, seen}) {
+		st := &Stream{ID: []byte(`"` + string(rune('a'+i%26)) + `"`), Kinds: protocol.KindTools}
+		if !h.Reserve() || !h.Add(st) || !st.Start(procsWriter{&mu, seen}) {
 			t.Fatalf("stream %d not admitted", i)
 		}
 	}
-	if got := h.Publish(KindTools, ""); got != n {
+	if got := h.Publish(protocol.KindTools, ""); got != n {
 		t.Fatalf("published to %d streams, want %d", got, n)
 	}
 	if seen[2] != n {

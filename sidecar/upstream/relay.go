@@ -1,4 +1,4 @@
-package sidecar
+package upstream
 
 import (
 	"bytes"
@@ -12,6 +12,10 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // Relay backoff and timing.
@@ -34,13 +38,13 @@ const (
 // every change it reports into the hub. It is one goroutine (Run); the
 // upstream stream readers feed it through channels.
 type Relay struct {
-	up  *Upstream
-	hub *Hub
+	up  *Client
+	hub *hub.Hub
 	// pub receives the changes: the hub itself, or the catalog overlay
 	// (which diffs them against the catalog first).
 	pub Publisher
 	log *slog.Logger
-	m   *Metrics
+	m   Observer
 	seq atomic.Int64
 	// settled is set once the relay first has its upstream listen
 	// acknowledged, knows the upstream has nothing to listen for, or failed
@@ -54,13 +58,19 @@ type Relay struct {
 func (rl *Relay) Settled() bool { return rl.settled.Load() }
 
 // NewRelay returns a relay from up into hub.
-func NewRelay(up *Upstream, hub *Hub, log *slog.Logger, m *Metrics) *Relay {
-	return &Relay{up: up, hub: hub, pub: hub, log: log, m: m}
+func NewRelay(up *Client, h *hub.Hub, log *slog.Logger, m Observer) *Relay {
+	return &Relay{up: up, hub: h, pub: h, log: log, m: m}
+}
+
+// Observer is told whether the relay's upstream listen is connected; the
+// sidecar's metrics implement it.
+type Observer interface {
+	RelayConnected(bool)
 }
 
 // Publisher is where changes go: Hub.Publish, or Overlay.Publish.
 type Publisher interface {
-	Publish(k Kind, uri string) int
+	Publish(k protocol.Kind, uri string) int
 }
 
 // SetPublisher routes the relay's changes to p instead of the hub (call
@@ -69,13 +79,13 @@ func (rl *Relay) SetPublisher(p Publisher) { rl.pub = p }
 
 // upEvent is one notification from the upstream listen stream.
 type upEvent struct {
-	kind Kind
+	kind protocol.Kind
 	uri  string
 }
 
 // upListen is one open upstream listen stream.
 type upListen struct {
-	kinds  Kind
+	kinds  protocol.Kind
 	uris   []string
 	events chan upEvent
 	done   chan error // receives once when the stream ends
@@ -101,7 +111,7 @@ func (rl *Relay) Run(ctx context.Context) {
 			continue
 		}
 		dropped = true
-		rl.m.relayConnected.Set(0)
+		rl.m.RelayConnected(false)
 		if time.Since(began) > relayStableAfter {
 			backoff = relayBackoffFloor
 		}
@@ -120,17 +130,17 @@ var errNothingToListen = errors.New("upstream advertises nothing to listen for")
 
 // filterFor returns what to ask the upstream for, given its capabilities
 // and the URIs clients subscribe to.
-func filterFor(info *upstreamInfo, uris []string) (Kind, []string) {
-	var k Kind
-	c := info.caps
+func filterFor(info *Info, uris []string) (protocol.Kind, []string) {
+	var k protocol.Kind
+	c := info.Caps
 	if c.Tools != nil && c.Tools.ListChanged {
-		k |= KindTools
+		k |= protocol.KindTools
 	}
 	if c.Prompts != nil && c.Prompts.ListChanged {
-		k |= KindPrompts
+		k |= protocol.KindPrompts
 	}
 	if c.Resources != nil && c.Resources.ListChanged {
-		k |= KindResources
+		k |= protocol.KindResources
 	}
 	if c.Resources == nil || !c.Resources.Subscribe {
 		uris = nil
@@ -163,7 +173,7 @@ func (rl *Relay) session(ctx context.Context, reconnect bool) error {
 	}
 	defer func() { cur.cancel() }()
 	rl.settled.Store(true)
-	rl.m.relayConnected.Set(1)
+	rl.m.RelayConnected(true)
 	rl.log.Info("Upstream listen stream established", "kinds", kinds, "uris", len(uris), "reconnect", reconnect)
 	if reconnect {
 		// Changes made while the stream was down were not seen: tell every
@@ -219,15 +229,15 @@ func (rl *Relay) session(ctx context.Context, reconnect bool) error {
 }
 
 // open starts an upstream listen and returns once it is acknowledged.
-func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen, error) {
+func (rl *Relay) open(ctx context.Context, kinds protocol.Kind, uris []string) (*upListen, error) {
 	filter := map[string]any{}
-	if kinds&KindTools != 0 {
+	if kinds&protocol.KindTools != 0 {
 		filter["toolsListChanged"] = true
 	}
-	if kinds&KindPrompts != 0 {
+	if kinds&protocol.KindPrompts != 0 {
 		filter["promptsListChanged"] = true
 	}
-	if kinds&KindResources != 0 {
+	if kinds&protocol.KindResources != 0 {
 		filter["resourcesListChanged"] = true
 	}
 	if len(uris) > 0 {
@@ -242,7 +252,7 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 	fb := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	sctx, cancel := context.WithCancel(ctx)
 	id := "switchboard-relay-" + strconv.FormatInt(rl.seq.Add(1), 10)
-	req, err := modernRequest(sctx, rl.up.url, id, methodListen, `,"notifications":`+string(fb))
+	req, err := ModernRequest(sctx, rl.up.url, id, protocol.MethodListen, `,"notifications":`+string(fb))
 	if err != nil {
 		cancel()
 		return nil, err
@@ -252,20 +262,20 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 		cancel()
 		return nil, err
 	}
-	if !isEventStream(resp.Header) {
-		msg, _ := rl.up.readResponse(resp)
+	if !wire.IsEventStream(resp.Header) {
+		msg, _ := rl.up.ReadResponse(resp)
 		resp.Body.Close()
 		cancel()
-		return nil, fmt.Errorf("upstream listen answered HTTP %d: %s", resp.StatusCode, truncate(msg, 200))
+		return nil, fmt.Errorf("upstream listen answered HTTP %d: %s", resp.StatusCode, wire.Truncate(msg, 200))
 	}
-	rd := newSSEReader(resp.Body, rl.up.maxBytes)
+	rd := wire.NewSSEReader(resp.Body, rl.up.maxBytes)
 	// The first message must be the acknowledgement.
-	ev, err := rd.next()
-	if err != nil || notificationMethod(ev.data) != notifAcknowledged {
+	ev, err := rd.Next()
+	if err != nil || notificationMethod(ev.Data) != protocol.NotifAcknowledged {
 		resp.Body.Close()
 		cancel()
 		if err == nil {
-			err = fmt.Errorf("upstream listen did not start with an acknowledgement: %s", truncate(ev.data, 200))
+			err = fmt.Errorf("upstream listen did not start with an acknowledgement: %s", wire.Truncate(ev.Data, 200))
 		}
 		return nil, err
 	}
@@ -273,32 +283,32 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 	go func() {
 		defer resp.Body.Close()
 		for {
-			ev, err := rd.next()
+			ev, err := rd.Next()
 			if err != nil {
 				l.done <- err
 				return
 			}
-			if isResponse(ev.data) {
+			if wire.IsResponse(ev.Data) {
 				// The upstream ended the subscription (its complete result).
 				l.done <- errors.New("upstream completed the listen")
 				return
 			}
 			var e upEvent
-			switch notificationMethod(ev.data) {
-			case notifToolsListChanged:
-				e.kind = KindTools
-			case notifPromptsListChanged:
-				e.kind = KindPrompts
-			case notifResourcesListChange:
-				e.kind = KindResources
-			case notifResourcesUpdated:
-				e.kind = KindResourceUpdated
+			switch notificationMethod(ev.Data) {
+			case protocol.NotifToolsListChanged:
+				e.kind = protocol.KindTools
+			case protocol.NotifPromptsListChanged:
+				e.kind = protocol.KindPrompts
+			case protocol.NotifResourcesListChanged:
+				e.kind = protocol.KindResources
+			case protocol.NotifResourcesUpdated:
+				e.kind = protocol.KindResourceUpdated
 				var p struct {
 					Params struct {
 						URI string `json:"uri"`
 					} `json:"params"`
 				}
-				if json.Unmarshal(ev.data, &p) != nil || p.Params.URI == "" {
+				if json.Unmarshal(ev.Data, &p) != nil || p.Params.URI == "" {
 					continue
 				}
 				e.uri = p.Params.URI
@@ -317,22 +327,22 @@ func (rl *Relay) open(ctx context.Context, kinds Kind, uris []string) (*upListen
 }
 
 // invalidate publishes every change kind the relay covers.
-func (rl *Relay) invalidate(kinds Kind, uris []string) {
-	for _, k := range listKinds {
+func (rl *Relay) invalidate(kinds protocol.Kind, uris []string) {
+	for _, k := range protocol.ListKinds {
 		if kinds&k != 0 {
 			rl.pub.Publish(k, "")
 		}
 	}
 	for _, u := range uris {
-		rl.pub.Publish(KindResourceUpdated, u)
+		rl.pub.Publish(protocol.KindResourceUpdated, u)
 	}
 }
 
 func notificationMethod(msg []byte) string {
-	raw, ok, _ := field(msg, "method")
+	raw, ok, _ := wire.Field(msg, "method")
 	if !ok {
 		return ""
 	}
-	m, _ := stringValue(raw)
+	m, _ := wire.StringValue(raw)
 	return m
 }

@@ -1,4 +1,4 @@
-package sidecar
+package upstream
 
 import (
 	"encoding/json"

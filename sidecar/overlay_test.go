@@ -1,0 +1,203 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/rules"
+	"github.com/switchboard-mcp/switchboard/sidecar/rules/rulestest"
+)
+
+func testCatalog(policy string, tools ...catalog.Tool) *catalog.Catalog {
+	return rulestest.Catalog(rules.EmptyCatalog, policy, tools...)
+}
+
+func TestHints(t *testing.T) {
+	o := NewOverlay(OverlayOptions{})
+	if ttl, scope := o.hints("tools/list", nil); ttl != 0 || scope != "private" {
+		t.Errorf("before a catalog: %d %s", ttl, scope)
+	}
+	c := testCatalog(catalog.ToolPolicyAll)
+	c.Server.Caching.Discover = catalog.CacheHint{TTLMs: 3600000, CacheScope: "public"}
+	c.Server.Caching.Tools = catalog.CacheHint{TTLMs: 300000, CacheScope: "public"}
+	c.Server.Caching.ResourceRead = catalog.CacheHint{TTLMs: 5, CacheScope: "private"}
+	c.Resources = []catalog.Resource{
+		{URI: "docs://h", Name: "h", Source: catalog.Source{Upstream: true}, Cache: &catalog.CacheHint{TTLMs: 600000, CacheScope: "public"}},
+		{URITemplate: "weather://station/{id}", Name: "station", Source: catalog.Source{Upstream: true}, Cache: &catalog.CacheHint{TTLMs: 60000, CacheScope: "public"}},
+		{URITemplate: "files://{+path}", Name: "files", Source: catalog.Source{Upstream: true}, Cache: &catalog.CacheHint{TTLMs: 7000, CacheScope: "private"}},
+		{URITemplate: "logs://{day}", Name: "logs", Source: catalog.Source{Upstream: true}}, // no hint of its own
+	}
+	data, err := catalog.Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Apply(data, ""); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		method, params string
+		ttl            int64
+		scope          string
+	}{
+		{"server/discover", `{}`, 3600000, "public"},
+		{"tools/list", `{}`, 300000, "public"},
+		{"prompts/list", `{}`, 0, "private"},
+		{"resources/read", `{"uri":"docs://h"}`, 600000, "public"},
+		{"resources/read", `{"uri":"docs://other"}`, 5, "private"},
+		// Reads of URIs a declared template matches get that template's
+		// hint; the template syntax is RFC 6570's, as the go-sdk matches it.
+		{"resources/read", `{"uri":"weather://station/KSEA"}`, 60000, "public"},
+		{"resources/read", `{"uri":"weather://station/KSEA/history"}`, 5, "private"}, // {id} does not span "/"
+		{"resources/read", `{"uri":"files://etc/app/config.yaml"}`, 7000, "private"}, // {+path} does
+		{"resources/read", `{"uri":"logs://2026-11-29"}`, 5, "private"},              // a template without a hint: the default
+	}
+	for _, tt := range tests {
+		if ttl, scope := o.hints(tt.method, []byte(tt.params)); ttl != tt.ttl || scope != tt.scope {
+			t.Errorf("hints(%s %s) = %d %s, want %d %s", tt.method, tt.params, ttl, scope, tt.ttl, tt.scope)
+		}
+	}
+}
+
+// recorder is a upstream.Publisher that remembers what it was told.
+type recorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *recorder) Publish(k protocol.Kind, uri string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, k.Method()+" "+uri)
+	return 1
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.got
+	r.got = nil
+	slices.Sort(g)
+	return g
+}
+
+type mapContents map[string]string
+
+func (m mapContents) Content(secret bool, name, key string) ([]byte, bool) {
+	v, ok := m[name+"/"+key]
+	return []byte(v), ok
+}
+func (mapContents) SetRefs(_, _ []string) {}
+
+func TestOverlayDiff(t *testing.T) {
+	rec := &recorder{}
+	contents := mapContents{"cm/k": "v1"}
+	o := NewOverlay(OverlayOptions{Hub: rec, Contents: contents})
+	o.upLists = map[string][]json.RawMessage{"tools/list": rulestest.UpstreamTools, "prompts/list": {}, "resources/list": rulestest.Raws(`{"uri":"up://a","name":"a"}`), "resources/templates/list": {}}
+	base := testCatalog(catalog.ToolPolicyAll, catalog.Tool{Name: "get_alerts", Disabled: true, Description: "one"})
+	base.Resources = []catalog.Resource{{URI: "docs://h", Name: "h", Source: catalog.Source{ConfigMap: &catalog.KeyRef{Name: "cm", Key: "k"}}}}
+	apply := func(mut func(c *catalog.Catalog)) {
+		t.Helper()
+		c := *base
+		c.Tools = slices.Clone(base.Tools)
+		c.Resources = slices.Clone(base.Resources)
+		mut(&c)
+		data, err := catalog.Encode(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Apply(data, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := func(upURIs ...string) []string {
+		next := o.compute()
+		o.publishDiff(o.last, next, upURIs, 0)
+		o.last = next
+		return rec.take()
+	}
+	apply(func(*catalog.Catalog) {})
+	o.last = o.compute()
+	tests := []struct {
+		name   string
+		change func()
+		upURIs []string
+		want   []string
+	}{
+		{"nothing changed", func() {}, nil, nil},
+		{"a disabled tool's description", func() {
+			apply(func(c *catalog.Catalog) { c.Tools[0].Description = "two" })
+		}, nil, nil},
+		{"enabling a tool", func() {
+			apply(func(c *catalog.Catalog) { c.Tools[0].Disabled = false })
+		}, nil, []string{protocol.NotifToolsListChanged + " "}},
+		{"a prompt and a tool at once", func() {
+			apply(func(c *catalog.Catalog) {
+				c.Prompts = []catalog.Prompt{{Name: "p", Messages: []catalog.PromptMessage{{Role: "user", Text: "x"}}}}
+			})
+		}, nil, []string{protocol.NotifPromptsListChanged + " ", protocol.NotifToolsListChanged + " "}},
+		{"ConfigMap content", func() { contents["cm/k"] = "v2" }, nil, []string{protocol.NotifResourcesUpdated + " docs://h"}},
+		{"upstream update of an upstream URI passes, of a sidecar URI is dropped", func() {}, []string{"up://a", "docs://h"},
+			[]string{protocol.NotifResourcesUpdated + " up://a"}},
+		{"upstream tool change that is hidden", func() {
+			apply(func(c *catalog.Catalog) { c.Tools[0].Disabled = true })
+			rec.take()
+			step()
+			o.upLists["tools/list"] = rulestest.Raws(`{"name":"get_alerts","description":"changed"}`, string(rulestest.UpstreamTools[0]), string(rulestest.UpstreamTools[2]))
+		}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.change()
+			if got := step(tt.upURIs...); !slices.Equal(got, tt.want) {
+				t.Errorf("published %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestApplyRejectsAndKeepsServing(t *testing.T) {
+	var reports []catalog.Report
+	o := NewOverlay(OverlayOptions{Report: func(r catalog.Report) { reports = append(reports, r) }})
+	good, _ := catalog.Encode(testCatalog(catalog.ToolPolicyDeclared))
+	if err := o.Apply(good, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Apply([]byte(`{"schemaVersion":1,"server":{},"bogus":true}`), "r2"); err == nil {
+		t.Fatal("a bad catalog was applied")
+	}
+	c, rev := o.Catalog()
+	if rev != "r1" || c.Server.ToolPolicy != catalog.ToolPolicyDeclared {
+		t.Errorf("serving %s %s after a rejection", rev, c.Server.ToolPolicy)
+	}
+	want := []catalog.Report{{Revision: "r1"}, {Revision: "r1", RejectedRevision: "r2", Reason: reports[1].Reason}}
+	if !slices.EqualFunc(reports, want, catalog.Report.Equal) || !strings.Contains(reports[1].Reason, "bogus") {
+		t.Errorf("reports = %+v", reports)
+	}
+}
+
+func TestObserveDigests(t *testing.T) {
+	o := NewOverlay(OverlayOptions{})
+	if o.observedDigestOf("get_forecast") != "" {
+		t.Fatal("a digest before any read")
+	}
+	c := testCatalog(catalog.ToolPolicyAll, catalog.Tool{Name: "forecast", UpstreamName: "get_forecast"}, catalog.Tool{Name: "ghost"})
+	r := o.observeDigests(c, rulestest.UpstreamTools)
+	if want := rulestest.Digest(t, rulestest.UpstreamTools[0]); r.digests["forecast"] != want || o.observedDigestOf("get_forecast") != want {
+		t.Fatalf("report %v, observed %q; want %s", r.digests, o.observedDigestOf("get_forecast"), want)
+	}
+	if _, ok := r.digests["ghost"]; ok || len(r.digests) != 1 {
+		t.Fatalf("only declared tools the upstream serves are reported: %v", r.digests)
+	}
+	if o.observedDigestOf("get_alerts") != rulestest.Digest(t, rulestest.UpstreamTools[1]) {
+		t.Fatal("an undeclared tool's digest is recorded for tools/call")
+	}
+	o.observeDigests(c, nil)
+	if o.observedDigestOf("get_forecast") != "" {
+		t.Fatal("an unread list still gives digests")
+	}
+}
