@@ -31,7 +31,9 @@
 //     No MCP method semantics.
 //
 // Beside them: access, a caller's grant under the catalog's access policies
-// (pure); authn, the verified caller; stdio, the stdio bridge (`sidecar
+// (pure); authn, the verified caller; audit, the audit record, argument
+// redaction and a sink that never delays a call (not yet wired into the
+// request path); stdio, the stdio bridge (`sidecar
 // stdio`); procs, how many OS threads run Go code (one for requests, more
 // for large fan-outs and queueing load). hub/hubtest and rules/rulestest
 // hold what the tests of two rooms share.

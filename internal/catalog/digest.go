@@ -22,7 +22,7 @@ import (
 // insignificant whitespace, ECMAScript number formatting, minimal string escapes). The digest
 // is "sha256:" followed by the lowercase hex SHA-256 of those bytes.
 //
-// Every member counts because the sidecar serves every member (sidecar/merge.go): _meta (MCP
+// Every member counts because the sidecar serves every member (sidecar/rules/merge.go): _meta (MCP
 // Apps ui links), icons, execution, members a later revision adds, and members spelled like a
 // known one in another case ("Description"), which case-insensitive parsers read.
 //
