@@ -108,12 +108,13 @@ conformance: ## Run the official MCP conformance suite (2026-07-28) through the 
 
 FUZZTIME ?= 2m
 .PHONY: fuzz
-fuzz: ## Fuzz the sidecar's request parser/validator, its parser differential, SSE reader and bearer-token verification, and the client's SSE reader, FUZZTIME each.
+fuzz: ## Fuzz the sidecar's request parser/validator, its parser differential, SSE reader bearer-token verification and audit argument redaction, and the client's SSE reader, FUZZTIME each.
 	go test ./sidecar -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME)
 	go test ./sidecar -run '^$$' -fuzz '^FuzzParserDifferential$$' -fuzztime $(FUZZTIME)
 	go test ./sidecar/wire -run '^$$' -fuzz '^FuzzSSEReader$$' -fuzztime $(FUZZTIME)
 	go test ./sidecar/authn -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)
 	go test ./client -run '^$$' -fuzz '^FuzzClientSSEReader$$' -fuzztime $(FUZZTIME)
+	go test ./sidecar/audit -run '^$$' -fuzz '^FuzzArguments$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
 bench: build ## Benchmark the sidecar against bare Go baselines (docs/performance.md); bounded, 127.0.0.1 only.
