@@ -50,7 +50,7 @@ fmt: ## Run gofmt on the code.
 
 .PHONY: vet
 vet: ## Run go vet (both test tiers).
-	go vet $(E2E_TAGS) ./...
+	go vet $(E2E_TAGS),node ./... # and the real-node tests (test/node)
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (config: .golangci.yml).

@@ -73,7 +73,7 @@ func installed(t *testing.T) {
 				}
 			}
 			if time.Since(t0) > hang {
-				installErr = fmt.Errorf("the samples' MCPServer is not Ready after %v: %+v %v", hang, s, err)
+				installErr = fmt.Errorf("the samples' MCPServer is not Ready after %v: %+v %v", hang, s, err) //nolint:errorlint // err may be nil: printed, not wrapped
 				return
 			}
 			time.Sleep(250 * time.Millisecond)

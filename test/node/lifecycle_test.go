@@ -392,7 +392,7 @@ func TestRollingUpdateUnderLoad(t *testing.T) {
 				p.Name, ok1, ok2, ok3, !complete.IsZero(), strings.Join(sidecar, "\n"), strings.Join(server, "\n"))
 			continue
 		}
-		if !(drain.Before(complete) && complete.Before(serverTerm) && serverTerm.Before(sidecarTerm)) {
+		if !drain.Before(complete) || !complete.Before(serverTerm) || !serverTerm.Before(sidecarTerm) {
 			t.Errorf("pod %s: order drain %s, complete %s, server SIGTERM %s, sidecar SIGTERM %s; want that order",
 				p.Name, drain.Format(time.StampMicro), complete.Format(time.StampMicro), serverTerm.Format(time.StampMicro), sidecarTerm.Format(time.StampMicro))
 		}

@@ -135,7 +135,7 @@ func listenCtx(parent context.Context, c *mcptest.Client) (*stream, error) {
 	if err != nil || !bytes.Contains(ack, []byte("notifications/subscriptions/acknowledged")) {
 		resp.Body.Close()
 		cancel()
-		return nil, fmt.Errorf("listen: no acknowledgement (%s): %v", ack, err)
+		return nil, fmt.Errorf("listen: no acknowledgement (%s): %v", ack, err) //nolint:errorlint // err may be nil: printed, not wrapped
 	}
 	s := &stream{frames: make(chan frame, 64), cancel: cancel}
 	go func() {
