@@ -607,10 +607,8 @@ func (r *MCPServerReconciler) deleteOwned(ctx context.Context, s *scope, obj cli
 		kind = gvk.Kind
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleting unwanted child", "kind", kind, "name", name)
-	return client.IgnoreNotFound(r.Delete(ctx, obj, client.Preconditions{UID: ptrTo(obj.GetUID())}))
+	return client.IgnoreNotFound(r.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}))
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // removeTokenReviewBinding deletes the server's ClusterRoleBinding to the TokenReview
 // ClusterRole, if the cache holds one (so a server that never had one costs no request).
@@ -627,7 +625,7 @@ func (r *MCPServerReconciler) removeTokenReviewBinding(ctx context.Context, name
 		return nil // not ours to delete
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleting the sidecar's TokenReview binding", "clusterRoleBinding", crb.Name)
-	return client.IgnoreNotFound(r.Delete(ctx, crb, client.Preconditions{UID: ptrTo(crb.UID)}))
+	return client.IgnoreNotFound(r.Delete(ctx, crb, client.Preconditions{UID: ptr.To(crb.UID)}))
 }
 
 // SetupWithManager watches the server, its children, its pods, and the tools, resources and
