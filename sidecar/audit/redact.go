@@ -85,26 +85,25 @@ func (r *Redactor) Arguments(args json.RawMessage) (json.RawMessage, bool) {
 		return nil, false
 	}
 	if !json.Valid(args) {
-		// The sidecar checked the request before; a record stays valid JSON regardless.
+		// The sidecar checked the request before; a record stays valid JSON regardless. The
+		// walk below relies on this check: it reads well-formed JSON only.
 		return json.RawMessage(`"` + Truncated + `"`), true
 	}
 	w := writer{r: r, in: args, buf: make([]byte, 0, min(len(args), r.maxBytes)+64)}
-	var states []pathState
+	states := make([]pathState, len(r.paths))
 	for i := range r.paths {
-		states = append(states, pathState{path: i})
+		states[i] = pathState{path: i}
 	}
 	w.ws()
-	if !w.value(states, 0) || (w.ws() && w.pos != len(w.in)) {
-		return json.RawMessage(`"` + Truncated + `"`), true
-	}
+	w.value(states, 0)
 	return w.buf, w.truncated
 }
 
 // pathState is a redaction path matched up to seg.
 type pathState struct{ path, seg int }
 
-// writer copies a JSON value from in to buf, value by value, replacing what the Redactor
-// does not keep. Its methods return false on malformed input.
+// writer copies a well-formed JSON value from in to buf, value by value, replacing what the
+// Redactor does not keep.
 type writer struct {
 	r         *Redactor
 	in        []byte
@@ -115,24 +114,11 @@ type writer struct {
 
 func (w *writer) full() bool { return len(w.buf) >= w.r.maxBytes }
 
-// ws skips white space; it reports whether input remains... or ended cleanly (always true).
-func (w *writer) ws() bool {
-	for w.pos < len(w.in) {
-		switch w.in[w.pos] {
-		case ' ', '\t', '\n', '\r':
-			w.pos++
-		default:
-			return true
-		}
+// ws skips white space.
+func (w *writer) ws() {
+	for w.pos < len(w.in) && (w.in[w.pos] == ' ' || w.in[w.pos] == '\t' || w.in[w.pos] == '\n' || w.in[w.pos] == '\r') {
+		w.pos++
 	}
-	return true
-}
-
-func (w *writer) peek() byte {
-	if w.pos < len(w.in) {
-		return w.in[w.pos]
-	}
-	return 0
 }
 
 // step returns the states after descending into member key (or an array element), and
@@ -152,201 +138,137 @@ func (w *writer) step(states []pathState, key []byte, element bool) ([]pathState
 	return next, false
 }
 
-// value copies the value at pos (white space skipped).
-func (w *writer) value(states []pathState, depth int) bool {
-	switch c := w.peek(); c {
+// value copies the value at pos.
+func (w *writer) value(states []pathState, depth int) {
+	switch w.in[w.pos] {
 	case '{', '[':
 		if depth >= MaxArgumentDepth {
 			w.marker(Truncated)
 			w.truncated = true
-			return w.skip()
+			w.skip()
+			return
 		}
-		if c == '{' {
-			return w.object(states, depth)
-		}
-		return w.array(states, depth)
+		w.container(states, depth)
 	case '"':
 		start := w.pos
-		if !w.str() {
-			return false
-		}
+		w.str()
 		w.string(w.in[start:w.pos])
-		return true
 	default: // a number, true, false or null: copied as it is
 		start := w.pos
 		for w.pos < len(w.in) && !strings.ContainsRune(",]} \t\n\r", rune(w.in[w.pos])) {
 			w.pos++
 		}
-		if w.pos == start {
-			return false
-		}
 		w.buf = append(w.buf, w.in[start:w.pos]...)
-		return true
 	}
 }
 
-func (w *writer) object(states []pathState, depth int) bool {
-	w.pos++ // {
-	w.buf = append(w.buf, '{')
+// container copies the object or array at pos, member by member: past the bound the rest
+// becomes one Truncated marker (a member "[TRUNCATED]": null in an object).
+func (w *writer) container(states []pathState, depth int) {
+	open := w.in[w.pos]
+	isObject := open == '{'
+	w.pos++
+	w.buf = append(w.buf, open)
 	first, cut := true, false
-	for w.ws(); w.peek() != '}'; w.ws() {
-		if !first {
-			if w.peek() != ',' {
-				return false
-			}
+	for w.ws(); w.in[w.pos] != '}' && w.in[w.pos] != ']'; w.ws() {
+		if w.in[w.pos] == ',' {
 			w.pos++
 			w.ws()
 		}
-		kstart := w.pos
-		if w.peek() != '"' || !w.str() {
-			return false
+		var rawKey []byte
+		if isObject {
+			kstart := w.pos
+			w.str()
+			rawKey = w.in[kstart:w.pos]
+			w.ws()
+			w.pos++ // :
+			w.ws()
 		}
-		rawKey := w.in[kstart:w.pos]
-		if w.ws(); w.peek() != ':' {
-			return false
-		}
-		w.pos++
-		w.ws()
-		if cut {
-			if !w.skip() {
-				return false
-			}
-			first = false
+		switch {
+		case cut:
+			w.skip()
 			continue
-		}
-		if !first {
+		case !first:
 			w.buf = append(w.buf, ',')
 		}
 		first = false
 		if w.full() {
 			w.truncated, cut = true, true
-			w.buf = append(w.buf, `"`+Truncated+`":null`...)
-			if !w.skip() {
-				return false
+			if isObject {
+				w.buf = append(w.buf, `"`+Truncated+`":null`...)
+			} else {
+				w.marker(Truncated)
 			}
+			w.skip()
 			continue
 		}
-		w.buf = append(w.buf, rawKey...)
-		w.buf = append(w.buf, ':')
-		key := unquote(rawKey)
-		next, redact := w.step(states, key, false)
-		if redact || (w.r.mode == ModeRedacted && secretKey(key) && !w.scalarNext()) {
+		var key []byte
+		if isObject {
+			w.buf = append(w.buf, rawKey...)
+			w.buf = append(w.buf, ':')
+			key = unquote(rawKey)
+		}
+		next, redact := w.step(states, key, !isObject)
+		if redact || (isObject && w.r.mode == ModeRedacted && secretKey(key) && !w.scalarNext()) {
 			w.marker(Redacted)
-			if !w.skip() {
-				return false
-			}
+			w.skip()
 			continue
 		}
-		if !w.value(next, depth+1) {
-			return false
-		}
+		w.value(next, depth+1)
 	}
-	w.pos++ // }
-	w.buf = append(w.buf, '}')
-	return true
-}
-
-func (w *writer) array(states []pathState, depth int) bool {
-	w.pos++ // [
-	w.buf = append(w.buf, '[')
-	first, cut := true, false
-	for w.ws(); w.peek() != ']'; w.ws() {
-		if !first {
-			if w.peek() != ',' {
-				return false
-			}
-			w.pos++
-			w.ws()
-		}
-		if cut {
-			if !w.skip() {
-				return false
-			}
-			first = false
-			continue
-		}
-		if !first {
-			w.buf = append(w.buf, ',')
-		}
-		first = false
-		if w.full() {
-			w.truncated, cut = true, true
-			w.marker(Truncated)
-			if !w.skip() {
-				return false
-			}
-			continue
-		}
-		next, redact := w.step(states, nil, true)
-		if redact {
-			w.marker(Redacted)
-			if !w.skip() {
-				return false
-			}
-			continue
-		}
-		if !w.value(next, depth+1) {
-			return false
-		}
-	}
-	w.pos++ // ]
-	w.buf = append(w.buf, ']')
-	return true
+	w.buf = append(w.buf, w.in[w.pos])
+	w.pos++
 }
 
 // scalarNext reports whether the value at pos is a number, a boolean or null: kept under a
 // secret-looking key (max_tokens: 100).
 func (w *writer) scalarNext() bool {
-	c := w.peek()
+	c := w.in[w.pos]
 	return c != '"' && c != '{' && c != '['
 }
 
-// str moves past the string at pos (its opening quote), reporting false if it does not end.
-func (w *writer) str() bool {
+// str moves past the string at pos (its opening quote).
+func (w *writer) str() {
 	for i := w.pos + 1; i < len(w.in); i++ {
 		switch w.in[i] {
 		case '\\':
 			i++
 		case '"':
 			w.pos = i + 1
-			return true
+			return
 		}
 	}
-	return false
 }
 
-// skip moves past the value at pos, checking its brackets and strings.
-func (w *writer) skip() bool {
+// skip moves past the value at pos.
+func (w *writer) skip() {
 	depth := 0
 	for w.pos < len(w.in) {
-		switch c := w.in[w.pos]; c {
+		switch w.in[w.pos] {
 		case '"':
-			if !w.str() {
-				return false
-			}
+			w.str()
 			if depth == 0 {
-				return true
+				return
 			}
 			continue
 		case '{', '[':
 			depth++
 		case '}', ']':
 			if depth == 0 {
-				return true // the end of the enclosing container: an empty value
+				return // the end of the enclosing container
 			}
 			depth--
 			if depth == 0 {
 				w.pos++
-				return true
+				return
 			}
 		case ',':
 			if depth == 0 {
-				return true
+				return
 			}
 		}
 		w.pos++
 	}
-	return depth == 0
 }
 
 // string appends the quoted string raw, masked or cut as the Redactor says.
