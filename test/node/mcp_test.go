@@ -3,7 +3,6 @@
 package node
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // hostHeader sends every request with the Host a client in the cluster uses (the Service's
@@ -130,8 +130,9 @@ func listenCtx(parent context.Context, c *mcptest.Client) (*stream, error) {
 		cancel()
 		return nil, fmt.Errorf("listen: HTTP %d", resp.StatusCode)
 	}
-	rd := bufio.NewReader(resp.Body)
-	ack, err := sseData(rd)
+	rd := wire.NewSSEReader(resp.Body, 1<<20)
+	ev, err := rd.Next()
+	ack := ev.Data
 	if err != nil || !bytes.Contains(ack, []byte("notifications/subscriptions/acknowledged")) {
 		resp.Body.Close()
 		cancel()
@@ -142,10 +143,11 @@ func listenCtx(parent context.Context, c *mcptest.Client) (*stream, error) {
 		defer close(s.frames)
 		defer resp.Body.Close()
 		for {
-			data, err := sseData(rd)
+			ev, err := rd.Next()
 			if err != nil {
 				return
 			}
+			data := ev.Data
 			var m struct {
 				Method string `json:"method"`
 				Result struct {
@@ -157,23 +159,6 @@ func listenCtx(parent context.Context, c *mcptest.Client) (*stream, error) {
 		}
 	}()
 	return s, nil
-}
-
-func sseData(rd *bufio.Reader) ([]byte, error) {
-	var data []byte
-	for {
-		line, err := rd.ReadBytes('\n')
-		if err != nil {
-			return nil, err
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		switch {
-		case len(line) == 0 && data != nil:
-			return data, nil
-		case bytes.HasPrefix(line, []byte("data:")):
-			data = append(data, bytes.TrimSpace(bytes.TrimPrefix(line, []byte("data:")))...)
-		}
-	}
 }
 
 // rss is the resident memory of a container's main process, read from /proc on this node.
