@@ -44,6 +44,7 @@ type issuer struct {
 	verifier *oidc.IDTokenVerifier
 	keys     *remoteKeys // the verifier's
 	next     time.Time   // no discovery before
+	lastErr  error       // why the last discovery failed
 	backoff  time.Duration
 }
 
@@ -75,13 +76,13 @@ func newIssuer(j catalog.JWTIssuer, log *slog.Logger) (*issuer, error) {
 // backing off after a failure, it fails at once.
 func (is *issuer) ready() (*oidc.IDTokenVerifier, error) {
 	is.mu.Lock()
-	v, next := is.verifier, is.next
+	v, next, lastErr := is.verifier, is.next, is.lastErr
 	is.mu.Unlock()
 	if v != nil {
 		return v, nil
 	}
 	if time.Now().Before(next) {
-		return nil, transient{fmt.Errorf("issuer %s: discovery failed recently, next attempt at %s", is.cfg.URL, next.Format(time.RFC3339))}
+		return nil, transient{fmt.Errorf("issuer %s: discovery failed recently (%w), next attempt at %s", is.cfg.URL, lastErr, next.Format(time.RFC3339))}
 	}
 	r, err, _ := is.flight.Do("", func() (any, error) { return is.discover() })
 	if err != nil {
@@ -98,7 +99,7 @@ func (is *issuer) discover() (*oidc.IDTokenVerifier, error) {
 	defer is.mu.Unlock()
 	if err != nil {
 		is.backoff = min(max(2*is.backoff, discoveryBackoffFirst), discoveryBackoffLast)
-		is.next = time.Now().Add(is.backoff)
+		is.next, is.lastErr = time.Now().Add(is.backoff), err
 		is.log.Warn("OIDC discovery failed; tokens of this issuer are refused until it succeeds", "issuer", is.cfg.URL, "retryIn", is.backoff, "err", err)
 		return nil, transient{fmt.Errorf("issuer %s: discovery: %w", is.cfg.URL, err)}
 	}
