@@ -64,7 +64,7 @@ func readCatalog(ns, server string) (*catalog.Catalog, string, error) {
 }
 
 // policyAccepted waits for the policy's Accepted condition on target, and its Ready summary.
-func policyAccepted(t *testing.T, p *mcpv1alpha1.MCPAccessPolicy, target string, status metav1.ConditionStatus, reason string) {
+func policyAccepted(t *testing.T, p *mcpv1alpha1.MCPAccessPolicy, target string, status metav1.ConditionStatus, reason mcpv1alpha1.ConditionReason) {
 	t.Helper()
 	eventually.Succeeds(t, fmt.Sprintf("policy %s Accepted=%s/%s on %s", p.Name, status, reason, target), func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(p), p); err != nil {

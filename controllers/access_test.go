@@ -181,7 +181,7 @@ func TestPolicyVerdict(t *testing.T) {
 	for name, tc := range map[string]struct {
 		server      *mcpv1alpha1.MCPServer
 		trustDomain string
-		reason      string
+		reason      mcpv1alpha1.ConditionReason
 		message     string
 	}{
 		"accepted":           {authServer("tools", "weather"), "", mcpv1alpha1.ReasonAccepted, "enforced"},
@@ -213,10 +213,10 @@ func TestPolicyStatus(t *testing.T) {
 		reason, summary string // summary: Stalled, Reconciling or ""
 		requeue         bool
 	}{
-		"all accepted":                {now.Add(-time.Hour), []verdict{accepted, accepted}, metav1.ConditionTrue, mcpv1alpha1.ReasonAccepted, "", false},
-		"target missing, new":         {now, []verdict{accepted, missing}, metav1.ConditionFalse, mcpv1alpha1.ReasonTargetNotFound, mcpv1alpha1.ConditionReconciling, true},
-		"target missing, old":         {now.Add(-time.Hour), []verdict{accepted, missing}, metav1.ConditionFalse, mcpv1alpha1.ReasonTargetNotFound, mcpv1alpha1.ConditionStalled, false},
-		"auth off is never waited on": {now, []verdict{off, missing}, metav1.ConditionFalse, mcpv1alpha1.ReasonAuthenticationOff, mcpv1alpha1.ConditionStalled, false},
+		"all accepted":                {now.Add(-time.Hour), []verdict{accepted, accepted}, metav1.ConditionTrue, string(mcpv1alpha1.ReasonAccepted), "", false},
+		"target missing, new":         {now, []verdict{accepted, missing}, metav1.ConditionFalse, string(mcpv1alpha1.ReasonTargetNotFound), string(mcpv1alpha1.ConditionReconciling), true},
+		"target missing, old":         {now.Add(-time.Hour), []verdict{accepted, missing}, metav1.ConditionFalse, string(mcpv1alpha1.ReasonTargetNotFound), string(mcpv1alpha1.ConditionStalled), false},
+		"auth off is never waited on": {now, []verdict{off, missing}, metav1.ConditionFalse, string(mcpv1alpha1.ReasonAuthenticationOff), string(mcpv1alpha1.ConditionStalled), false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := p.DeepCopy()
@@ -225,11 +225,11 @@ func TestPolicyStatus(t *testing.T) {
 			if (requeue > 0) != tc.requeue || st.ObservedGeneration != 3 || len(st.Ancestors) != 2 {
 				t.Fatalf("requeue %v, status %+v", requeue, st)
 			}
-			if err := conditionIs(st.Conditions, mcpv1alpha1.ConditionReady, tc.ready, tc.reason); err != nil {
+			if err := conditionIs(st.Conditions, mcpv1alpha1.ConditionReady, tc.ready, mcpv1alpha1.ConditionReason(tc.reason)); err != nil {
 				t.Fatal(err)
 			}
-			for _, typ := range []string{mcpv1alpha1.ConditionStalled, mcpv1alpha1.ConditionReconciling} {
-				if err := conditionIs(st.Conditions, typ, metav1.ConditionTrue, tc.reason); (typ == tc.summary) != (err == nil) {
+			for _, typ := range []string{string(mcpv1alpha1.ConditionStalled), string(mcpv1alpha1.ConditionReconciling)} {
+				if err := conditionIs(st.Conditions, mcpv1alpha1.ConditionType(typ), metav1.ConditionTrue, mcpv1alpha1.ConditionReason(tc.reason)); (typ == tc.summary) != (err == nil) {
 					t.Errorf("%s: %v (want it only when the summary is %q)", typ, err, tc.summary)
 				}
 			}
@@ -242,7 +242,7 @@ func TestPolicyStatus(t *testing.T) {
 					a.ControllerName != mcpv1alpha1.PolicyControllerName {
 					t.Errorf("ancestor %d: %+v", i, a)
 				}
-				if err := conditionIs(a.Conditions, mcpv1alpha1.ConditionAccepted, want, tc.verdicts[i].Reason); err != nil || a.Conditions[0].ObservedGeneration != 3 {
+				if err := conditionIs(a.Conditions, mcpv1alpha1.ConditionAccepted, want, mcpv1alpha1.ConditionReason(string(tc.verdicts[i].Reason))); err != nil || a.Conditions[0].ObservedGeneration != 3 {
 					t.Errorf("ancestor %d: %v %+v", i, err, a.Conditions)
 				}
 			}

@@ -16,7 +16,7 @@ import (
 // verdict is the Accepted decision for one MCPTool, MCPResource or MCPPrompt.
 type verdict struct {
 	Accepted bool
-	Reason   string
+	Reason   mcpv1alpha1.ConditionReason
 	Message  string
 }
 

@@ -54,8 +54,8 @@ func (r *CatalogItemReconciler[T]) Reconcile(ctx context.Context, obj T) (ctrl.R
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
-	accepted := metav1.Condition{Type: mcpv1alpha1.ConditionAccepted, Status: metav1.ConditionFalse,
-		Reason: mcpv1alpha1.ReasonServerNotFound,
+	accepted := metav1.Condition{Type: string(mcpv1alpha1.ConditionAccepted), Status: metav1.ConditionFalse,
+		Reason: string(mcpv1alpha1.ReasonServerNotFound),
 		Message: "spec.serverRef names MCPServer " + obj.GetServerRef().Name + ", which does not exist in this namespace; " +
 			"create it or fix the reference"}
 	in := itemInputs{accepted: accepted}
@@ -197,7 +197,7 @@ func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorde
 		meta.RemoveStatusCondition(&st.Conditions, typ)
 	}
 	st.ObservedGeneration = gen
-	st.CatalogRevision = u.revision
+	st.PublishedRevision, st.CatalogRevision = u.revision, u.revision
 	beforeStatus := before.GetCatalogItemStatus()
 	same := equality.Semantic.DeepEqual(beforeStatus, st)
 	if t, ok := obj.(*mcpv1alpha1.MCPTool); ok && pin != nil {

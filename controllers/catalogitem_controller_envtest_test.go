@@ -50,7 +50,7 @@ func TestPrunedServerWritesNothingOnItsItems(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range list.Items {
-		if e.Reason == mcpv1alpha1.ReasonServerNotFound && e.Regarding.Name != stays.Name {
+		if e.Reason == string(mcpv1alpha1.ReasonServerNotFound) && e.Regarding.Name != stays.Name {
 			t.Errorf("pruned tool %s got a %s Event: %s", e.Regarding.Name, e.Reason, e.Note)
 		}
 	}

@@ -100,8 +100,8 @@ func TestFailingChildLeavesOthersApplied(t *testing.T) {
 		if err := k8s.Get(ctx, key, s); err != nil {
 			return err
 		}
-		c := apimeta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionReady)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != mcpv1alpha1.ReasonReconcileFailed {
+		c := apimeta.FindStatusCondition(s.Status.Conditions, string(mcpv1alpha1.ConditionReady))
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != string(mcpv1alpha1.ReasonReconcileFailed) {
 			return fmt.Errorf("Ready is %+v", c)
 		}
 		for _, want := range []string{"1 child object failed", "Service " + ns + "/weather", denial, policy.Name, "admission policy"} {
@@ -125,7 +125,7 @@ func TestFailingChildLeavesOthersApplied(t *testing.T) {
 		if err := k8s.Get(ctx, key, s); err != nil {
 			return err
 		}
-		if c := apimeta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionReady); c == nil || c.Reason == mcpv1alpha1.ReasonReconcileFailed {
+		if c := apimeta.FindStatusCondition(s.Status.Conditions, string(mcpv1alpha1.ConditionReady)); c == nil || c.Reason == string(mcpv1alpha1.ReasonReconcileFailed) {
 			return fmt.Errorf("Ready is %+v", c)
 		}
 		return nil

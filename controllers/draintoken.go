@@ -68,7 +68,7 @@ func notOwned(server *mcpv1alpha1.MCPServer, sec *corev1.Secret) error {
 	if metav1.IsControlledBy(sec, server) {
 		return nil
 	}
-	return &refusal{reason: mcpv1alpha1.ReasonSecretNotOwned, message: fmt.Sprintf(
+	return &refusal{reason: string(mcpv1alpha1.ReasonSecretNotOwned), message: fmt.Sprintf(
 		"Secret %s/%s exists but this MCPServer does not control it, so Switchboard does not use it (whoever created it would know its token or key); "+
 			"delete it (kubectl delete secret -n %s %s) and the controller creates its own", sec.Namespace, sec.Name, sec.Namespace, sec.Name)}
 }

@@ -33,13 +33,13 @@ func TestProgressConditions(t *testing.T) {
 	ready := condition(mcpv1alpha1.ConditionReady, true, mcpv1alpha1.ReasonReady, "")
 	scaled := condition(mcpv1alpha1.ConditionReady, true, mcpv1alpha1.ReasonScaledToZero, "spec.replicas is 0")
 	notReady := func(reason, msg string) metav1.Condition {
-		return condition(mcpv1alpha1.ConditionReady, false, reason, msg)
+		return condition(mcpv1alpha1.ConditionReady, false, mcpv1alpha1.ConditionReason(reason), msg)
 	}
 	propagated := func(reason, msg string) *metav1.Condition {
-		c := condition(mcpv1alpha1.ConditionCatalogPropagated, reason == mcpv1alpha1.ReasonAllReplicasUpToDate, reason, msg)
+		c := condition(mcpv1alpha1.ConditionCatalogPropagated, reason == string(mcpv1alpha1.ReasonAllReplicasUpToDate), mcpv1alpha1.ConditionReason(reason), msg)
 		return &c
 	}
-	allServe := propagated(mcpv1alpha1.ReasonAllReplicasUpToDate, "")
+	allServe := propagated(string(mcpv1alpha1.ReasonAllReplicasUpToDate), "")
 	done := workload{Replicas: 2, Deployment: rollout(2, 2, 2, 2)}
 	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
 	refused := childErrors{{kind: "Deployment", name: "x", err: apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "x",
@@ -60,40 +60,40 @@ func TestProgressConditions(t *testing.T) {
 		wantType, wantReason, wantMessage string
 	}{
 		{"ready and rolled out", ready, allServe, done, nil, "", "", ""},
-		{"scaled to zero", scaled, propagated(mcpv1alpha1.ReasonNoReadyReplicas, ""), workload{Deployment: rollout(0, 0, 0, 0)}, nil, "", "", ""},
+		{"scaled to zero", scaled, propagated(string(mcpv1alpha1.ReasonNoReadyReplicas), ""), workload{Deployment: rollout(0, 0, 0, 0)}, nil, "", "", ""},
 		{"external with pods", ready, allServe, workload{External: true, ReadyPods: 1}, nil, "", "", ""},
 		{"ready while old pods are replaced", ready, allServe, workload{Replicas: 2, Deployment: rollout(2, 3, 1, 2)},
-			nil, mcpv1alpha1.ConditionReconciling, mcpv1alpha1.ReasonRollingOut, "1 of 2 replicas run the current pod template"},
+			nil, string(mcpv1alpha1.ConditionReconciling), string(mcpv1alpha1.ReasonRollingOut), "1 of 2 replicas run the current pod template"},
 		{"ready while an old pod terminates", ready, allServe, workload{Replicas: 2, Deployment: rollout(2, 3, 2, 2)},
-			nil, mcpv1alpha1.ConditionReconciling, mcpv1alpha1.ReasonRollingOut, "1 old replicas"},
+			nil, string(mcpv1alpha1.ConditionReconciling), string(mcpv1alpha1.ReasonRollingOut), "1 old replicas"},
 		{"ready while an updated pod becomes available", ready, allServe, workload{Replicas: 2, Deployment: rollout(2, 2, 2, 1)},
-			nil, mcpv1alpha1.ConditionReconciling, mcpv1alpha1.ReasonRollingOut, "1 of 2 updated replicas are available"},
-		{"propagation pending", notReady(mcpv1alpha1.ReasonPropagationPending, "1 of 2 ready replicas"), propagated(mcpv1alpha1.ReasonPropagationPending, "1 of 2 ready replicas"), done,
-			nil, mcpv1alpha1.ConditionReconciling, mcpv1alpha1.ReasonPropagationPending, "1 of 2"},
-		{"deployment progressing", notReady(mcpv1alpha1.ReasonDeploymentProgressing, "0 of 1 replicas ready"), propagated(mcpv1alpha1.ReasonNoReadyReplicas, ""),
+			nil, string(mcpv1alpha1.ConditionReconciling), string(mcpv1alpha1.ReasonRollingOut), "1 of 2 updated replicas are available"},
+		{"propagation pending", notReady(string(mcpv1alpha1.ReasonPropagationPending), "1 of 2 ready replicas"), propagated(string(mcpv1alpha1.ReasonPropagationPending), "1 of 2 ready replicas"), done,
+			nil, string(mcpv1alpha1.ConditionReconciling), string(mcpv1alpha1.ReasonPropagationPending), "1 of 2"},
+		{"deployment progressing", notReady(string(mcpv1alpha1.ReasonDeploymentProgressing), "0 of 1 replicas ready"), propagated(string(mcpv1alpha1.ReasonNoReadyReplicas), ""),
 			workload{Replicas: 1, Deployment: rollout(1, 1, 1, 0, dcond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "ReplicaSetUpdated"))},
-			nil, mcpv1alpha1.ConditionReconciling, mcpv1alpha1.ReasonDeploymentProgressing, "0 of 1"},
-		{"external without pods", notReady(mcpv1alpha1.ReasonExternalWorkload, "0 ready"), propagated(mcpv1alpha1.ReasonNoReadyReplicas, ""), workload{External: true},
-			nil, mcpv1alpha1.ConditionReconciling, mcpv1alpha1.ReasonExternalWorkload, "0 ready"},
-		{"progress deadline exceeded", notReady(mcpv1alpha1.ReasonDeploymentUnavailable, "0 of 1"), propagated(mcpv1alpha1.ReasonNoReadyReplicas, ""),
+			nil, string(mcpv1alpha1.ConditionReconciling), string(mcpv1alpha1.ReasonDeploymentProgressing), "0 of 1"},
+		{"external without pods", notReady(string(mcpv1alpha1.ReasonExternalWorkload), "0 ready"), propagated(string(mcpv1alpha1.ReasonNoReadyReplicas), ""), workload{External: true},
+			nil, string(mcpv1alpha1.ConditionReconciling), string(mcpv1alpha1.ReasonExternalWorkload), "0 ready"},
+		{"progress deadline exceeded", notReady(string(mcpv1alpha1.ReasonDeploymentUnavailable), "0 of 1"), propagated(string(mcpv1alpha1.ReasonNoReadyReplicas), ""),
 			workload{Replicas: 1, Deployment: rollout(1, 1, 1, 0, deadline)},
-			nil, mcpv1alpha1.ConditionStalled, mcpv1alpha1.ReasonProgressDeadlineExceeded, "has timed out progressing"},
-		{"catalog too large, while the rollout goes on", notReady(mcpv1alpha1.ReasonDeploymentProgressing, ""), propagated(mcpv1alpha1.ReasonCatalogTooLarge, "the compiled catalog is 2000000 bytes"), done,
-			nil, mcpv1alpha1.ConditionStalled, mcpv1alpha1.ReasonCatalogTooLarge, "2000000 bytes"},
-		{"catalog rejected", notReady(mcpv1alpha1.ReasonCatalogRejected, "pod a: bad schema"), propagated(mcpv1alpha1.ReasonCatalogRejected, "pod a: bad schema"), done,
-			nil, mcpv1alpha1.ConditionStalled, mcpv1alpha1.ReasonCatalogRejected, "bad schema"},
+			nil, string(mcpv1alpha1.ConditionStalled), string(mcpv1alpha1.ReasonProgressDeadlineExceeded), "has timed out progressing"},
+		{"catalog too large, while the rollout goes on", notReady(string(mcpv1alpha1.ReasonDeploymentProgressing), ""), propagated(string(mcpv1alpha1.ReasonCatalogTooLarge), "the compiled catalog is 2000000 bytes"), done,
+			nil, string(mcpv1alpha1.ConditionStalled), string(mcpv1alpha1.ReasonCatalogTooLarge), "2000000 bytes"},
+		{"catalog rejected", notReady(string(mcpv1alpha1.ReasonCatalogRejected), "pod a: bad schema"), propagated(string(mcpv1alpha1.ReasonCatalogRejected), "pod a: bad schema"), done,
+			nil, string(mcpv1alpha1.ConditionStalled), string(mcpv1alpha1.ReasonCatalogRejected), "bad schema"},
 		{"invalid spec", failureCondition(reconcile.TerminalError(errors.New("metadata.name is not a DNS label"))), nil, workload{},
-			reconcile.TerminalError(errors.New("metadata.name is not a DNS label")), mcpv1alpha1.ConditionStalled, mcpv1alpha1.ReasonInvalidSpec, "DNS label"},
+			reconcile.TerminalError(errors.New("metadata.name is not a DNS label")), string(mcpv1alpha1.ConditionStalled), string(mcpv1alpha1.ReasonInvalidSpec), "DNS label"},
 		{"child refused as invalid", failureCondition(refused), allServe, done, refused,
-			mcpv1alpha1.ConditionStalled, mcpv1alpha1.ReasonReconcileFailed, "field is immutable"},
+			string(mcpv1alpha1.ConditionStalled), string(mcpv1alpha1.ReasonReconcileFailed), "field is immutable"},
 		{"child over quota", failureCondition(quota), allServe, done, quota,
-			mcpv1alpha1.ConditionStalled, mcpv1alpha1.ReasonReconcileFailed, "ResourceQuota"},
+			string(mcpv1alpha1.ConditionStalled), string(mcpv1alpha1.ReasonReconcileFailed), "ResourceQuota"},
 		{"refused child among conflicts, joined with another error", failureCondition(errors.Join(mixed, errors.New("x"))), allServe, done, errors.Join(mixed, errors.New("x")),
-			mcpv1alpha1.ConditionStalled, mcpv1alpha1.ReasonReconcileFailed, "field is immutable"},
+			string(mcpv1alpha1.ConditionStalled), string(mcpv1alpha1.ReasonReconcileFailed), "field is immutable"},
 		{"conflict is retried", failureCondition(conflict), allServe, done, conflict,
-			mcpv1alpha1.ConditionReconciling, mcpv1alpha1.ReasonReconcileFailed, "retrying with backoff"},
+			string(mcpv1alpha1.ConditionReconciling), string(mcpv1alpha1.ReasonReconcileFailed), "retrying with backoff"},
 		{"API server away is retried", failureCondition(errors.New("connection refused")), nil, workload{}, errors.New("connection refused"),
-			mcpv1alpha1.ConditionReconciling, mcpv1alpha1.ReasonReconcileFailed, "connection refused"},
+			string(mcpv1alpha1.ConditionReconciling), string(mcpv1alpha1.ReasonReconcileFailed), "connection refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stalled, reconciling := progressConditions(tc.ready, tc.propagated, tc.w, tc.err)
@@ -123,10 +123,10 @@ func TestNewItemStatus(t *testing.T) {
 	accepted := condition(mcpv1alpha1.ConditionAccepted, true, mcpv1alpha1.ReasonAccepted, `exposed as "route"`)
 	published := condition(mcpv1alpha1.ConditionPublished, true, mcpv1alpha1.ReasonPublished, "part of catalog revision r1")
 	not := func(c metav1.Condition, reason, msg string) metav1.Condition {
-		return condition(c.Type, false, reason, msg)
+		return condition(mcpv1alpha1.ConditionType(c.Type), false, mcpv1alpha1.ConditionReason(reason), msg)
 	}
 	propagated := func(reason, msg string) *metav1.Condition {
-		c := condition(mcpv1alpha1.ConditionCatalogPropagated, reason == mcpv1alpha1.ReasonAllReplicasUpToDate, reason, msg)
+		c := condition(mcpv1alpha1.ConditionCatalogPropagated, reason == string(mcpv1alpha1.ReasonAllReplicasUpToDate), mcpv1alpha1.ConditionReason(reason), msg)
 		return &c
 	}
 	for _, tc := range []struct {
@@ -140,35 +140,35 @@ func TestNewItemStatus(t *testing.T) {
 		// wasInFlight: the item's status said it waited for an older revision.
 		wasInFlight bool
 	}{
-		{"served", accepted, published, propagated(mcpv1alpha1.ReasonAllReplicasUpToDate, ""), mcpv1alpha1.ReasonReady, "", "revision r1", "", false},
-		{"server without ready replicas", accepted, published, propagated(mcpv1alpha1.ReasonNoReadyReplicas, ""), mcpv1alpha1.ReasonReady, "", "revision r1", "", false},
-		{"server not found", not(accepted, mcpv1alpha1.ReasonServerNotFound, "MCPServer nowhere does not exist"),
-			not(published, mcpv1alpha1.ReasonNotAccepted, ""), nil, mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.ConditionStalled, "nowhere", "", false},
-		{"name conflict", not(accepted, mcpv1alpha1.ReasonNameConflict, `"winner" already exposes it`),
-			not(published, mcpv1alpha1.ReasonNotAccepted, ""), propagated(mcpv1alpha1.ReasonAllReplicasUpToDate, ""), mcpv1alpha1.ReasonNameConflict, mcpv1alpha1.ConditionStalled, "winner", "", false},
-		{"invalid spec", not(accepted, mcpv1alpha1.ReasonInvalidSpec, "{{to}} is no argument"),
-			not(published, mcpv1alpha1.ReasonNotAccepted, ""), propagated(mcpv1alpha1.ReasonAllReplicasUpToDate, ""), mcpv1alpha1.ReasonInvalidSpec, mcpv1alpha1.ConditionStalled, "{{to}}", "", false},
-		{"source not found", accepted, not(published, mcpv1alpha1.ReasonSourceNotFound, `Secret "missing" does not exist`),
-			propagated(mcpv1alpha1.ReasonAllReplicasUpToDate, ""), mcpv1alpha1.ReasonSourceNotFound, mcpv1alpha1.ConditionStalled, "missing", "", false},
-		{"catalog too large", accepted, not(published, mcpv1alpha1.ReasonCatalogTooLarge, "2000000 bytes"),
-			propagated(mcpv1alpha1.ReasonCatalogTooLarge, "2000000 bytes"), mcpv1alpha1.ReasonCatalogTooLarge, mcpv1alpha1.ConditionStalled, "2000000", "", false},
-		{"catalog rejected", accepted, published, propagated(mcpv1alpha1.ReasonCatalogRejected, "pod a: bad schema"),
-			mcpv1alpha1.ReasonCatalogRejected, mcpv1alpha1.ConditionStalled, "bad schema", "", false},
-		{"replicas still on an older revision", accepted, published, propagated(mcpv1alpha1.ReasonPropagationPending, "1 of 2 ready replicas serve catalog revision r1"),
-			mcpv1alpha1.ReasonPropagationPending, mcpv1alpha1.ConditionReconciling, "waiting for every ready replica", "", false},
+		{"served", accepted, published, propagated(string(mcpv1alpha1.ReasonAllReplicasUpToDate), ""), string(mcpv1alpha1.ReasonReady), "", "revision r1", "", false},
+		{"server without ready replicas", accepted, published, propagated(string(mcpv1alpha1.ReasonNoReadyReplicas), ""), string(mcpv1alpha1.ReasonReady), "", "revision r1", "", false},
+		{"server not found", not(accepted, string(mcpv1alpha1.ReasonServerNotFound), "MCPServer nowhere does not exist"),
+			not(published, string(mcpv1alpha1.ReasonNotAccepted), ""), nil, string(mcpv1alpha1.ReasonServerNotFound), string(mcpv1alpha1.ConditionStalled), "nowhere", "", false},
+		{"name conflict", not(accepted, string(mcpv1alpha1.ReasonNameConflict), `"winner" already exposes it`),
+			not(published, string(mcpv1alpha1.ReasonNotAccepted), ""), propagated(string(mcpv1alpha1.ReasonAllReplicasUpToDate), ""), string(mcpv1alpha1.ReasonNameConflict), string(mcpv1alpha1.ConditionStalled), "winner", "", false},
+		{"invalid spec", not(accepted, string(mcpv1alpha1.ReasonInvalidSpec), "{{to}} is no argument"),
+			not(published, string(mcpv1alpha1.ReasonNotAccepted), ""), propagated(string(mcpv1alpha1.ReasonAllReplicasUpToDate), ""), string(mcpv1alpha1.ReasonInvalidSpec), string(mcpv1alpha1.ConditionStalled), "{{to}}", "", false},
+		{"source not found", accepted, not(published, string(mcpv1alpha1.ReasonSourceNotFound), `Secret "missing" does not exist`),
+			propagated(string(mcpv1alpha1.ReasonAllReplicasUpToDate), ""), string(mcpv1alpha1.ReasonSourceNotFound), string(mcpv1alpha1.ConditionStalled), "missing", "", false},
+		{"catalog too large", accepted, not(published, string(mcpv1alpha1.ReasonCatalogTooLarge), "2000000 bytes"),
+			propagated(string(mcpv1alpha1.ReasonCatalogTooLarge), "2000000 bytes"), string(mcpv1alpha1.ReasonCatalogTooLarge), string(mcpv1alpha1.ConditionStalled), "2000000", "", false},
+		{"catalog rejected", accepted, published, propagated(string(mcpv1alpha1.ReasonCatalogRejected), "pod a: bad schema"),
+			string(mcpv1alpha1.ReasonCatalogRejected), string(mcpv1alpha1.ConditionStalled), "bad schema", "", false},
+		{"replicas still on an older revision", accepted, published, propagated(string(mcpv1alpha1.ReasonPropagationPending), "1 of 2 ready replicas serve catalog revision r1"),
+			string(mcpv1alpha1.ReasonPropagationPending), string(mcpv1alpha1.ConditionReconciling), "waiting for every ready replica", "", false},
 		// An item unchanged since r0 is served the same by replicas of r0: another item's edit
 		// neither holds it back nor makes it Stalled.
-		{"unchanged while another edit propagates", accepted, published, propagated(mcpv1alpha1.ReasonPropagationPending, "1 of 2 ready replicas serve catalog revision r1"),
-			mcpv1alpha1.ReasonReady, "", "revision r0", "r0", false},
-		{"unchanged in a rejected revision", accepted, published, propagated(mcpv1alpha1.ReasonCatalogRejected, "pod a: bad schema"),
-			mcpv1alpha1.ReasonReady, "", "revision r0", "r0", false},
+		{"unchanged while another edit propagates", accepted, published, propagated(string(mcpv1alpha1.ReasonPropagationPending), "1 of 2 ready replicas serve catalog revision r1"),
+			string(mcpv1alpha1.ReasonReady), "", "revision r0", "r0", false},
+		{"unchanged in a rejected revision", accepted, published, propagated(string(mcpv1alpha1.ReasonCatalogRejected), "pod a: bad schema"),
+			string(mcpv1alpha1.ReasonReady), "", "revision r0", "r0", false},
 		// An item whose change (r0) no replica served before r1 replaced it waits for r1.
-		{"still waiting for its own change", accepted, published, propagated(mcpv1alpha1.ReasonPropagationPending, "0 of 2 ready replicas serve catalog revision r1"),
-			mcpv1alpha1.ReasonPropagationPending, mcpv1alpha1.ConditionReconciling, "since catalog revision r0", "r0", true},
-		{"its own change not served, then rejected", accepted, published, propagated(mcpv1alpha1.ReasonCatalogRejected, "pod a: bad schema"),
-			mcpv1alpha1.ReasonCatalogRejected, mcpv1alpha1.ConditionStalled, "bad schema", "r0", true},
-		{"in flight until every ready replica serves the current revision", accepted, published, propagated(mcpv1alpha1.ReasonAllReplicasUpToDate, ""),
-			mcpv1alpha1.ReasonReady, "", "revision r0", "r0", true},
+		{"still waiting for its own change", accepted, published, propagated(string(mcpv1alpha1.ReasonPropagationPending), "0 of 2 ready replicas serve catalog revision r1"),
+			string(mcpv1alpha1.ReasonPropagationPending), string(mcpv1alpha1.ConditionReconciling), "since catalog revision r0", "r0", true},
+		{"its own change not served, then rejected", accepted, published, propagated(string(mcpv1alpha1.ReasonCatalogRejected), "pod a: bad schema"),
+			string(mcpv1alpha1.ReasonCatalogRejected), string(mcpv1alpha1.ConditionStalled), "bad schema", "r0", true},
+		{"in flight until every ready replica serves the current revision", accepted, published, propagated(string(mcpv1alpha1.ReasonAllReplicasUpToDate), ""),
+			string(mcpv1alpha1.ReasonReady), "", "revision r0", "r0", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			since := tc.since
@@ -177,8 +177,8 @@ func TestNewItemStatus(t *testing.T) {
 			}
 			u := decideItemStatus(nil, itemInputs{accepted: tc.accepted, published: tc.published, propagated: tc.propagated,
 				revision: since, current: "r1", wasInFlight: tc.wasInFlight})
-			if u.ready.Type != mcpv1alpha1.ConditionReady || u.ready.Reason != tc.wantReady ||
-				(u.ready.Status == metav1.ConditionTrue) != (tc.wantReady == mcpv1alpha1.ReasonReady) {
+			if u.ready.Type != string(mcpv1alpha1.ConditionReady) || u.ready.Reason != tc.wantReady ||
+				(u.ready.Status == metav1.ConditionTrue) != (tc.wantReady == string(mcpv1alpha1.ReasonReady)) {
 				t.Fatalf("Ready %+v, want reason %s", u.ready, tc.wantReady)
 			}
 			set, remove := u.conditions()
@@ -186,7 +186,7 @@ func TestNewItemStatus(t *testing.T) {
 			for _, c := range set {
 				types[c.Type] = c
 			}
-			for _, typ := range []string{mcpv1alpha1.ConditionStalled, mcpv1alpha1.ConditionReconciling} {
+			for _, typ := range []string{string(mcpv1alpha1.ConditionStalled), string(mcpv1alpha1.ConditionReconciling)} {
 				c, isSet := types[typ]
 				switch {
 				case typ == tc.wantType && (!isSet || c.Status != metav1.ConditionTrue || c.Reason != tc.wantReady || !strings.Contains(c.Message, tc.wantMessage)):
@@ -210,11 +210,11 @@ func TestStillAppearing(t *testing.T) {
 	notFound := condition(mcpv1alpha1.ConditionAccepted, false, mcpv1alpha1.ReasonServerNotFound, "MCPServer nowhere does not exist")
 	u := decideItemStatus(nil, itemInputs{accepted: notFound, published: condition(mcpv1alpha1.ConditionPublished, false, mcpv1alpha1.ReasonNotAccepted, ""),
 		appearing: DefaultAppearGrace})
-	if u.stalled != nil || u.reconciling == nil || u.reconciling.Type != mcpv1alpha1.ConditionReconciling ||
-		u.reconciling.Reason != mcpv1alpha1.ReasonServerNotFound || !strings.Contains(u.reconciling.Message, "does not exist (waited for up to") {
+	if u.stalled != nil || u.reconciling == nil || u.reconciling.Type != string(mcpv1alpha1.ConditionReconciling) ||
+		u.reconciling.Reason != string(mcpv1alpha1.ReasonServerNotFound) || !strings.Contains(u.reconciling.Message, "does not exist (waited for up to") {
 		t.Fatalf("stalled %+v, reconciling %+v", u.stalled, u.reconciling)
 	}
-	if u.ready.Status != metav1.ConditionFalse || u.ready.Reason != mcpv1alpha1.ReasonServerNotFound || u.ready.Message != u.reconciling.Message {
+	if u.ready.Status != metav1.ConditionFalse || u.ready.Reason != string(mcpv1alpha1.ReasonServerNotFound) || u.ready.Message != u.reconciling.Message {
 		t.Fatalf("ready %+v", u.ready)
 	}
 	in := itemInputs{accepted: condition(mcpv1alpha1.ConditionAccepted, true, mcpv1alpha1.ReasonAccepted, ""),
@@ -239,17 +239,17 @@ func TestWithheldByPin(t *testing.T) {
 		wantReason string
 		wantMsg    string
 	}{
-		{"drifted", itemInputs{accepted: accepted, published: published, revision: "r1", current: "r1"}, drifted, mcpv1alpha1.ReasonToolWithheld, "set spec.upstreamDigest to sha256:bb to accept"},
+		{"drifted", itemInputs{accepted: accepted, published: published, revision: "r1", current: "r1"}, drifted, string(mcpv1alpha1.ReasonToolWithheld), "set spec.upstreamDigest to sha256:bb to accept"},
 		{"drifted while in flight", itemInputs{accepted: accepted, published: published, revision: "r1", current: "r1",
 			propagated: ptr.To(condition(mcpv1alpha1.ConditionCatalogPropagated, false, mcpv1alpha1.ReasonPropagationPending, ""))},
-			drifted, mcpv1alpha1.ReasonToolWithheld, "differs from spec.upstreamDigest"},
+			drifted, string(mcpv1alpha1.ReasonToolWithheld), "differs from spec.upstreamDigest"},
 		{"unpinned under toolPolicy All", itemInputs{accepted: accepted, published: published, revision: "r1", current: "r1"}, toolPin{Observed: "sha256:cc", State: mcpv1alpha1.PinUnpinned},
-			mcpv1alpha1.ReasonToolWithheld, "set spec.upstreamDigest to sha256:cc to pin"},
+			string(mcpv1alpha1.ReasonToolWithheld), "set spec.upstreamDigest to sha256:cc to pin"},
 		{"name conflict says more", itemInputs{accepted: condition(mcpv1alpha1.ConditionAccepted, false, mcpv1alpha1.ReasonNameConflict, "winner"),
-			published: condition(mcpv1alpha1.ConditionPublished, false, mcpv1alpha1.ReasonNotAccepted, ""), current: "r1"}, drifted, mcpv1alpha1.ReasonNameConflict, "winner"},
+			published: condition(mcpv1alpha1.ConditionPublished, false, mcpv1alpha1.ReasonNotAccepted, ""), current: "r1"}, drifted, string(mcpv1alpha1.ReasonNameConflict), "winner"},
 		{"a rejected revision says more", itemInputs{accepted: accepted, published: published, revision: "r1", current: "r1",
 			propagated: ptr.To(condition(mcpv1alpha1.ConditionCatalogPropagated, false, mcpv1alpha1.ReasonCatalogRejected, "pod a: bad schema"))},
-			drifted, mcpv1alpha1.ReasonCatalogRejected, "bad schema"},
+			drifted, string(mcpv1alpha1.ReasonCatalogRejected), "bad schema"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in

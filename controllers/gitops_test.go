@@ -156,27 +156,27 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 		failed     = kstatus.FailedStatus
 	)
 	cases = []gitopsCase{
-		{"MCPServer ready", ready, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonReady, "Healthy", "every ready replica serves", current, "Ready", ""},
-		{"MCPServer propagation pending", pending, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonPropagationPending, "Progressing", "0 of 1 ready replicas", inProgress, "0 of 1 ready replicas", ""},
-		{"MCPServer catalog rejected", rejected, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogRejected, "Degraded", "bad schema", failed, "bad schema", ""},
-		{name: "MCPServer rolling out", obj: rolling, condType: mcpv1alpha1.ConditionReconciling, condStatus: T, condReason: mcpv1alpha1.ReasonRollingOut,
+		{"MCPServer ready", ready, string(mcpv1alpha1.ConditionReady), T, string(mcpv1alpha1.ReasonReady), "Healthy", "every ready replica serves", current, "Ready", ""},
+		{"MCPServer propagation pending", pending, string(mcpv1alpha1.ConditionReconciling), T, string(mcpv1alpha1.ReasonPropagationPending), "Progressing", "0 of 1 ready replicas", inProgress, "0 of 1 ready replicas", ""},
+		{"MCPServer catalog rejected", rejected, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonCatalogRejected), "Degraded", "bad schema", failed, "bad schema", ""},
+		{name: "MCPServer rolling out", obj: rolling, condType: string(mcpv1alpha1.ConditionReconciling), condStatus: T, condReason: string(mcpv1alpha1.ReasonRollingOut),
 			condMessage: "old replicas", argo: "Progressing", argoMessage: "1 old replicas are still being replaced",
 			kstatus: inProgress, kstatusMessage: "1 old replicas are still being replaced"},
-		{"MCPServer rollout stuck", stuck, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonDeploymentProgressing, "Progressing", "replicas ready", inProgress, "0 of 1 replicas ready", ""},
-		{"MCPServer scaled to zero", scaled, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonScaledToZero, "Healthy", "spec.replicas is 0", current, "Ready", ""},
-		{"MCPServer external without pods", external, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonExternalWorkload, "Progressing", "your own workload", inProgress, "your own workload", ""},
-		{"MCPServer invalid spec", invalid, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "InvalidSpec", failed, "cannot name the server's Service", ""},
-		{"MCPServer child refused", squatted, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonReconcileFailed, "Degraded", "field is immutable", failed, "field is immutable", ""},
-		{"MCPServer catalog too large", big, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge", failed, "more than the", ""},
-		{"MCPTool published", published, mcpv1alpha1.ConditionReady, T, mcpv1alpha1.ReasonReady, "Healthy", "published since catalog revision", current, "Ready", ""},
-		{"MCPTool propagation pending", propagating, mcpv1alpha1.ConditionReconciling, T, mcpv1alpha1.ReasonPropagationPending, "Progressing", "waiting for every ready replica", inProgress, "waiting for every ready replica", ""},
-		{"MCPTool server not found", orphan, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonServerNotFound, "Degraded", "nowhere, which does not exist", failed, "nowhere, which does not exist", ""},
-		{"MCPTool name conflict", loser, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonNameConflict, "Degraded", `"winner"`, failed, `"winner"`, ""},
-		{"MCPPrompt invalid spec", badPrompt, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonInvalidSpec, "Degraded", "to", failed, "to", ""},
-		{"MCPPrompt catalog rejected", inRejected, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogRejected, "Degraded", "bad schema", failed, "bad schema", ""},
-		{"MCPTool withheld by its pin", pinned, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonToolWithheld, "Degraded", "set spec.upstreamDigest to sha256:bbbb", failed, "differs from spec.upstreamDigest", ""},
-		{"MCPResource source not exposed", noSource, mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonSourceNotExposed, "Degraded", `"missing"`, failed, `"missing"`, ""},
-		{"MCPResource catalog too large", chunks[16], mcpv1alpha1.ConditionStalled, T, mcpv1alpha1.ReasonCatalogTooLarge, "Degraded", "CatalogTooLarge", failed, "more than the", ""},
+		{"MCPServer rollout stuck", stuck, string(mcpv1alpha1.ConditionReconciling), T, string(mcpv1alpha1.ReasonDeploymentProgressing), "Progressing", "replicas ready", inProgress, "0 of 1 replicas ready", ""},
+		{"MCPServer scaled to zero", scaled, string(mcpv1alpha1.ConditionReady), T, string(mcpv1alpha1.ReasonScaledToZero), "Healthy", "spec.replicas is 0", current, "Ready", ""},
+		{"MCPServer external without pods", external, string(mcpv1alpha1.ConditionReconciling), T, string(mcpv1alpha1.ReasonExternalWorkload), "Progressing", "your own workload", inProgress, "your own workload", ""},
+		{"MCPServer invalid spec", invalid, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonInvalidSpec), "Degraded", "InvalidSpec", failed, "cannot name the server's Service", ""},
+		{"MCPServer child refused", squatted, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonReconcileFailed), "Degraded", "field is immutable", failed, "field is immutable", ""},
+		{"MCPServer catalog too large", big, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonCatalogTooLarge), "Degraded", "CatalogTooLarge", failed, "more than the", ""},
+		{"MCPTool published", published, string(mcpv1alpha1.ConditionReady), T, string(mcpv1alpha1.ReasonReady), "Healthy", "published since catalog revision", current, "Ready", ""},
+		{"MCPTool propagation pending", propagating, string(mcpv1alpha1.ConditionReconciling), T, string(mcpv1alpha1.ReasonPropagationPending), "Progressing", "waiting for every ready replica", inProgress, "waiting for every ready replica", ""},
+		{"MCPTool server not found", orphan, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonServerNotFound), "Degraded", "nowhere, which does not exist", failed, "nowhere, which does not exist", ""},
+		{"MCPTool name conflict", loser, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonNameConflict), "Degraded", `"winner"`, failed, `"winner"`, ""},
+		{"MCPPrompt invalid spec", badPrompt, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonInvalidSpec), "Degraded", "to", failed, "to", ""},
+		{"MCPPrompt catalog rejected", inRejected, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonCatalogRejected), "Degraded", "bad schema", failed, "bad schema", ""},
+		{"MCPTool withheld by its pin", pinned, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonToolWithheld), "Degraded", "set spec.upstreamDigest to sha256:bbbb", failed, "differs from spec.upstreamDigest", ""},
+		{"MCPResource source not exposed", noSource, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonSourceNotExposed), "Degraded", `"missing"`, failed, `"missing"`, ""},
+		{"MCPResource catalog too large", chunks[16], string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonCatalogTooLarge), "Degraded", "CatalogTooLarge", failed, "more than the", ""},
 	}
 	return cases, step
 }
@@ -281,14 +281,14 @@ func awaitCase(t *testing.T, c gitopsCase) *unstructured.Unstructured {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
 			return err
 		}
-		cond := findConditionIn(st.Conditions, c.condType)
+		cond := findConditionIn(st.Conditions, mcpv1alpha1.ConditionType(c.condType))
 		if cond.ObservedGeneration != u.GetGeneration() {
 			return fmt.Errorf("%s: observedGeneration %d of generation %d", c.condType, cond.ObservedGeneration, u.GetGeneration())
 		}
 		if !strings.Contains(cond.Message, c.condMessage) {
 			return fmt.Errorf("%s: message %q does not say %q yet", c.condType, cond.Message, c.condMessage)
 		}
-		return conditionIs(st.Conditions, c.condType, c.condStatus, c.condReason)
+		return conditionIs(st.Conditions, mcpv1alpha1.ConditionType(c.condType), c.condStatus, mcpv1alpha1.ConditionReason(c.condReason))
 	})
 	return u
 }

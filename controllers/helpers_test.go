@@ -10,10 +10,10 @@ import (
 )
 
 // conditionIs checks one condition of a list.
-func conditionIs(conds []metav1.Condition, typ string, status metav1.ConditionStatus, reason string) error {
+func conditionIs(conds []metav1.Condition, typ mcpv1alpha1.ConditionType, status metav1.ConditionStatus, reason mcpv1alpha1.ConditionReason) error {
 	for _, c := range conds {
-		if c.Type == typ {
-			if c.Status != status || c.Reason != reason {
+		if c.Type == string(typ) {
+			if c.Status != status || c.Reason != string(reason) {
 				return fmt.Errorf("%s is %s/%s (%s), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
 			}
 			return nil
@@ -60,9 +60,9 @@ func newPrompt(ns, name, server string, args []string, text string) *mcpv1alpha1
 	return p
 }
 
-func findConditionIn(conds []metav1.Condition, typ string) metav1.Condition {
+func findConditionIn(conds []metav1.Condition, typ mcpv1alpha1.ConditionType) metav1.Condition {
 	for _, c := range conds {
-		if c.Type == typ {
+		if c.Type == string(typ) {
 			return c
 		}
 	}

@@ -80,8 +80,8 @@ func policyStatus(p *mcpv1alpha1.MCPAccessPolicy, verdicts []verdict, now time.T
 	var refused *verdict
 	for i, t := range p.Spec.TargetRefs {
 		v := verdicts[i]
-		cond := metav1.Condition{Type: mcpv1alpha1.ConditionAccepted, Status: metav1.ConditionTrue,
-			Reason: v.Reason, Message: v.Message, ObservedGeneration: gen}
+		cond := metav1.Condition{Type: string(mcpv1alpha1.ConditionAccepted), Status: metav1.ConditionTrue,
+			Reason: string(v.Reason), Message: v.Message, ObservedGeneration: gen}
 		if !v.Accepted {
 			cond.Status = metav1.ConditionFalse
 			if refused == nil {
@@ -101,31 +101,26 @@ func policyStatus(p *mcpv1alpha1.MCPAccessPolicy, verdicts []verdict, now time.T
 	}
 
 	var requeue time.Duration
-	ready := metav1.Condition{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonAccepted,
+	ready := metav1.Condition{Type: string(mcpv1alpha1.ConditionReady), Status: metav1.ConditionTrue, Reason: string(mcpv1alpha1.ReasonAccepted),
 		Message: fmt.Sprintf("enforced on all %d targets", len(p.Spec.TargetRefs)), ObservedGeneration: gen}
 	var stalled, reconciling *metav1.Condition
 	if refused != nil {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, refused.Reason, refused.Message
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, string(refused.Reason), refused.Message
 		c := ready
 		if left := graceLeft(p, now, grace); refused.Reason == mcpv1alpha1.ReasonTargetNotFound && left > 0 {
-			c.Type = mcpv1alpha1.ConditionReconciling
+			c.Type = string(mcpv1alpha1.ConditionReconciling)
 			c.Message = fmt.Sprintf("%s (waited for up to %s after creation, in case it is being applied together with this policy)", c.Message, grace)
 			c.Status = metav1.ConditionTrue
 			ready.Message = c.Message
 			reconciling, requeue = &c, left
 		} else {
-			c.Type, c.Status = mcpv1alpha1.ConditionStalled, metav1.ConditionTrue
+			c.Type, c.Status = string(mcpv1alpha1.ConditionStalled), metav1.ConditionTrue
 			stalled = &c
 		}
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
-	for typ, c := range map[string]*metav1.Condition{mcpv1alpha1.ConditionStalled: stalled, mcpv1alpha1.ConditionReconciling: reconciling} {
-		if c == nil {
-			meta.RemoveStatusCondition(&st.Conditions, typ)
-		} else {
-			meta.SetStatusCondition(&st.Conditions, *c)
-		}
-	}
+	setOrRemove(&st.Conditions, mcpv1alpha1.ConditionStalled, stalled, gen)
+	setOrRemove(&st.Conditions, mcpv1alpha1.ConditionReconciling, reconciling, gen)
 	return st, requeue
 }
 

@@ -152,8 +152,8 @@ func TestCatalogEditIsLiveImageChangeRolls(t *testing.T) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(tool), tool); err != nil {
 			return err
 		}
-		if tool.Status.CatalogRevision != rev2 {
-			return fmt.Errorf("tool names %s", tool.Status.CatalogRevision)
+		if tool.Status.PublishedRevision != rev2 {
+			return fmt.Errorf("tool names %s", tool.Status.PublishedRevision)
 		}
 		return nil
 	})

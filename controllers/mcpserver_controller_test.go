@@ -194,8 +194,8 @@ func TestServerReconcilesIntoChildren(t *testing.T) {
 	// It names the first revision that included it (the server's catalog may have grown since, as
 	// the other objects arrived: TestEditWritesOnlyTheEditedItem), and the current one has it.
 	published := findCondition(tool, mcpv1alpha1.ConditionPublished)
-	if tool.Status.CatalogRevision == "" || !strings.HasSuffix(published.Message, tool.Status.CatalogRevision) ||
-		tool.Status.ObservedGeneration != tool.Generation {
+	if tool.Status.PublishedRevision == "" || !strings.HasSuffix(published.Message, tool.Status.PublishedRevision) ||
+		tool.Status.CatalogRevision != tool.Status.PublishedRevision || tool.Status.ObservedGeneration != tool.Generation {
 		t.Fatalf("tool status %+v", tool.Status)
 	}
 	if c, _ := getCatalog(t, ns, "weather"); !slices.ContainsFunc(c.Tools, func(ct catalog.Tool) bool { return ct.Name == tool.Spec.Name }) {

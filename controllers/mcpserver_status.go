@@ -58,9 +58,9 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 		set(toolsServedCondition(s.reports))
 		set(verifiedCondition(s.reports))
 		if c, ok := toolsDriftedCondition(server, s.resolution.accepted.Tools, toolPins(s.resolution.accepted.Tools, s.reports), s.reports); ok {
-			set(keepKnown(meta.FindStatusCondition(st.Conditions, mcpv1alpha1.ConditionToolsDrifted), c))
+			set(keepKnown(meta.FindStatusCondition(st.Conditions, string(mcpv1alpha1.ConditionToolsDrifted)), c))
 		} else {
-			meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionToolsDrifted)
+			meta.RemoveStatusCondition(&st.Conditions, string(mcpv1alpha1.ConditionToolsDrifted))
 		}
 		st.CatalogUpToDateReplicas = upToDate
 		if up := upstreamStatus(s.reports); up != nil {
@@ -71,7 +71,7 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 			set(sidecars)
 			st.StaleSidecarReplicas = stale
 		} else {
-			meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionSidecarsUpToDate)
+			meta.RemoveStatusCondition(&st.Conditions, string(mcpv1alpha1.ConditionSidecarsUpToDate))
 			st.StaleSidecarReplicas = 0
 		}
 		if d := s.workload.Deployment; d != nil {
@@ -100,9 +100,9 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 
 // setOrRemove sets an abnormal-true condition (Stalled, Reconciling) of the given generation,
 // or removes it when nil: it is absent while everything is normal.
-func setOrRemove(conds *[]metav1.Condition, typ string, c *metav1.Condition, gen int64) {
+func setOrRemove(conds *[]metav1.Condition, typ mcpv1alpha1.ConditionType, c *metav1.Condition, gen int64) {
 	if c == nil {
-		meta.RemoveStatusCondition(conds, typ)
+		meta.RemoveStatusCondition(conds, string(typ))
 		return
 	}
 	c.ObservedGeneration = gen
@@ -115,21 +115,21 @@ func setOrRemove(conds *[]metav1.Condition, typ string, c *metav1.Condition, gen
 // change by a person. Otherwise Reconciling is True while Ready is not, or while a rollout
 // still replaces old pods behind a Ready server.
 func progressConditions(ready metav1.Condition, propagated *metav1.Condition, w workload, reconcileErr error) (stalled, reconciling *metav1.Condition) {
-	on := func(typ, reason, message string) *metav1.Condition {
+	on := func(typ mcpv1alpha1.ConditionType, reason mcpv1alpha1.ConditionReason, message string) *metav1.Condition {
 		c := condition(typ, true, reason, message)
 		return &c
 	}
 	switch {
 	case reconcileErr != nil && needsAChange(reconcileErr):
-		return on(mcpv1alpha1.ConditionStalled, ready.Reason, ready.Message), nil
-	case propagated != nil && (propagated.Reason == mcpv1alpha1.ReasonCatalogTooLarge || propagated.Reason == mcpv1alpha1.ReasonCatalogRejected):
-		return on(mcpv1alpha1.ConditionStalled, propagated.Reason, propagated.Message), nil
+		return on(mcpv1alpha1.ConditionStalled, mcpv1alpha1.ConditionReason(ready.Reason), ready.Message), nil
+	case propagated != nil && (propagated.Reason == string(mcpv1alpha1.ReasonCatalogTooLarge) || propagated.Reason == string(mcpv1alpha1.ReasonCatalogRejected)):
+		return on(mcpv1alpha1.ConditionStalled, mcpv1alpha1.ConditionReason(propagated.Reason), propagated.Message), nil
 	}
 	if msg := deadlineExceeded(w); msg != "" && ready.Status != metav1.ConditionTrue {
 		return on(mcpv1alpha1.ConditionStalled, mcpv1alpha1.ReasonProgressDeadlineExceeded, msg), nil
 	}
 	if ready.Status != metav1.ConditionTrue {
-		return nil, on(mcpv1alpha1.ConditionReconciling, ready.Reason, ready.Message)
+		return nil, on(mcpv1alpha1.ConditionReconciling, mcpv1alpha1.ConditionReason(ready.Reason), ready.Message)
 	}
 	if msg := rollingOut(w); msg != "" {
 		return nil, on(mcpv1alpha1.ConditionReconciling, mcpv1alpha1.ReasonRollingOut, msg)
@@ -210,7 +210,7 @@ func (u itemStatusUpdate) conditions() (set []metav1.Condition, remove []string)
 	for _, c := range []struct {
 		typ  string
 		cond *metav1.Condition
-	}{{mcpv1alpha1.ConditionStalled, u.stalled}, {mcpv1alpha1.ConditionReconciling, u.reconciling}} {
+	}{{string(mcpv1alpha1.ConditionStalled), u.stalled}, {string(mcpv1alpha1.ConditionReconciling), u.reconciling}} {
 		if c.cond != nil {
 			set = append(set, *c.cond)
 		} else {
@@ -241,7 +241,7 @@ func itemStatuses(s *scope) []itemStatusUpdate {
 		if !ok {
 			continue
 		}
-		accepted := metav1.Condition{Type: mcpv1alpha1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: v.Reason, Message: v.Message}
+		accepted := metav1.Condition{Type: string(mcpv1alpha1.ConditionAccepted), Status: metav1.ConditionFalse, Reason: string(v.Reason), Message: v.Message}
 		if v.Accepted {
 			accepted.Status = metav1.ConditionTrue
 		}
@@ -327,12 +327,12 @@ type itemInputs struct {
 // revision, and its own status tells.
 func decideItemStatus(obj mcpv1alpha1.CatalogItem, in itemInputs) itemStatusUpdate {
 	u := itemStatusUpdate{object: obj, accepted: in.accepted, published: in.published, revision: in.revision}
-	on := func(typ string, c metav1.Condition) *metav1.Condition {
-		out := condition(typ, true, c.Reason, c.Message)
+	on := func(typ mcpv1alpha1.ConditionType, c metav1.Condition) *metav1.Condition {
+		out := condition(typ, true, mcpv1alpha1.ConditionReason(c.Reason), c.Message)
 		return &out
 	}
 	notReady := func(c metav1.Condition) metav1.Condition {
-		return condition(mcpv1alpha1.ConditionReady, false, c.Reason, c.Message)
+		return condition(mcpv1alpha1.ConditionReady, false, mcpv1alpha1.ConditionReason(c.Reason), c.Message)
 	}
 	stall := func(c metav1.Condition) {
 		u.ready, u.stalled = notReady(c), on(mcpv1alpha1.ConditionStalled, c)
@@ -351,14 +351,14 @@ func decideItemStatus(obj mcpv1alpha1.CatalogItem, in itemInputs) itemStatusUpda
 		blocked(in.accepted)
 	case in.published.Status != metav1.ConditionTrue:
 		blocked(in.published)
-	case concerned && in.propagated.Reason == mcpv1alpha1.ReasonCatalogRejected:
+	case concerned && in.propagated.Reason == string(mcpv1alpha1.ReasonCatalogRejected):
 		stall(*in.propagated)
 	case in.withheld != nil:
 		stall(withheldCondition(*in.withheld))
-	case concerned && in.propagated.Reason == mcpv1alpha1.ReasonPropagationPending:
+	case concerned && in.propagated.Reason == string(mcpv1alpha1.ReasonPropagationPending):
 		// The message names nothing that changes with later revisions or reports, so an item
 		// in flight is written when it starts and when it ends to wait, not in between.
-		waiting := condition(mcpv1alpha1.ConditionReconciling, true, in.propagated.Reason,
+		waiting := condition(mcpv1alpha1.ConditionReconciling, true, mcpv1alpha1.ConditionReason(in.propagated.Reason),
 			"published since catalog revision "+in.revision+"; waiting for every ready replica of the server to serve it (the server's CatalogPropagated counts them)")
 		u.ready, u.reconciling = notReady(waiting), &waiting
 	default:
@@ -371,21 +371,21 @@ func decideItemStatus(obj mcpv1alpha1.CatalogItem, in itemInputs) itemStatusUpda
 // publishedCondition decides Published for one accepted-or-not object, and the catalog revision
 // it is part of.
 func publishedCondition(v verdict, src sourceProblem, tooLarge bool, revision, tooLargeMessage string) (metav1.Condition, string) {
-	c := metav1.Condition{Type: mcpv1alpha1.ConditionPublished, Status: metav1.ConditionFalse}
+	c := metav1.Condition{Type: string(mcpv1alpha1.ConditionPublished), Status: metav1.ConditionFalse}
 	switch {
 	case !v.Accepted:
-		c.Reason, c.Message = mcpv1alpha1.ReasonNotAccepted, "not part of the catalog: "+v.Reason
+		c.Reason, c.Message = string(mcpv1alpha1.ReasonNotAccepted), "not part of the catalog: "+string(v.Reason)
 	case tooLarge:
-		c.Reason, c.Message = mcpv1alpha1.ReasonCatalogTooLarge, tooLargeMessage
+		c.Reason, c.Message = string(mcpv1alpha1.ReasonCatalogTooLarge), tooLargeMessage
 	case src.reason != "" && src.inCatalog:
 		// The resource is in the catalog, but reading it fails until the key exists.
-		c.Reason, c.Message = src.reason, src.message
+		c.Reason, c.Message = string(src.reason), src.message
 		return c, revision
 	case src.reason != "":
 		// Left out of the catalog: the sidecar may not read the source.
-		c.Reason, c.Message = src.reason, src.message
+		c.Reason, c.Message = string(src.reason), src.message
 	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, mcpv1alpha1.ReasonPublished, publishedMessage(revision)
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, string(mcpv1alpha1.ReasonPublished), publishedMessage(revision)
 		return c, revision
 	}
 	return c, ""
@@ -402,17 +402,25 @@ func publishedMessage(revision string) string {
 // per changed object instead of one per object of the server, docs/performance.md). A changed
 // generation, reason or status records the current revision.
 func publishedSince(before *mcpv1alpha1.CatalogItemStatus, generation int64, published metav1.Condition, revision string) (metav1.Condition, string) {
-	if before == nil || before.CatalogRevision == "" || revision == "" || before.ObservedGeneration != generation {
+	if before == nil || revision == "" || before.ObservedGeneration != generation {
 		return published, revision
 	}
-	old := meta.FindStatusCondition(before.Conditions, mcpv1alpha1.ConditionPublished)
+	since := before.PublishedRevision
+	if since == "" {
+		// Written by a manager that knew only the deprecated catalogRevision.
+		since = before.CatalogRevision
+	}
+	if since == "" {
+		return published, revision
+	}
+	old := meta.FindStatusCondition(before.Conditions, string(mcpv1alpha1.ConditionPublished))
 	if old == nil || old.ObservedGeneration != generation || old.Status != published.Status || old.Reason != published.Reason {
 		return published, revision
 	}
-	if published.Reason == mcpv1alpha1.ReasonPublished {
-		published.Message = publishedMessage(before.CatalogRevision)
+	if published.Reason == string(mcpv1alpha1.ReasonPublished) {
+		published.Message = publishedMessage(since)
 	}
-	return published, before.CatalogRevision
+	return published, since
 }
 
 // graceLeft is how much of an appear grace (DefaultAppearGrace) an object has left at now
@@ -440,8 +448,8 @@ func withheldCondition(pin toolPin) metav1.Condition {
 
 // wasWithheld reports whether a tool's status says the sidecars withheld it.
 func wasWithheld(t *mcpv1alpha1.MCPTool) bool {
-	c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionStalled)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == mcpv1alpha1.ReasonToolWithheld
+	c := meta.FindStatusCondition(t.Status.Conditions, string(mcpv1alpha1.ConditionStalled))
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == string(mcpv1alpha1.ReasonToolWithheld)
 }
 
 // inFlight reports whether an item's status says it waits for the replicas to serve its
@@ -450,11 +458,11 @@ func inFlight(st *mcpv1alpha1.CatalogItemStatus) bool {
 	if st == nil {
 		return false
 	}
-	if meta.IsStatusConditionTrue(st.Conditions, mcpv1alpha1.ConditionReconciling) {
+	if meta.IsStatusConditionTrue(st.Conditions, string(mcpv1alpha1.ConditionReconciling)) {
 		return true
 	}
-	c := meta.FindStatusCondition(st.Conditions, mcpv1alpha1.ConditionStalled)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == mcpv1alpha1.ReasonCatalogRejected
+	c := meta.FindStatusCondition(st.Conditions, string(mcpv1alpha1.ConditionStalled))
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == string(mcpv1alpha1.ReasonCatalogRejected)
 }
 
 // workload is what the controller observed of the pods' owner.
@@ -468,12 +476,12 @@ type workload struct {
 	ReadyPods int32
 }
 
-func condition(typ string, ok bool, reason, message string) metav1.Condition {
+func condition(typ mcpv1alpha1.ConditionType, ok bool, reason mcpv1alpha1.ConditionReason, message string) metav1.Condition {
 	status := metav1.ConditionFalse
 	if ok {
 		status = metav1.ConditionTrue
 	}
-	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message}
+	return metav1.Condition{Type: string(typ), Status: status, Reason: string(reason), Message: message}
 }
 
 // availableCondition mirrors the Deployment's availability, or the External pods' readiness.
@@ -640,7 +648,7 @@ func toolsServedCondition(p reports) metav1.Condition {
 			"the MCP server does not list these enabled MCPTools, so clients do not see them; fix their spec.upstreamName (or spec.name), or the server's image: %s",
 			strings.Join(missing, "; ")))
 	case reported == 0:
-		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: mcpv1alpha1.ReasonNotYetReported,
+		return metav1.Condition{Type: string(typ), Status: metav1.ConditionUnknown, Reason: string(mcpv1alpha1.ReasonNotYetReported),
 			Message: "no ready replica has checked the tools of catalog revision " + p.Revision + " against its MCP server yet"}
 	}
 	return condition(typ, true, mcpv1alpha1.ReasonAllToolsServed,
@@ -651,13 +659,13 @@ func toolsServedCondition(p reports) metav1.Condition {
 // gives its reason and message. A server scaled to zero is Ready (reason ScaledToZero): it runs
 // what it was asked to, nothing, as a Deployment scaled to zero is current for kstatus.
 func readyCondition(available, propagated metav1.Condition) metav1.Condition {
-	if available.Reason == mcpv1alpha1.ReasonScaledToZero {
+	if available.Reason == string(mcpv1alpha1.ReasonScaledToZero) {
 		return condition(mcpv1alpha1.ConditionReady, true, mcpv1alpha1.ReasonScaledToZero,
 			"spec.replicas is 0: nothing serves clients, as asked; replicas that start serve the current catalog")
 	}
 	for _, c := range []metav1.Condition{available, propagated} {
 		if c.Status != metav1.ConditionTrue {
-			return metav1.Condition{Type: mcpv1alpha1.ConditionReady, Status: c.Status, Reason: c.Reason, Message: c.Message}
+			return metav1.Condition{Type: string(mcpv1alpha1.ConditionReady), Status: c.Status, Reason: c.Reason, Message: c.Message}
 		}
 	}
 	return condition(mcpv1alpha1.ConditionReady, true, mcpv1alpha1.ReasonReady,
@@ -671,7 +679,7 @@ func failureCondition(err error) metav1.Condition {
 	var r *refusal
 	switch {
 	case errors.As(err, &r):
-		reason = r.reason
+		reason = mcpv1alpha1.ConditionReason(r.reason)
 	case errors.Is(err, reconcile.TerminalError(nil)):
 		reason = mcpv1alpha1.ReasonInvalidSpec
 	}
@@ -679,7 +687,7 @@ func failureCondition(err error) metav1.Condition {
 }
 
 // warningReasons are the reasons a user has to act on; their events are Warnings.
-var warningReasons = []string{
+var warningReasons = []mcpv1alpha1.ConditionReason{
 	mcpv1alpha1.ReasonInvalidSpec, mcpv1alpha1.ReasonReconcileFailed, mcpv1alpha1.ReasonDeploymentUnavailable,
 	mcpv1alpha1.ReasonCatalogRejected, mcpv1alpha1.ReasonCatalogTooLarge, mcpv1alpha1.ReasonNameConflict,
 	mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.ReasonSourceNotFound, mcpv1alpha1.ReasonSourceNotExposed,
@@ -690,7 +698,7 @@ var warningReasons = []string{
 }
 
 func eventType(reason string) string {
-	if slices.Contains(warningReasons, reason) {
+	if slices.Contains(warningReasons, mcpv1alpha1.ConditionReason(reason)) {
 		return corev1.EventTypeWarning
 	}
 	return corev1.EventTypeNormal

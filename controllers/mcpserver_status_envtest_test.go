@@ -90,7 +90,7 @@ func TestItemConditions(t *testing.T) {
 	itemCondition(t, res, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
 }
 
-func findCondition(obj client.Object, typ string) metav1.Condition {
+func findCondition(obj client.Object, typ mcpv1alpha1.ConditionType) metav1.Condition {
 	return findConditionIn(itemStatus(obj).Conditions, typ)
 }
 
@@ -181,8 +181,8 @@ func TestWorkloadReasons(t *testing.T) {
 		if err := k8s.Get(ctx, key, scaled); err != nil {
 			return err
 		}
-		for _, typ := range []string{mcpv1alpha1.ConditionStalled, mcpv1alpha1.ConditionReconciling} {
-			if c := findConditionIn(scaled.Status.Conditions, typ); c.Type != "" {
+		for _, typ := range []string{string(mcpv1alpha1.ConditionStalled), string(mcpv1alpha1.ConditionReconciling)} {
+			if c := findConditionIn(scaled.Status.Conditions, mcpv1alpha1.ConditionType(typ)); c.Type != "" {
 				return fmt.Errorf("%+v", c)
 			}
 		}
@@ -303,9 +303,9 @@ func TestEditWritesOnlyTheEditedItem(t *testing.T) {
 			return err
 		}
 		rev2 = s.Status.CatalogRevision
-		if rev2 == rev1 || tools[1].Status.CatalogRevision != rev2 || tools[1].Status.ObservedGeneration != tools[1].Generation {
+		if rev2 == rev1 || tools[1].Status.PublishedRevision != rev2 || tools[1].Status.ObservedGeneration != tools[1].Generation {
 			return fmt.Errorf("server names %s (before the edit %s), the edited tool %s at generation %d of %d",
-				rev2, rev1, tools[1].Status.CatalogRevision, tools[1].Status.ObservedGeneration, tools[1].Generation)
+				rev2, rev1, tools[1].Status.PublishedRevision, tools[1].Status.ObservedGeneration, tools[1].Generation)
 		}
 		return nil
 	})
@@ -320,8 +320,8 @@ func TestEditWritesOnlyTheEditedItem(t *testing.T) {
 		if obj.GetResourceVersion() != versions[obj.GetName()] {
 			t.Errorf("%T %s was written although it did not change (status %+v)", obj, obj.GetName(), *itemStatus(obj))
 		}
-		if st := itemStatus(obj); st.CatalogRevision == "" || st.CatalogRevision == rev2 {
-			t.Errorf("%s names revision %q; want the one it was published in", obj.GetName(), st.CatalogRevision)
+		if st := itemStatus(obj); st.PublishedRevision == "" || st.PublishedRevision == rev2 {
+			t.Errorf("%s names revision %q; want the one it was published in", obj.GetName(), st.PublishedRevision)
 		}
 	}
 }

@@ -34,25 +34,25 @@ func TestAvailableCondition(t *testing.T) {
 		wantStatus metav1.ConditionStatus
 		wantReason string
 	}{
-		"external with ready pods": {workload{External: true, ReadyPods: 1}, metav1.ConditionTrue, mcpv1alpha1.ReasonExternalWorkload},
-		"external without pods":    {workload{External: true}, metav1.ConditionFalse, mcpv1alpha1.ReasonExternalWorkload},
-		"scaled to zero":           {workload{Replicas: 0, Deployment: deployment(1, 1, 0)}, metav1.ConditionFalse, mcpv1alpha1.ReasonScaledToZero},
-		"no deployment yet":        {workload{Replicas: 1}, metav1.ConditionFalse, mcpv1alpha1.ReasonDeploymentProgressing},
-		"not observed yet":         {workload{Replicas: 1, Deployment: deployment(2, 1, 1, dcond(appsv1.DeploymentAvailable, corev1.ConditionTrue, ""))}, metav1.ConditionFalse, mcpv1alpha1.ReasonDeploymentProgressing},
+		"external with ready pods": {workload{External: true, ReadyPods: 1}, metav1.ConditionTrue, string(mcpv1alpha1.ReasonExternalWorkload)},
+		"external without pods":    {workload{External: true}, metav1.ConditionFalse, string(mcpv1alpha1.ReasonExternalWorkload)},
+		"scaled to zero":           {workload{Replicas: 0, Deployment: deployment(1, 1, 0)}, metav1.ConditionFalse, string(mcpv1alpha1.ReasonScaledToZero)},
+		"no deployment yet":        {workload{Replicas: 1}, metav1.ConditionFalse, string(mcpv1alpha1.ReasonDeploymentProgressing)},
+		"not observed yet":         {workload{Replicas: 1, Deployment: deployment(2, 1, 1, dcond(appsv1.DeploymentAvailable, corev1.ConditionTrue, ""))}, metav1.ConditionFalse, string(mcpv1alpha1.ReasonDeploymentProgressing)},
 		"available": {workload{Replicas: 2, Deployment: deployment(1, 1, 2, dcond(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable"))},
-			metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable},
+			metav1.ConditionTrue, string(mcpv1alpha1.ReasonDeploymentAvailable)},
 		"progressing": {workload{Replicas: 2, Deployment: deployment(1, 1, 0,
 			dcond(appsv1.DeploymentAvailable, corev1.ConditionFalse, "MinimumReplicasUnavailable"),
 			dcond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "ReplicaSetUpdated"))},
-			metav1.ConditionFalse, mcpv1alpha1.ReasonDeploymentProgressing},
+			metav1.ConditionFalse, string(mcpv1alpha1.ReasonDeploymentProgressing)},
 		"deadline exceeded": {workload{Replicas: 2, Deployment: deployment(1, 1, 0,
 			dcond(appsv1.DeploymentAvailable, corev1.ConditionFalse, "MinimumReplicasUnavailable"),
 			dcond(appsv1.DeploymentProgressing, corev1.ConditionFalse, "ProgressDeadlineExceeded"))},
-			metav1.ConditionFalse, mcpv1alpha1.ReasonDeploymentUnavailable},
+			metav1.ConditionFalse, string(mcpv1alpha1.ReasonDeploymentUnavailable)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := availableCondition(tc.w)
-			if c.Type != mcpv1alpha1.ConditionAvailable || c.Status != tc.wantStatus || c.Reason != tc.wantReason || c.Message == "" {
+			if c.Type != string(mcpv1alpha1.ConditionAvailable) || c.Status != tc.wantStatus || c.Reason != tc.wantReason || c.Message == "" {
 				t.Fatalf("got %+v, want %s/%s", c, tc.wantStatus, tc.wantReason)
 			}
 		})
@@ -68,23 +68,23 @@ func TestPropagationCondition(t *testing.T) {
 		wantUpToDate int32
 	}{
 		"all up to date": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": ok("r2"), "b": ok("r2")}},
-			metav1.ConditionTrue, mcpv1alpha1.ReasonAllReplicasUpToDate, 2},
+			metav1.ConditionTrue, string(mcpv1alpha1.ReasonAllReplicasUpToDate), 2},
 		"one behind": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": ok("r2"), "b": ok("r1")}},
-			metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending, 1},
+			metav1.ConditionFalse, string(mcpv1alpha1.ReasonPropagationPending), 1},
 		"not reported": {propagation{Revision: "r2", ReadyPods: []string{"a"}},
-			metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending, 0},
+			metav1.ConditionFalse, string(mcpv1alpha1.ReasonPropagationPending), 0},
 		"garbage report": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": "{"}},
-			metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending, 0},
+			metav1.ConditionFalse, string(mcpv1alpha1.ReasonPropagationPending), 0},
 		"reports of unready pods do not count": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": ok("r2"), "gone": ok("r1")}},
-			metav1.ConditionTrue, mcpv1alpha1.ReasonAllReplicasUpToDate, 1},
+			metav1.ConditionTrue, string(mcpv1alpha1.ReasonAllReplicasUpToDate), 1},
 		"rejected": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": ok("r2"),
 			"b": catalog.Report{Revision: "r1", RejectedRevision: "r2", Reason: "bad"}.String()}},
-			metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogRejected, 1},
+			metav1.ConditionFalse, string(mcpv1alpha1.ReasonCatalogRejected), 1},
 		"an older rejection does not count": {propagation{Revision: "r3", ReadyPods: []string{"a"}, Reports: map[string]string{
 			"a": catalog.Report{Revision: "r3", RejectedRevision: "r2", Reason: "bad"}.String()}},
-			metav1.ConditionTrue, mcpv1alpha1.ReasonAllReplicasUpToDate, 1},
-		"no ready replicas": {propagation{Revision: "r2"}, metav1.ConditionFalse, mcpv1alpha1.ReasonNoReadyReplicas, 0},
-		"too large":         {propagation{Revision: "r1", TooLarge: true, TooLargeMessage: "too big", ReadyPods: []string{"a"}, Reports: map[string]string{"a": ok("r1")}}, metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogTooLarge, 1},
+			metav1.ConditionTrue, string(mcpv1alpha1.ReasonAllReplicasUpToDate), 1},
+		"no ready replicas": {propagation{Revision: "r2"}, metav1.ConditionFalse, string(mcpv1alpha1.ReasonNoReadyReplicas), 0},
+		"too large":         {propagation{Revision: "r1", TooLarge: true, TooLargeMessage: "too big", ReadyPods: []string{"a"}, Reports: map[string]string{"a": ok("r1")}}, metav1.ConditionFalse, string(mcpv1alpha1.ReasonCatalogTooLarge), 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, n := propagationCondition(parseReports(tc.p))
@@ -104,7 +104,7 @@ func TestUnreadableReportIsNamed(t *testing.T) {
 		t.Fatalf("parsed reports: %+v", p.Ready)
 	}
 	c, n := propagationCondition(p)
-	if c.Reason != mcpv1alpha1.ReasonPropagationPending || n != 1 || !strings.Contains(c.Message, "pod a:") || strings.Contains(c.Message, "pod b") {
+	if c.Reason != string(mcpv1alpha1.ReasonPropagationPending) || n != 1 || !strings.Contains(c.Message, "pod a:") || strings.Contains(c.Message, "pod b") {
 		t.Fatalf("got %s (%s), %d up to date", c.Reason, c.Message, n)
 	}
 }
@@ -123,26 +123,26 @@ func TestToolsServedCondition(t *testing.T) {
 		wantMessage []string // substrings
 	}{
 		"every tool served": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": rep("r2"), "b": rep("r2")}},
-			metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed, []string{"all 2 reporting"}},
+			metav1.ConditionTrue, string(mcpv1alpha1.ReasonAllToolsServed), []string{"all 2 reporting"}},
 		"one pod misses two tools": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": rep("r2"), "b": rep("r2", "ghost", "phantom")}},
-			metav1.ConditionFalse, mcpv1alpha1.ReasonToolsMissingUpstream, []string{"pod b: ghost, phantom", "spec.upstreamName"}},
+			metav1.ConditionFalse, string(mcpv1alpha1.ReasonToolsMissingUpstream), []string{"pod b: ghost, phantom", "spec.upstreamName"}},
 		"more missing than reported": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": many}},
-			metav1.ConditionFalse, mcpv1alpha1.ReasonToolsMissingUpstream, []string{"pod a: a1, a2 and 23 more"}},
+			metav1.ConditionFalse, string(mcpv1alpha1.ReasonToolsMissingUpstream), []string{"pod a: a1, a2 and 23 more"}},
 		"a report of an older revision does not count": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": rep("r2"), "b": rep("r1", "ghost")}},
-			metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed, []string{"all 1 reporting"}},
+			metav1.ConditionTrue, string(mcpv1alpha1.ReasonAllToolsServed), []string{"all 1 reporting"}},
 		"an unready pod does not count": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": rep("r2"), "gone": rep("r2", "ghost")}},
-			metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed, nil},
+			metav1.ConditionTrue, string(mcpv1alpha1.ReasonAllToolsServed), nil},
 		"nobody reported yet": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": rep("r1")}},
-			metav1.ConditionUnknown, mcpv1alpha1.ReasonNotYetReported, []string{"r2"}},
-		"no ready replicas": {propagation{Revision: "r2"}, metav1.ConditionUnknown, mcpv1alpha1.ReasonNotYetReported, nil},
+			metav1.ConditionUnknown, string(mcpv1alpha1.ReasonNotYetReported), []string{"r2"}},
+		"no ready replicas": {propagation{Revision: "r2"}, metav1.ConditionUnknown, string(mcpv1alpha1.ReasonNotYetReported), nil},
 		"not checked yet": {propagation{Revision: "r2", ReadyPods: []string{"a"}, Reports: map[string]string{"a": unchecked}},
-			metav1.ConditionUnknown, mcpv1alpha1.ReasonNotYetReported, []string{"checked"}},
+			metav1.ConditionUnknown, string(mcpv1alpha1.ReasonNotYetReported), []string{"checked"}},
 		"only checked reports count": {propagation{Revision: "r2", ReadyPods: []string{"a", "b"}, Reports: map[string]string{"a": unchecked, "b": rep("r2")}},
-			metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed, []string{"all 1 reporting"}},
+			metav1.ConditionTrue, string(mcpv1alpha1.ReasonAllToolsServed), []string{"all 1 reporting"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := toolsServedCondition(parseReports(tc.p))
-			if c.Type != mcpv1alpha1.ConditionToolsServed || c.Status != tc.wantStatus || c.Reason != tc.wantReason {
+			if c.Type != string(mcpv1alpha1.ConditionToolsServed) || c.Status != tc.wantStatus || c.Reason != tc.wantReason {
 				t.Fatalf("got %s %s/%s (%s); want %s/%s", c.Type, c.Status, c.Reason, c.Message, tc.wantStatus, tc.wantReason)
 			}
 			for _, m := range tc.wantMessage {
@@ -163,16 +163,16 @@ func TestReadyCondition(t *testing.T) {
 		a, p       metav1.Condition
 		wantReason string
 	}{
-		"ready":                  {avail, prop, mcpv1alpha1.ReasonReady},
-		"unavailable wins":       {unavail, pending, mcpv1alpha1.ReasonDeploymentUnavailable},
-		"propagation summarised": {avail, pending, mcpv1alpha1.ReasonPropagationPending},
+		"ready":                  {avail, prop, string(mcpv1alpha1.ReasonReady)},
+		"unavailable wins":       {unavail, pending, string(mcpv1alpha1.ReasonDeploymentUnavailable)},
+		"propagation summarised": {avail, pending, string(mcpv1alpha1.ReasonPropagationPending)},
 		"scaled to zero is ready": {condition(mcpv1alpha1.ConditionAvailable, false, mcpv1alpha1.ReasonScaledToZero, ""),
-			condition(mcpv1alpha1.ConditionCatalogPropagated, false, mcpv1alpha1.ReasonNoReadyReplicas, ""), mcpv1alpha1.ReasonScaledToZero},
+			condition(mcpv1alpha1.ConditionCatalogPropagated, false, mcpv1alpha1.ReasonNoReadyReplicas, ""), string(mcpv1alpha1.ReasonScaledToZero)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := readyCondition(tc.a, tc.p)
-			wantTrue := tc.wantReason == mcpv1alpha1.ReasonReady || tc.wantReason == mcpv1alpha1.ReasonScaledToZero
-			if c.Type != mcpv1alpha1.ConditionReady || c.Reason != tc.wantReason || (c.Status == metav1.ConditionTrue) != wantTrue {
+			wantTrue := tc.wantReason == string(mcpv1alpha1.ReasonReady) || tc.wantReason == string(mcpv1alpha1.ReasonScaledToZero)
+			if c.Type != string(mcpv1alpha1.ConditionReady) || c.Reason != tc.wantReason || (c.Status == metav1.ConditionTrue) != wantTrue {
 				t.Fatalf("got %+v", c)
 			}
 		})
@@ -180,10 +180,10 @@ func TestReadyCondition(t *testing.T) {
 }
 
 func TestFailureCondition(t *testing.T) {
-	if c := failureCondition(reconcile.TerminalError(errors.New("bad name"))); c.Reason != mcpv1alpha1.ReasonInvalidSpec || c.Status != metav1.ConditionFalse {
+	if c := failureCondition(reconcile.TerminalError(errors.New("bad name"))); c.Reason != string(mcpv1alpha1.ReasonInvalidSpec) || c.Status != metav1.ConditionFalse {
 		t.Fatalf("terminal: %+v", c)
 	}
-	if c := failureCondition(errors.New("conflict")); c.Reason != mcpv1alpha1.ReasonReconcileFailed || c.Message != "conflict" {
+	if c := failureCondition(errors.New("conflict")); c.Reason != string(mcpv1alpha1.ReasonReconcileFailed) || c.Message != "conflict" {
 		t.Fatalf("transient: %+v", c)
 	}
 }
@@ -198,13 +198,13 @@ func TestPublishedCondition(t *testing.T) {
 		wantRevision  string
 		wantPublished bool
 	}{
-		"published":    {accepted, sourceProblem{}, false, mcpv1alpha1.ReasonPublished, "r1", true},
-		"not accepted": {verdict{Reason: mcpv1alpha1.ReasonNameConflict}, sourceProblem{}, false, mcpv1alpha1.ReasonNotAccepted, "", false},
+		"published":    {accepted, sourceProblem{}, false, string(mcpv1alpha1.ReasonPublished), "r1", true},
+		"not accepted": {verdict{Reason: mcpv1alpha1.ReasonNameConflict}, sourceProblem{}, false, string(mcpv1alpha1.ReasonNotAccepted), "", false},
 		"key missing": {accepted, sourceProblem{reason: mcpv1alpha1.ReasonSourceNotFound, message: "Secret x has no key y", inCatalog: true},
-			false, mcpv1alpha1.ReasonSourceNotFound, "r1", false},
+			false, string(mcpv1alpha1.ReasonSourceNotFound), "r1", false},
 		"source not exposed": {accepted, sourceProblem{reason: mcpv1alpha1.ReasonSourceNotExposed, message: "label it"},
-			false, mcpv1alpha1.ReasonSourceNotExposed, "", false},
-		"too large": {accepted, sourceProblem{}, true, mcpv1alpha1.ReasonCatalogTooLarge, "", false},
+			false, string(mcpv1alpha1.ReasonSourceNotExposed), "", false},
+		"too large": {accepted, sourceProblem{}, true, string(mcpv1alpha1.ReasonCatalogTooLarge), "", false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, rev := publishedCondition(tc.v, tc.missing, tc.tooLarge, "r1", "too large")
@@ -313,9 +313,9 @@ func TestItemStatuses(t *testing.T) {
 		accepted, published string
 		revision            string
 	}{
-		"forecast": {mcpv1alpha1.ReasonAccepted, mcpv1alpha1.ReasonPublished, "r1"},
-		"later":    {mcpv1alpha1.ReasonNameConflict, mcpv1alpha1.ReasonNotAccepted, ""},
-		"handbook": {mcpv1alpha1.ReasonAccepted, mcpv1alpha1.ReasonSourceNotFound, "r1"},
+		"forecast": {string(mcpv1alpha1.ReasonAccepted), string(mcpv1alpha1.ReasonPublished), "r1"},
+		"later":    {string(mcpv1alpha1.ReasonNameConflict), string(mcpv1alpha1.ReasonNotAccepted), ""},
+		"handbook": {string(mcpv1alpha1.ReasonAccepted), string(mcpv1alpha1.ReasonSourceNotFound), "r1"},
 	} {
 		u := got[name]
 		if u.accepted.Reason != want.accepted || u.published.Reason != want.published || u.revision != want.revision {
@@ -330,12 +330,14 @@ func TestItemStatuses(t *testing.T) {
 // different reason or a first publication records the current revision.
 func TestPublishedSince(t *testing.T) {
 	published := func(gen int64, rev string) *mcpv1alpha1.CatalogItemStatus {
-		return &mcpv1alpha1.CatalogItemStatus{ObservedGeneration: gen, CatalogRevision: rev, Conditions: []metav1.Condition{{
-			Type: mcpv1alpha1.ConditionPublished, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonPublished,
+		return &mcpv1alpha1.CatalogItemStatus{ObservedGeneration: gen, PublishedRevision: rev, CatalogRevision: rev, Conditions: []metav1.Condition{{
+			Type: string(mcpv1alpha1.ConditionPublished), Status: metav1.ConditionTrue, Reason: string(mcpv1alpha1.ReasonPublished),
 			ObservedGeneration: gen, Message: publishedMessage(rev)}}}
 	}
-	sourceMissing := &mcpv1alpha1.CatalogItemStatus{ObservedGeneration: 2, CatalogRevision: "r1", Conditions: []metav1.Condition{{
-		Type: mcpv1alpha1.ConditionPublished, Status: metav1.ConditionFalse, Reason: mcpv1alpha1.ReasonSourceNotFound, ObservedGeneration: 2}}}
+	sourceMissing := &mcpv1alpha1.CatalogItemStatus{ObservedGeneration: 2, PublishedRevision: "r1", Conditions: []metav1.Condition{{
+		Type: string(mcpv1alpha1.ConditionPublished), Status: metav1.ConditionFalse, Reason: string(mcpv1alpha1.ReasonSourceNotFound), ObservedGeneration: 2}}}
+	legacy := published(2, "r1")
+	legacy.PublishedRevision = ""
 	accepted := verdict{Accepted: true, Reason: mcpv1alpha1.ReasonAccepted}
 	now, _ := publishedCondition(accepted, sourceProblem{}, false, "r2", "")
 	missing := sourceProblem{reason: mcpv1alpha1.ReasonSourceNotFound, message: "ConfigMap x has no key k", inCatalog: true}
@@ -352,6 +354,8 @@ func TestPublishedSince(t *testing.T) {
 		"source still missing":        {sourceMissing, 2, missing, "r1"},
 		"source found again":          {sourceMissing, 2, sourceProblem{}, "r2"},
 		"written before this release": {&mcpv1alpha1.CatalogItemStatus{ObservedGeneration: 2, CatalogRevision: "r1"}, 2, sourceProblem{}, "r2"},
+		// A manager that wrote only the deprecated catalogRevision: the revision is kept.
+		"only catalogRevision written": {legacy, 2, sourceProblem{}, "r1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, rev := publishedCondition(accepted, tc.missing, false, "r2", "")
@@ -359,7 +363,7 @@ func TestPublishedSince(t *testing.T) {
 			if rev != tc.want {
 				t.Fatalf("revision %q, want %q", rev, tc.want)
 			}
-			if c.Reason == mcpv1alpha1.ReasonPublished && c.Message != publishedMessage(tc.want) {
+			if c.Reason == string(mcpv1alpha1.ReasonPublished) && c.Message != publishedMessage(tc.want) {
 				t.Fatalf("message %q does not name revision %s", c.Message, tc.want)
 			}
 		})

@@ -98,7 +98,7 @@ func toolsDriftedCondition(s *mcpv1alpha1.MCPServer, tools []mcpv1alpha1.MCPTool
 		return metav1.Condition{}, false
 	}
 	if len(p.Checked) == 0 {
-		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: mcpv1alpha1.ReasonNotYetReported,
+		return metav1.Condition{Type: string(typ), Status: metav1.ConditionUnknown, Reason: string(mcpv1alpha1.ReasonNotYetReported),
 			Message: "no ready replica has reported the tool definitions of catalog revision " + p.Revision + " yet"}, true
 	}
 	sorted := slices.Clone(tools)
@@ -172,12 +172,12 @@ func keepKnown(prev *metav1.Condition, c metav1.Condition) metav1.Condition {
 func driftChanged(before, after []metav1.Condition) (metav1.Condition, bool) {
 	var b, a *metav1.Condition
 	for i := range before {
-		if before[i].Type == mcpv1alpha1.ConditionToolsDrifted {
+		if before[i].Type == string(mcpv1alpha1.ConditionToolsDrifted) {
 			b = &before[i]
 		}
 	}
 	for i := range after {
-		if after[i].Type == mcpv1alpha1.ConditionToolsDrifted {
+		if after[i].Type == string(mcpv1alpha1.ConditionToolsDrifted) {
 			a = &after[i]
 		}
 	}

@@ -72,27 +72,27 @@ func TestToolsDriftedCondition(t *testing.T) {
 			reports: map[string]string{"a": report("r", map[string]string{"weather": digestB})},
 			pins:    map[string]mcpv1alpha1.PinState{"weather-tool": mcpv1alpha1.PinDrifted}},
 		{name: "not yet reported", mode: "", reports: map[string]string{"a": catalog.Report{Revision: "r"}.String()},
-			status: metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonNotYetReported,
+			status: metav1.ConditionUnknown, reason: string(mcpv1alpha1.ReasonNotYetReported),
 			pins: map[string]mcpv1alpha1.PinState{"weather-tool": "", "echo-tool": ""}}, // not decided: kept as they were
 		{name: "an older revision's report does not count", mode: mcpv1alpha1.ToolPinningWarn,
 			reports: map[string]string{"a": report("old", map[string]string{"weather": digestB})},
-			status:  metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonNotYetReported},
+			status:  metav1.ConditionUnknown, reason: string(mcpv1alpha1.ReasonNotYetReported)},
 		{name: "Warn, all match; an unpinned tool is not drifted", mode: mcpv1alpha1.ToolPinningWarn,
 			reports: map[string]string{"a": report("r", map[string]string{"weather": digestA, "echo": digestB, "off": digestB})},
-			status:  metav1.ConditionFalse, reason: mcpv1alpha1.ReasonToolsMatchPins, want: []string{"1 pinned tools match their pins on all 1"},
+			status:  metav1.ConditionFalse, reason: string(mcpv1alpha1.ReasonToolsMatchPins), want: []string{"1 pinned tools match their pins on all 1"},
 			pins: map[string]mcpv1alpha1.PinState{"weather-tool": mcpv1alpha1.PinPinned, "echo-tool": mcpv1alpha1.PinUnpinned, "off-tool": mcpv1alpha1.PinDrifted}},
 		{name: "Warn (the default), drifted on one replica", mode: "",
 			reports: map[string]string{"a": report("r", map[string]string{"weather": digestA}), "b": report("r", map[string]string{"weather": digestB})},
-			status:  metav1.ConditionTrue, reason: mcpv1alpha1.ReasonPinnedToolsDrifted,
+			status:  metav1.ConditionTrue, reason: string(mcpv1alpha1.ReasonPinnedToolsDrifted),
 			want: []string{"1 pinned tools, still served", "weather (MCPTool weather-tool): pinned aaaaaaaaaaaa, served bbbbbbbbbbbb", `set spec.upstreamDigest to "` + digestB + `"`},
 			pins: map[string]mcpv1alpha1.PinState{"weather-tool": mcpv1alpha1.PinDrifted}},
 		{name: "Enforce, drifted, and unpinned tools withheld", mode: mcpv1alpha1.ToolPinningEnforce,
 			reports: map[string]string{"a": report("r", map[string]string{"weather": digestB}, "echo", "weather", "zz")},
-			status:  metav1.ConditionTrue, reason: mcpv1alpha1.ReasonPinnedToolsDrifted,
+			status:  metav1.ConditionTrue, reason: string(mcpv1alpha1.ReasonPinnedToolsDrifted),
 			want: []string{"withheld from clients (toolPinning Enforce)", "withheld because they have no pin (Enforce with toolPolicy All): echo, zz;"}},
 		{name: "a pinned tool nobody reports is named, not counted as matching", mode: mcpv1alpha1.ToolPinningWarn,
 			reports: map[string]string{"a": report("r", map[string]string{})},
-			status:  metav1.ConditionFalse, reason: mcpv1alpha1.ReasonToolsMatchPins,
+			status:  metav1.ConditionFalse, reason: string(mcpv1alpha1.ReasonToolsMatchPins),
 			want: []string{"0 pinned tools match", "nothing was compared: weather"},
 			pins: map[string]mcpv1alpha1.PinState{"weather-tool": mcpv1alpha1.PinUnknown, "echo-tool": mcpv1alpha1.PinUnpinned}},
 	}
@@ -115,7 +115,7 @@ func TestToolsDriftedCondition(t *testing.T) {
 			if tc.absent {
 				return
 			}
-			if c.Type != mcpv1alpha1.ConditionToolsDrifted || c.Status != tc.status || c.Reason != tc.reason {
+			if c.Type != string(mcpv1alpha1.ConditionToolsDrifted) || c.Status != tc.status || c.Reason != tc.reason {
 				t.Fatalf("got %s=%s/%s: %s", c.Type, c.Status, c.Reason, c.Message)
 			}
 			for _, w := range tc.want {
@@ -125,7 +125,7 @@ func TestToolsDriftedCondition(t *testing.T) {
 			}
 		})
 	}
-	if eventType(mcpv1alpha1.ReasonPinnedToolsDrifted) != "Warning" || eventType(mcpv1alpha1.ReasonToolsMatchPins) != "Normal" {
+	if eventType(string(mcpv1alpha1.ReasonPinnedToolsDrifted)) != "Warning" || eventType(string(mcpv1alpha1.ReasonToolsMatchPins)) != "Normal" {
 		t.Fatal("a drift is a Warning event, a match a Normal one")
 	}
 }
@@ -165,7 +165,7 @@ func TestPinCatalog(t *testing.T) {
 
 func TestDriftChanged(t *testing.T) {
 	c := func(status metav1.ConditionStatus, reason, msg string) []metav1.Condition {
-		return []metav1.Condition{{Type: mcpv1alpha1.ConditionToolsDrifted, Status: status, Reason: reason, Message: msg}}
+		return []metav1.Condition{{Type: string(mcpv1alpha1.ConditionToolsDrifted), Status: status, Reason: reason, Message: msg}}
 	}
 	drift := mcpv1alpha1.ReasonPinnedToolsDrifted
 	for _, tc := range []struct {
@@ -173,11 +173,11 @@ func TestDriftChanged(t *testing.T) {
 		before, after []metav1.Condition
 		want          bool
 	}{
-		{"another tool drifts too", c("True", drift, "a"), c("True", drift, "a; b"), true},
-		{"unchanged", c("True", drift, "a"), c("True", drift, "a"), false},
-		{"first drift (the generic Event covers it)", c("False", mcpv1alpha1.ReasonToolsMatchPins, "x"), c("True", drift, "a"), false},
-		{"resolved", c("True", drift, "a"), c("False", mcpv1alpha1.ReasonToolsMatchPins, "x"), false},
-		{"no condition before", nil, c("True", drift, "a"), false},
+		{"another tool drifts too", c("True", string(drift), "a"), c("True", string(drift), "a; b"), true},
+		{"unchanged", c("True", string(drift), "a"), c("True", string(drift), "a"), false},
+		{"first drift (the generic Event covers it)", c("False", string(mcpv1alpha1.ReasonToolsMatchPins), "x"), c("True", string(drift), "a"), false},
+		{"resolved", c("True", string(drift), "a"), c("False", string(mcpv1alpha1.ReasonToolsMatchPins), "x"), false},
+		{"no condition before", nil, c("True", string(drift), "a"), false},
 	} {
 		if _, got := driftChanged(tc.before, tc.after); got != tc.want {
 			t.Errorf("%s: got %v", tc.name, got)
@@ -195,14 +195,14 @@ func TestPinsKeptUntilReported(t *testing.T) {
 		t.Fatalf("pins decided from no report of the current revision: %v", pins)
 	}
 	c, _ := toolsDriftedCondition(newServer("ns", "weather", 1), tools, nil, parseReports(p))
-	drifted := metav1.Condition{Type: mcpv1alpha1.ConditionToolsDrifted, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonPinnedToolsDrifted}
-	if got := keepKnown(&drifted, c); got.Status != metav1.ConditionTrue || got.Reason != mcpv1alpha1.ReasonPinnedToolsDrifted {
+	drifted := metav1.Condition{Type: string(mcpv1alpha1.ConditionToolsDrifted), Status: metav1.ConditionTrue, Reason: string(mcpv1alpha1.ReasonPinnedToolsDrifted)}
+	if got := keepKnown(&drifted, c); got.Status != metav1.ConditionTrue || got.Reason != string(mcpv1alpha1.ReasonPinnedToolsDrifted) {
 		t.Errorf("kept %+v", got)
 	}
 	if got := keepKnown(nil, c); got.Status != metav1.ConditionUnknown {
 		t.Errorf("nothing known before: %+v", got)
 	}
-	matched := metav1.Condition{Type: mcpv1alpha1.ConditionToolsDrifted, Status: metav1.ConditionFalse, Reason: mcpv1alpha1.ReasonToolsMatchPins}
+	matched := metav1.Condition{Type: string(mcpv1alpha1.ConditionToolsDrifted), Status: metav1.ConditionFalse, Reason: string(mcpv1alpha1.ReasonToolsMatchPins)}
 	if got := keepKnown(&drifted, matched); got.Status != metav1.ConditionFalse {
 		t.Errorf("a known value replaced by the old one: %+v", got)
 	}
@@ -246,13 +246,13 @@ func TestWithheldKeptUntilReported(t *testing.T) {
 
 	// The replica still reports r1: nothing is known of r2's tools.
 	got := statuses("r1", map[string]string{"weather": digestB, "echo": digestA})
-	if u := got["weather-tool"]; u.stalled == nil || u.stalled.Reason != mcpv1alpha1.ReasonToolWithheld || u.pin != nil {
+	if u := got["weather-tool"]; u.stalled == nil || u.stalled.Reason != string(mcpv1alpha1.ReasonToolWithheld) || u.pin != nil {
 		t.Errorf("withheld tool before the report: stalled %+v, pin %+v; want ToolWithheld kept, pin untouched", u.stalled, u.pin)
 	}
 	if u := got["echo-tool"]; u.stalled != nil || u.pin != nil {
 		t.Errorf("served tool before the report: stalled %+v, pin %+v", u.stalled, u.pin)
 	}
-	if u := got["extra-tool"]; u.stalled == nil || u.stalled.Reason != mcpv1alpha1.ReasonToolWithheld || u.pin != nil {
+	if u := got["extra-tool"]; u.stalled == nil || u.stalled.Reason != string(mcpv1alpha1.ReasonToolWithheld) || u.pin != nil {
 		t.Errorf("unpinned withheld tool before the report: stalled %+v, pin %+v; want ToolWithheld kept", u.stalled, u.pin)
 	}
 
@@ -261,7 +261,7 @@ func TestWithheldKeptUntilReported(t *testing.T) {
 	if u := got["weather-tool"]; u.stalled != nil || u.pin == nil || u.pin.State != mcpv1alpha1.PinPinned {
 		t.Errorf("weather after the report: stalled %+v, pin %+v; want served and Pinned", u.stalled, u.pin)
 	}
-	if u := got["echo-tool"]; u.stalled == nil || u.stalled.Reason != mcpv1alpha1.ReasonToolWithheld || u.pin == nil || u.pin.State != mcpv1alpha1.PinDrifted {
+	if u := got["echo-tool"]; u.stalled == nil || u.stalled.Reason != string(mcpv1alpha1.ReasonToolWithheld) || u.pin == nil || u.pin.State != mcpv1alpha1.PinDrifted {
 		t.Errorf("echo after the report: stalled %+v, pin %+v; want ToolWithheld and Drifted", u.stalled, u.pin)
 	}
 }

@@ -49,7 +49,7 @@ func TestSidecarsCondition(t *testing.T) {
 	}
 	c, n = sidecarsCondition(cfg, []corev1.Pod{
 		*externalPod("tools", "a", "search", &cfg), *externalPod("tools", "b", "search", &old), *externalPod("tools", "c", "search", nil)})
-	if c.Status != metav1.ConditionFalse || c.Reason != mcpv1alpha1.ReasonStaleSidecars || n != 2 {
+	if c.Status != metav1.ConditionFalse || c.Reason != string(mcpv1alpha1.ReasonStaleSidecars) || n != 2 {
 		t.Fatalf("want 2 stale pods: %+v, %d", c, n)
 	}
 	for _, want := range []string{"(b, c)", "kubectl rollout restart -n tools deployment/search"} {

@@ -121,7 +121,8 @@ func watchSources(b *ctrl.Builder, c sourceCache) *ctrl.Builder {
 // sourceProblem is why a ConfigMap- or Secret-backed resource cannot be read; the zero value
 // means it can.
 type sourceProblem struct {
-	reason, message string
+	reason  mcpv1alpha1.ConditionReason
+	message string
 	// inCatalog: the source is granted and the resource stays in the catalog (only its key is
 	// missing, and reads succeed once it appears). Otherwise the sidecar gets no access to the
 	// object and the resource is left out.

@@ -71,7 +71,7 @@ func mustCreate(t *testing.T, objs ...client.Object) {
 	}
 }
 
-func serverCondition(t *testing.T, key client.ObjectKey, typ string, status metav1.ConditionStatus, reason string) {
+func serverCondition(t *testing.T, key client.ObjectKey, typ mcpv1alpha1.ConditionType, status metav1.ConditionStatus, reason mcpv1alpha1.ConditionReason) {
 	t.Helper()
 	eventually.Succeeds(t, fmt.Sprintf("MCPServer %s %s=%s/%s", key, typ, status, reason), func() error {
 		s := &mcpv1alpha1.MCPServer{}
@@ -82,7 +82,7 @@ func serverCondition(t *testing.T, key client.ObjectKey, typ string, status meta
 	})
 }
 
-func itemCondition(t *testing.T, obj client.Object, typ string, status metav1.ConditionStatus, reason string) {
+func itemCondition(t *testing.T, obj client.Object, typ mcpv1alpha1.ConditionType, status metav1.ConditionStatus, reason mcpv1alpha1.ConditionReason) {
 	t.Helper()
 	eventually.Succeeds(t, fmt.Sprintf("%T %s %s=%s/%s", obj, obj.GetName(), typ, status, reason), func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
@@ -93,7 +93,7 @@ func itemCondition(t *testing.T, obj client.Object, typ string, status metav1.Co
 }
 
 // eventRecorded waits for an Event about obj with the given reason.
-func eventRecorded(t *testing.T, obj client.Object, reason string) {
+func eventRecorded(t *testing.T, obj client.Object, reason mcpv1alpha1.ConditionReason) {
 	t.Helper()
 	eventually.Succeeds(t, fmt.Sprintf("event %s on %s", reason, obj.GetName()), func() error {
 		var list eventsv1.EventList
@@ -101,7 +101,7 @@ func eventRecorded(t *testing.T, obj client.Object, reason string) {
 			return err
 		}
 		for _, e := range list.Items {
-			if e.Reason == reason && e.Regarding.Name == obj.GetName() {
+			if e.Reason == string(reason) && e.Regarding.Name == obj.GetName() {
 				return nil
 			}
 		}

@@ -94,7 +94,7 @@ func verifiedCondition(p reports) metav1.Condition {
 	}
 	switch len(groups) {
 	case 0:
-		return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: mcpv1alpha1.ReasonNotYetReported,
+		return metav1.Condition{Type: string(typ), Status: metav1.ConditionUnknown, Reason: string(mcpv1alpha1.ReasonNotYetReported),
 			Message: "no ready replica has reported what its MCP server announced yet"}
 	case 1:
 		id := groups[0].id

@@ -24,22 +24,22 @@ func TestVerifiedCondition(t *testing.T) {
 		want    []string
 	}{
 		{name: "nothing reported", ready: []string{"a"}, reports: map[string]string{"a": catalog.Report{Revision: "r"}.String()},
-			status: metav1.ConditionUnknown, reason: mcpv1alpha1.ReasonNotYetReported},
+			status: metav1.ConditionUnknown, reason: string(mcpv1alpha1.ReasonNotYetReported)},
 		{name: "all agree", ready: []string{"a", "b"}, reports: map[string]string{"a": id("weather", "1.0.0", "sha256:aaaa"), "b": id("weather", "1.0.0", "sha256:aaaa")},
-			status: metav1.ConditionTrue, reason: mcpv1alpha1.ReasonUpstreamVerified, want: []string{"all 2", "weather 1.0.0"}},
+			status: metav1.ConditionTrue, reason: string(mcpv1alpha1.ReasonUpstreamVerified), want: []string{"all 2", "weather 1.0.0"}},
 		{name: "a rollout: versions differ", ready: []string{"a", "b", "c"},
 			reports: map[string]string{"a": id("weather", "1.0.0", "sha256:aaaa"), "b": id("weather", "1.1.0", "sha256:bbbb"), "c": id("weather", "1.0.0", "sha256:aaaa")},
-			status:  metav1.ConditionFalse, reason: mcpv1alpha1.ReasonUpstreamMismatch,
+			status:  metav1.ConditionFalse, reason: string(mcpv1alpha1.ReasonUpstreamMismatch),
 			want: []string{"serverInfo.version, tools differ", "weather 1.0.0 (protocol 2026-07-28, tools aaaa) on a, c", "weather 1.1.0 (protocol 2026-07-28, tools bbbb) on b"}},
 		{name: "another server", ready: []string{"a", "b"}, reports: map[string]string{"a": id("weather", "1.0.0", "sha256:aaaa"), "b": id("evil", "1.0.0", "sha256:aaaa")},
-			status: metav1.ConditionFalse, reason: mcpv1alpha1.ReasonUpstreamMismatch, want: []string{"(serverInfo.name differ)", "evil 1.0.0", "on b"}},
+			status: metav1.ConditionFalse, reason: string(mcpv1alpha1.ReasonUpstreamMismatch), want: []string{"(serverInfo.name differ)", "evil 1.0.0", "on b"}},
 		{name: "a pod that is not ready does not count", ready: []string{"a"}, reports: map[string]string{"a": id("weather", "1.0.0", "sha256:aaaa"), "gone": id("evil", "6", "sha256:ffff")},
-			status: metav1.ConditionTrue, reason: mcpv1alpha1.ReasonUpstreamVerified},
+			status: metav1.ConditionTrue, reason: string(mcpv1alpha1.ReasonUpstreamVerified)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := verifiedCondition(parseReports(propagation{ReadyPods: tc.ready, Reports: tc.reports}))
-			if c.Type != mcpv1alpha1.ConditionVerified || c.Status != tc.status || c.Reason != tc.reason {
+			if c.Type != string(mcpv1alpha1.ConditionVerified) || c.Status != tc.status || c.Reason != tc.reason {
 				t.Fatalf("got %s=%s/%s: %s", c.Type, c.Status, c.Reason, c.Message)
 			}
 			for _, w := range tc.want {
@@ -49,7 +49,7 @@ func TestVerifiedCondition(t *testing.T) {
 			}
 		})
 	}
-	if eventType(mcpv1alpha1.ReasonUpstreamMismatch) != "Warning" {
+	if eventType(string(mcpv1alpha1.ReasonUpstreamMismatch)) != "Warning" {
 		t.Fatal("a mismatch is a Warning event")
 	}
 }

@@ -62,9 +62,18 @@ type CatalogItemStatus struct {
 	// +kubebuilder:default=-1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// catalogRevision is the first revision of the server's catalog that included this object as
-	// it is now (at observedGeneration). Later revisions include it too while Published is True;
-	// the MCPServer's status.catalogRevision names the current one.
+	// publishedRevision is the first revision of the server's catalog that included this object
+	// as it is now (at observedGeneration). Later revisions include it too while Published is
+	// True; the MCPServer's status.catalogRevision names the current one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	PublishedRevision string `json:"publishedRevision,omitempty"`
+
+	// catalogRevision holds the same value as publishedRevision.
+	//
+	// Deprecated: read publishedRevision. On an MCPServer, status.catalogRevision is the current
+	// revision; on this object it meant the first revision that published it, so the name is
+	// being retired. The controller writes both until v1alpha2.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	CatalogRevision string `json:"catalogRevision,omitempty"`

@@ -326,7 +326,7 @@ func waitServerReady(ctx context.Context, c client.Client) string {
 	for {
 		var s mcpv1alpha1.MCPServer
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: serverName}, &s); err == nil {
-			if cond := meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionReady); cond != nil {
+			if cond := meta.FindStatusCondition(s.Status.Conditions, string(mcpv1alpha1.ConditionReady)); cond != nil {
 				status = fmt.Sprintf("%s (%s)", cond.Status, cond.Reason)
 				if cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == s.Generation {
 					return status

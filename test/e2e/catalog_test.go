@@ -191,7 +191,7 @@ func TestSampleCatalogIsServedAndReported(t *testing.T) {
 		if err := stack.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: stack.Namespace, Name: stack.Server}, &s); err != nil {
 			return err
 		}
-		cond := meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionCatalogPropagated)
+		cond := meta.FindStatusCondition(s.Status.Conditions, string(mcpv1alpha1.ConditionCatalogPropagated))
 		if cond != nil && cond.Status == "True" && s.Status.CatalogUpToDateReplicas == 1 {
 			return nil
 		}
@@ -335,7 +335,7 @@ func TestToolMissingUpstreamShowsInStatus(t *testing.T) {
 			if err := stack.Env.Client.Get(t.Context(), key, &s); err != nil {
 				return err
 			}
-			cond = meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionToolsServed)
+			cond = meta.FindStatusCondition(s.Status.Conditions, string(mcpv1alpha1.ConditionToolsServed))
 			if cond != nil && cond.Status == want && strings.Contains(cond.Message, wantInMessage) {
 				return nil
 			}
@@ -349,7 +349,7 @@ func TestToolMissingUpstreamShowsInStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	cond := waitToolsServed("a tool the server lacks", metav1.ConditionFalse, "ghost_tool")
-	if cond.Reason != mcpv1alpha1.ReasonToolsMissingUpstream || !strings.Contains(cond.Message, "pod "+stack.Pod) {
+	if cond.Reason != string(mcpv1alpha1.ReasonToolsMissingUpstream) || !strings.Contains(cond.Message, "pod "+stack.Pod) {
 		t.Errorf("ToolsServed = %+v, want reason %s naming pod %s", cond, mcpv1alpha1.ReasonToolsMissingUpstream, stack.Pod)
 	}
 	if slices.Contains(toolNames(t), "ghost_tool") {
@@ -359,16 +359,16 @@ func TestToolMissingUpstreamShowsInStatus(t *testing.T) {
 	if err := stack.Env.Client.Get(t.Context(), key, &ready); err != nil {
 		t.Fatal(err)
 	}
-	if c := meta.FindStatusCondition(ready.Status.Conditions, mcpv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(ready.Status.Conditions, string(mcpv1alpha1.ConditionReady)); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Ready = %+v; ToolsServed is advisory and must not change it", c)
 	}
-	eventually.Succeeds(t, "a Warning event "+mcpv1alpha1.ReasonToolsMissingUpstream+" naming ghost_tool", func() error {
+	eventually.Succeeds(t, "a Warning event "+string(mcpv1alpha1.ReasonToolsMissingUpstream)+" naming ghost_tool", func() error {
 		var list eventsv1.EventList
 		if err := stack.Env.Client.List(t.Context(), &list, client.InNamespace(stack.Namespace)); err != nil {
 			return err
 		}
 		for _, e := range list.Items {
-			if e.Reason == mcpv1alpha1.ReasonToolsMissingUpstream && e.Regarding.Name == stack.Server &&
+			if e.Reason == string(mcpv1alpha1.ReasonToolsMissingUpstream) && e.Regarding.Name == stack.Server &&
 				e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "ghost_tool") {
 				return nil
 			}

@@ -193,13 +193,13 @@ func getTool(t *testing.T, key client.ObjectKey) *mcpv1alpha1.MCPTool {
 	return &tool
 }
 
-func serverCondition(t *testing.T, key client.ObjectKey, typ string) *metav1.Condition {
+func serverCondition(t *testing.T, key client.ObjectKey, typ mcpv1alpha1.ConditionType) *metav1.Condition {
 	t.Helper()
 	var s mcpv1alpha1.MCPServer
 	if err := stack.Env.Client.Get(t.Context(), key, &s); err != nil {
 		t.Fatal(err)
 	}
-	return meta.FindStatusCondition(s.Status.Conditions, typ)
+	return meta.FindStatusCondition(s.Status.Conditions, string(typ))
 }
 
 // waitNotified waits for a tools/list_changed on a 2026 listen stream and returns when it came.
@@ -407,7 +407,7 @@ func TestToolPinningEndToEnd(t *testing.T) {
 	})
 	eventually.Succeeds(t, "ToolsDrifted=True and a Warning Event saying how to accept", func() error {
 		cond := serverCondition(t, serverKey, mcpv1alpha1.ConditionToolsDrifted)
-		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != mcpv1alpha1.ReasonPinnedToolsDrifted ||
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != string(mcpv1alpha1.ReasonPinnedToolsDrifted) ||
 			!strings.Contains(cond.Message, "withheld from clients") || !strings.Contains(cond.Message, drifted) {
 			return fmt.Errorf("condition %+v", cond)
 		}
@@ -416,7 +416,7 @@ func TestToolPinningEndToEnd(t *testing.T) {
 			return err
 		}
 		for _, e := range list.Items {
-			if e.Reason == mcpv1alpha1.ReasonPinnedToolsDrifted && e.Type == corev1.EventTypeWarning && e.Regarding.Name == name &&
+			if e.Reason == string(mcpv1alpha1.ReasonPinnedToolsDrifted) && e.Type == corev1.EventTypeWarning && e.Regarding.Name == name &&
 				strings.Contains(e.Note, "get_forecast") && strings.Contains(e.Note, `set spec.upstreamDigest to "`+drifted+`"`) {
 				return nil
 			}
@@ -492,7 +492,7 @@ func TestVerifiedAcrossReplicas(t *testing.T) {
 	odd := startReplica(t, &pods[1], testservers.NewRugPull("weather-evil", "6.6.6"))
 	eventually.Succeeds(t, "Verified=False naming the odd pod", func() error {
 		cond := serverCondition(t, key, mcpv1alpha1.ConditionVerified)
-		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != mcpv1alpha1.ReasonUpstreamMismatch ||
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != string(mcpv1alpha1.ReasonUpstreamMismatch) ||
 			!strings.Contains(cond.Message, "serverInfo.name, serverInfo.version differ") ||
 			!strings.Contains(cond.Message, "weather-evil 6.6.6") || !strings.Contains(cond.Message, pods[1].Name) {
 			return fmt.Errorf("%+v\n%s\n%s", cond, good.tail(5), odd.tail(5))
@@ -503,7 +503,7 @@ func TestVerifiedAcrossReplicas(t *testing.T) {
 	startReplica(t, &pods[1], testservers.NewRugPull("weather", "1.0.0"))
 	eventually.Succeeds(t, "Verified=True", func() error {
 		cond := serverCondition(t, key, mcpv1alpha1.ConditionVerified)
-		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != mcpv1alpha1.ReasonUpstreamVerified ||
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != string(mcpv1alpha1.ReasonUpstreamVerified) ||
 			!strings.Contains(cond.Message, "all 2 reporting ready replicas") || !strings.Contains(cond.Message, "weather 1.0.0") {
 			return fmt.Errorf("%+v", cond)
 		}
@@ -516,7 +516,7 @@ func TestVerifiedAcrossReplicas(t *testing.T) {
 	if s.Status.Upstream == nil || s.Status.Upstream.ServerName != "weather" || s.Status.Upstream.ServerVersion != "1.0.0" {
 		t.Errorf("status.upstream = %+v", s.Status.Upstream)
 	}
-	if meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionToolsDrifted) != nil {
+	if meta.FindStatusCondition(s.Status.Conditions, string(mcpv1alpha1.ConditionToolsDrifted)) != nil {
 		t.Error("toolPinning Off still sets ToolsDrifted")
 	}
 }

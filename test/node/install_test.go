@@ -68,7 +68,7 @@ func installed(t *testing.T) {
 		for {
 			s, err := mcpServer(t, sampleNamespace, sampleServer)
 			if err == nil {
-				if st, _ := condition(s.Status.Conditions, mcpv1alpha1.ConditionReady); st == metav1.ConditionTrue && s.Status.ReadyReplicas == 2 {
+				if st, _ := condition(s.Status.Conditions, string(mcpv1alpha1.ConditionReady)); st == metav1.ConditionTrue && s.Status.ReadyReplicas == 2 {
 					break
 				}
 			}
@@ -151,8 +151,8 @@ func keysOf(m map[string][]byte) []string {
 func TestSamplesReadyFromSidecarReports(t *testing.T) {
 	installed(t)
 	s := serverReady(t, sampleNamespace, sampleServer)
-	for _, c := range []string{mcpv1alpha1.ConditionAvailable, mcpv1alpha1.ConditionCatalogPropagated,
-		mcpv1alpha1.ConditionToolsServed, mcpv1alpha1.ConditionVerified} {
+	for _, c := range []string{string(mcpv1alpha1.ConditionAvailable), string(mcpv1alpha1.ConditionCatalogPropagated),
+		string(mcpv1alpha1.ConditionToolsServed), string(mcpv1alpha1.ConditionVerified)} {
 		if st, reason := condition(s.Status.Conditions, c); st != metav1.ConditionTrue {
 			t.Errorf("%s=%s (%s)", c, st, reason)
 		}

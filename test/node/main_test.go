@@ -143,7 +143,7 @@ func serverReady(t *testing.T, ns, name string) *mcpv1alpha1.MCPServer {
 		if s, err = mcpServer(t, ns, name); err != nil {
 			return err
 		}
-		st, reason := condition(s.Status.Conditions, mcpv1alpha1.ConditionReady)
+		st, reason := condition(s.Status.Conditions, string(mcpv1alpha1.ConditionReady))
 		if st != metav1.ConditionTrue || s.Status.ObservedGeneration != s.Generation {
 			return fmt.Errorf("Ready=%s (%s), observedGeneration %d of %d", st, reason, s.Status.ObservedGeneration, s.Generation)
 		}

@@ -38,7 +38,7 @@ func TestStdioServerInContainer(t *testing.T) {
 	}()
 	s := serverReady(t, "default", "everything")
 	fig("Stdio MCPServer applied -> Ready", time.Since(start))
-	if st, reason := condition(s.Status.Conditions, mcpv1alpha1.ConditionVerified); st != metav1.ConditionTrue {
+	if st, reason := condition(s.Status.Conditions, string(mcpv1alpha1.ConditionVerified)); st != metav1.ConditionTrue {
 		t.Errorf("Verified=%s (%s)", st, reason)
 	}
 	pods := runningPods(t, "default", "mcp.switchboard.dev/server=everything")

@@ -59,7 +59,7 @@ func TestWebhookInjectsUserDeployment(t *testing.T) {
 	defer func() { _, _ = runErr("", kubectlBin, "delete", "namespace", "user-app", "--wait=false") }()
 	s := serverReady(t, "user-app", "forecast")
 	fig("External MCPServer + user Deployment applied -> Ready", time.Since(start))
-	if st, reason := condition(s.Status.Conditions, mcpv1alpha1.ConditionSidecarsUpToDate); st != metav1.ConditionTrue {
+	if st, reason := condition(s.Status.Conditions, string(mcpv1alpha1.ConditionSidecarsUpToDate)); st != metav1.ConditionTrue {
 		t.Errorf("SidecarsUpToDate=%s (%s)", st, reason)
 	}
 	pods := runningPods(t, "user-app", "app=forecast")
