@@ -79,7 +79,6 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 	scaled := newServer(ns, "scaled", 0)
 	external := &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Name: "external", Namespace: ns},
 		Spec: mcpv1alpha1.MCPServerSpec{Mode: mcpv1alpha1.WorkloadExternal, Container: &mcpv1alpha1.ServerContainer{Port: 7000}}}
-	invalid := newServer(ns, "9lives", 1)
 	// A Deployment of the server's name that someone else made, with another (immutable)
 	// selector: the API server refuses ours.
 	squat := &appsv1.Deployment{
@@ -105,7 +104,7 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 	noSource := newResource(ns, "token", "ready", "secret://token", mcpv1alpha1.ResourceSource{
 		SecretKeyRef: &mcpv1alpha1.KeyReference{Name: "missing", Key: "value"}})
 
-	mustCreate(t, ready, published, pending, propagating, rejected, inRejected, rolling, pinning, pinned, stuck, scaled, external, invalid, squat, squatted, big,
+	mustCreate(t, ready, published, pending, propagating, rejected, inRejected, rolling, pinning, pinned, stuck, scaled, external, squat, squatted, big,
 		orphan, winner, badPrompt, noSource)
 	mustCreate(t, chunks...)
 	// Creation timestamps have one-second resolution: when both share a second, the object name
@@ -165,7 +164,6 @@ func gitopsScenarios(t *testing.T) (cases []gitopsCase, step func()) {
 		{"MCPServer rollout stuck", stuck, string(mcpv1alpha1.ConditionReconciling), T, string(mcpv1alpha1.ReasonDeploymentProgressing), "Progressing", "replicas ready", inProgress, "0 of 1 replicas ready", ""},
 		{"MCPServer scaled to zero", scaled, string(mcpv1alpha1.ConditionReady), T, string(mcpv1alpha1.ReasonScaledToZero), "Healthy", "spec.replicas is 0", current, "Ready", ""},
 		{"MCPServer external without pods", external, string(mcpv1alpha1.ConditionReconciling), T, string(mcpv1alpha1.ReasonExternalWorkload), "Progressing", "your own workload", inProgress, "your own workload", ""},
-		{"MCPServer invalid spec", invalid, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonInvalidSpec), "Degraded", "InvalidSpec", failed, "cannot name the server's Service", ""},
 		{"MCPServer child refused", squatted, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonReconcileFailed), "Degraded", "field is immutable", failed, "field is immutable", ""},
 		{"MCPServer catalog too large", big, string(mcpv1alpha1.ConditionStalled), T, string(mcpv1alpha1.ReasonCatalogTooLarge), "Degraded", "CatalogTooLarge", failed, "more than the", ""},
 		{"MCPTool published", published, string(mcpv1alpha1.ConditionReady), T, string(mcpv1alpha1.ReasonReady), "Healthy", "published since catalog revision", current, "Ready", ""},

@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -184,14 +183,9 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	return result, nil
 }
 
-// validate rejects what the API schema cannot: the server's name becomes a Service name, which
-// must be a DNS-1035 label, and a Managed server's pod template must take the sidecar.
+// validate renders a Managed server's Deployment: its pod template must take the sidecar. The
+// API schema (CEL) rejects every spec known not to, and a name that cannot name the Service.
 func (r *MCPServerReconciler) validate(_ context.Context, s *scope) (ctrl.Result, error) {
-	if errs := validation.IsDNS1035Label(s.server.Name); len(errs) > 0 {
-		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf(
-			"metadata.name %q cannot name the server's Service: %v; recreate the MCPServer under a shorter name that starts with a letter",
-			s.server.Name, errs))
-	}
 	if s.server.Spec.Mode != mcpv1alpha1.WorkloadExternal {
 		d, err := deploymentFor(s.server, s.names, s.cfg)
 		if err != nil {

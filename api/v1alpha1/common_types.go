@@ -6,11 +6,11 @@ import (
 
 // ServerReference names an MCPServer in the same namespace.
 type ServerReference struct {
-	// name of the MCPServer in this namespace.
+	// name of the MCPServer in this namespace (a DNS-1035 label, as every MCPServer's name is).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 }
 

@@ -104,6 +104,11 @@ func TestMCPServerValidation(t *testing.T) {
 			s.Spec.Mode = v1.WorkloadExternal
 			s.Spec.Container = nil
 		}},
+		{name: "name starting with a digit", mutate: func(s *v1.MCPServer) { s.Name = "9lives" },
+			wantErrors: []string{"metadata.name must be a DNS-1035 label"}},
+		{name: "name of 64 characters", mutate: func(s *v1.MCPServer) { s.Name = strings.Repeat("a", 64) },
+			wantErrors: []string{"metadata.name must be a DNS-1035 label"}},
+		{name: "name of 63 characters", mutate: func(s *v1.MCPServer) { s.Name = strings.Repeat("a", 63) }},
 		{name: "managed without container", mutate: func(s *v1.MCPServer) { s.Spec.Container = nil },
 			wantErrors: []string{"spec.container.image is required when mode is Managed"}},
 		{name: "managed without image", mutate: func(s *v1.MCPServer) { s.Spec.Container.Image = "" },
@@ -275,6 +280,8 @@ func TestMCPToolValidation(t *testing.T) {
 			tl.Spec.Annotations = &v1.ToolAnnotations{ReadOnlyHint: ptr.To(true), DestructiveHint: ptr.To(false), OpenWorldHint: ptr.To(true)}
 			tl.Spec.State = v1.ToolDisabled
 		}},
+		{name: "server reference starting with a digit", mutate: func(tl *v1.MCPTool) { tl.Spec.ServerRef.Name = "1weather" },
+			wantErrors: []string{"spec.serverRef.name", "should match"}},
 		{name: "name with a space", mutate: func(tl *v1.MCPTool) { tl.Spec.Name = "get forecast" },
 			wantErrors: []string{"spec.name", "should match"}},
 		{name: "name too long", mutate: func(tl *v1.MCPTool) { tl.Spec.Name = strings.Repeat("a", 129) },
