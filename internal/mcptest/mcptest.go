@@ -4,7 +4,6 @@
 package mcptest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // ProtocolVersion is the revision the client speaks.
@@ -95,7 +96,7 @@ func (c *Client) Call(ctx context.Context, method string, params map[string]any)
 	defer resp.Body.Close()
 	var msg []byte
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		rd := bufio.NewReader(resp.Body)
+		rd := wire.NewSSEReader(resp.Body, maxEvent)
 		for {
 			data, err := nextData(rd)
 			if err != nil {
@@ -116,24 +117,14 @@ func (c *Client) Call(ctx context.Context, method string, params map[string]any)
 	return out, nil
 }
 
-// nextData returns the data of the next SSE event.
-func nextData(rd *bufio.Reader) ([]byte, error) {
-	var data []byte
-	for {
-		line, err := rd.ReadBytes('\n')
-		if err != nil {
-			return nil, err
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		switch {
-		case len(line) == 0:
-			if data != nil {
-				return data, nil
-			}
-		case bytes.HasPrefix(line, []byte("data:")):
-			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
-		}
-	}
+// maxEvent bounds one SSE event a test reads.
+const maxEvent = 16 << 20
+
+// nextData returns the data of the next SSE event that carries data (sidecar/wire's reader, the
+// one the sidecar uses and make fuzz fuzzes); it is valid until the next call.
+func nextData(rd *wire.SSEReader) ([]byte, error) {
+	ev, err := rd.Next()
+	return ev.Data, err
 }
 
 // Notification is one message received on a listen stream.
@@ -178,7 +169,7 @@ func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Stream, er
 		cancel()
 		return nil, fmt.Errorf("listen: HTTP %d: %s", resp.StatusCode, b)
 	}
-	rd := bufio.NewReader(resp.Body)
+	rd := wire.NewSSEReader(resp.Body, maxEvent)
 	ack, err := nextData(rd)
 	if err != nil || !bytes.Contains(ack, []byte("notifications/subscriptions/acknowledged")) {
 		resp.Body.Close()
