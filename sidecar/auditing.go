@@ -286,6 +286,14 @@ func noteError(w http.ResponseWriter, e *wire.Error) {
 	}
 }
 
+// auditError notes the JSON-RPC error of an answer written as an event on a started stream
+// (which spans do not record).
+func auditError(w http.ResponseWriter, e *wire.Error) {
+	if aw := auditFrom(w); aw != nil {
+		aw.code = e.Code
+	}
+}
+
 // noteResponse notes the upstream's JSON-RPC response the sidecar relays: its error, or a
 // result and whether it is a tool error or input_required.
 func noteResponse(w http.ResponseWriter, msg []byte) {

@@ -230,7 +230,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 				e = wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream ended the stream without answering")
 			}
 			s.m.countError(e.Code)
-			noteError(w, e)
+			auditError(w, e)
 			out = append(append(append(out[:0], "event: message\ndata: "...), wire.ErrorBody(req.id, e)...), '\n', '\n')
 			_, _ = w.Write(out)
 			_ = rc.Flush()
