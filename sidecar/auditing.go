@@ -38,6 +38,7 @@ const maxAuditNameBytes = 1024
 // one atomic load.
 type auditor struct {
 	out    io.Writer // stdout
+	queue  int       // records waiting per sink (audit.DefaultQueue when 0)
 	pod    string
 	log    *slog.Logger
 	onDrop func()
@@ -104,11 +105,11 @@ func (a *auditor) swap(cfg *catalog.Audit) *auditState {
 				a.log.Error("Opening the audit file failed; audit records go to stdout", "file", cfg.File, "err", err)
 				break
 			}
-			next.sink, next.file = audit.NewSink(f, 0, a.onDrop), f
+			next.sink, next.file = audit.NewSink(f, a.queue, a.onDrop), f
 		}
 		if next.sink == nil {
 			if a.stdout == nil {
-				a.stdout = audit.NewSink(a.out, 0, a.onDrop)
+				a.stdout = audit.NewSink(a.out, a.queue, a.onDrop)
 			}
 			next.sink = a.stdout
 		}
