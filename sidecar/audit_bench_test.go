@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 )
@@ -70,3 +71,37 @@ var benchArguments1KB = func() string {
 	b.WriteString(`],"limit":100,"offset":0},"password":"correct-horse-battery-staple","note":"` + strings.Repeat("n", 200) + `"}`)
 	return b.String()
 }()
+
+// BenchmarkAuditRecord is the audit's own work for one tools/call alone, without the HTTP
+// exchange that dominates BenchmarkForwardAudit: the request's auditWriter, its record, and
+// the sink encoding it (to io.Discard; Close waits for the last one, inside the timing).
+// cpu-ns/op is the process's CPU, the sink's goroutine included.
+func BenchmarkAuditRecord(b *testing.B) {
+	for _, mode := range []string{catalog.AuditArgumentsOff, catalog.AuditArgumentsRedacted} {
+		b.Run(mode, func(b *testing.B) {
+			c := &catalog.Catalog{SchemaVersion: catalog.SchemaVersion, Server: catalog.Server{Namespace: "bench", Name: "bench"},
+				Audit: &catalog.Audit{Arguments: mode, Redact: []string{"query.filter.*.value"}, Methods: catalog.DefaultAuditMethods, Denials: true}}
+			quiet := slog.New(slog.DiscardHandler)
+			a := newAuditor(io.Discard, "bench-0", quiet, nil)
+			a.queue = b.N + 1
+			st := a.state(c)
+			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + fuzzMeta + `,"name":"echo","arguments":` + benchArguments1KB + `}}`)
+			req, e := parseRequest(body)
+			if e != nil {
+				b.Fatal(e)
+			}
+			hr := httptest.NewRequest("POST", "/mcp", nil)
+			s := &Server{audit: a}
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			for b.Loop() {
+				aw := &auditWriter{ResponseWriter: httptest.NewRecorder(), s: s, st: st, c: c, rev: "r1", r: hr, req: req, start: time.Now()}
+				aw.name = auditName(req)
+				aw.sent, aw.result, aw.status = true, true, 200
+				aw.finish()
+			}
+			a.close()
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
