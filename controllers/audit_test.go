@@ -6,6 +6,7 @@ import (
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
 
 func TestAuditFor(t *testing.T) {
@@ -62,3 +63,20 @@ func TestAuditFor(t *testing.T) {
 }
 
 var hint = catalog.CacheHint{CacheScope: catalog.ScopePrivate}
+
+// TestServerStatusAudit: status.audit follows the compiled catalog: set with audit, gone when
+// audit is turned off.
+func TestServerStatusAudit(t *testing.T) {
+	server := newServer("tools", "weather", 1)
+	s := &scope{server: server, before: server.DeepCopy(), names: inject.NamesFor(server), revision: "r1",
+		catalog: &catalog.Catalog{Audit: &catalog.Audit{Arguments: "Full", Methods: catalog.DefaultAuditMethods, File: "/var/log/switchboard/a.jsonl"}}}
+	st := serverStatus(s, nil)
+	if st.Audit == nil || st.Audit.Sink != "/var/log/switchboard/a.jsonl" || st.Audit.Arguments != "Full" {
+		t.Fatalf("status.audit %+v", st.Audit)
+	}
+	s.before.Status = st
+	s.catalog = &catalog.Catalog{}
+	if st := serverStatus(s, nil); st.Audit != nil {
+		t.Fatalf("status.audit %+v after audit was turned off", st.Audit)
+	}
+}

@@ -46,6 +46,8 @@ type auditor struct {
 	cur    atomic.Pointer[auditState]
 	mu     sync.Mutex  // guards swaps of cur, and stdout
 	stdout *audit.Sink // created with the first stdout state, closed by close
+	// closing counts the files being closed in the background, which close waits for.
+	closing sync.WaitGroup
 }
 
 // auditState is one catalog Audit, compiled.
@@ -120,7 +122,7 @@ func (a *auditor) swap(cfg *catalog.Audit) *auditState {
 	}
 	a.cur.Store(next)
 	if old != nil && old.file != nil && (next == nil || next.file != old.file) {
-		go closeAuditFile(a.log, old)
+		a.closing.Go(func() { closeAuditFile(a.log, old) })
 	}
 	return next
 }
@@ -139,6 +141,7 @@ func closeAuditFile(log *slog.Logger, st *auditState) {
 func (a *auditor) close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer a.closing.Wait()
 	if st := a.cur.Swap(nil); st != nil && st.file != nil {
 		closeAuditFile(a.log, st)
 	}

@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -62,6 +65,20 @@ func auditedEnv(t *testing.T, a *catalog.Audit, queue int) (*authzEnv, *lockedBu
 	return env, out
 }
 
+// idle waits until no request is being served: every audited request's record has been
+// emitted (ServeHTTP emits it before it gives its admission back; the client may have had the
+// answer before that).
+func idle(t *testing.T, s *Server) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.admitted.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("requests still being served")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 const modernCall = `{"jsonrpc":"2.0","id":%ID%,"method":"%M%","params":{` + fuzzMeta + `,%P%}}`
 
 func modernBody(id, method, params string) string {
@@ -83,6 +100,7 @@ func TestAuditDecisions(t *testing.T) {
 	env.post("a", modernBody("3", "resources/read", `"uri":"db://tables/users"`), modernHeaders("resources/read", "db://tables/users"))
 	env.post("a", modernBody("4", "prompts/get", `"name":"summarize"`), modernHeaders("prompts/get", "summarize"))
 	env.post("a", modernBody("5", "tools/list", `"cursor":null`), modernHeaders("tools/list", ""))
+	idle(t, env.srv)
 	env.srv.audit.close()
 	got := out.records(t)
 	type want struct {
@@ -146,18 +164,31 @@ func TestFullAuditSinkNeverDelaysACall(t *testing.T) {
 			t.Fatalf("call %d: %+v", i, a)
 		}
 	}
+	idle(t, env.srv)
 	dropped := counterValue(t, env.srv.m.auditDropped)
 	// One record is in the stuck write, four wait in the queue; the rest are dropped.
 	if dropped < calls-5 || dropped > calls-4 {
 		t.Fatalf("dropped %v records, want %d or %d", dropped, calls-5, calls-4)
 	}
 	close(stuck.release)
+	// The records that waited are written; then the sink has room again.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(stuck.records(t)) != calls-int(dropped) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records written after the writer recovered, want %d", len(stuck.records(t)), calls-int(dropped))
+		}
+		time.Sleep(time.Millisecond)
+	}
 	env.post("a", modernBody("2", "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
+	idle(t, env.srv)
 	env.srv.audit.close()
 	recs := stuck.records(t)
 	var reported uint64
 	for _, r := range recs {
 		reported += r.DroppedBefore
+	}
+	if final := counterValue(t, env.srv.m.auditDropped); final != dropped {
+		t.Fatalf("%v records dropped after the writer recovered", final-dropped)
 	}
 	if reported != uint64(dropped) || len(recs)+int(dropped) != calls+1 {
 		t.Fatalf("%d records written reporting %d dropped; %v dropped; want written + dropped = %d", len(recs), reported, dropped, calls+1)
@@ -182,6 +213,7 @@ func TestAuditLive(t *testing.T) {
 	call("3", "delete")
 	env.applyCatalog(authzCatalog(authzAccess()))
 	call("4", "delete")
+	idle(t, env.srv)
 	env.srv.audit.close()
 	got := out.records(t)
 	if len(got) != 1 || string(got[0].RequestID) != "3" || got[0].Decision.Reason != audit.ReasonNotGranted {
@@ -197,4 +229,53 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestAuditFileSinkLive: the catalog's file takes the records; renaming it moves them to the
+// new file (the old one is closed with everything written), and dropping it back to stdout.
+func TestAuditFileSinkLive(t *testing.T) {
+	env, out := auditedEnv(t, nil, 0)
+	dir := t.TempDir()
+	call := func(id string) {
+		env.post("a", modernBody(id, "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
+	}
+	withFile := func(file string) {
+		c := authzCatalog(authzAccess())
+		c.Audit = &catalog.Audit{Arguments: catalog.AuditArgumentsOff, Methods: []string{"tools/call"}, File: file}
+		env.applyCatalog(c)
+	}
+	withFile(filepath.Join(dir, "a.jsonl"))
+	call("1")
+	call("2")
+	withFile(filepath.Join(dir, "b.jsonl"))
+	call("3")
+	withFile("")
+	call("4")
+	idle(t, env.srv)
+	env.srv.audit.close()
+	ids := func(file string) string {
+		t.Helper()
+		var got []string
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+			var r audit.Record
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatalf("%s: %q: %v", file, l, err)
+			}
+			got = append(got, string(r.RequestID))
+		}
+		return strings.Join(got, ",")
+	}
+	if a, b := ids(filepath.Join(dir, "a.jsonl")), ids(filepath.Join(dir, "b.jsonl")); a != "1,2" || b != "3" {
+		t.Fatalf("a.jsonl has %s, b.jsonl %s; want 1,2 and 3", a, b)
+	}
+	if got := out.records(t); len(got) != 1 || string(got[0].RequestID) != "4" {
+		t.Fatalf("stdout has %+v, want call 4 only", got)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "a.jsonl")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("audit file mode: %v %v", fi.Mode(), err)
+	}
 }
