@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -90,7 +91,7 @@ func BenchmarkAuditRecord(b *testing.B) {
 			if e != nil {
 				b.Fatal(e)
 			}
-			hr := httptest.NewRequest("POST", "/mcp", nil)
+			hr := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 			s := &Server{audit: a}
 			b.ReportAllocs()
 			cpu0 := processCPU()

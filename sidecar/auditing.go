@@ -162,6 +162,18 @@ func deniable(method string) bool {
 	return false
 }
 
+// watches reports whether requests of method get an auditWriter: their method is audited, or
+// they may be denied and denials are.
+func (st *auditState) watches(method string) bool {
+	return st.cfg.Audits(method) || st.cfg.Denials && deniable(method)
+}
+
+// auditedDenial reports whether the request was refused on access grounds and denials are
+// audited.
+func (w *auditWriter) auditedDenial() bool {
+	return w.st.cfg.Denials && w.reason != "" && w.reason != audit.ReasonInvalid
+}
+
 // startAudit returns the auditWriter of a request the catalog's audit covers, or nil.
 func (s *Server) startAudit(w http.ResponseWriter, r *http.Request, req *request) *auditWriter {
 	if s.opts.Overlay == nil || req.isNotification() {
@@ -169,7 +181,7 @@ func (s *Server) startAudit(w http.ResponseWriter, r *http.Request, req *request
 	}
 	c, rev := s.opts.Overlay.Catalog()
 	st := s.audit.state(c)
-	if st == nil || !(st.cfg.Audits(req.method) || st.cfg.Denials && deniable(req.method)) {
+	if st == nil || !st.watches(req.method) {
 		return nil
 	}
 	aw := &auditWriter{ResponseWriter: w, s: s, st: st, c: c, rev: rev, r: r, req: req, start: time.Now()}
@@ -344,8 +356,7 @@ func noteInputRound(w http.ResponseWriter) {
 // finish writes the request's record (when its method is audited, or it was denied and
 // denials are).
 func (w *auditWriter) finish() {
-	cfg := w.st.cfg
-	if !cfg.Audits(w.req.method) && !(cfg.Denials && w.reason != "" && w.reason != audit.ReasonInvalid) {
+	if !w.st.cfg.Audits(w.req.method) && !w.auditedDenial() {
 		return
 	}
 	req := w.req
