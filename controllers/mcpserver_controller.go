@@ -222,6 +222,7 @@ func (r *MCPServerReconciler) compileCatalog(ctx context.Context, s *scope) (ctr
 	s.catalog = catalogFor(s.server, served)
 	s.catalog.Auth = authFor(s.server, s.names, r.TrustDomain)
 	s.catalog.Access = accessFor(s.server, s.policies, r.TrustDomain)
+	s.catalog.Audit = auditFor(s.server)
 	if s.encoded, err = catalog.Encode(s.catalog); err != nil {
 		return ctrl.Result{}, fmt.Errorf("encoding the catalog: %w", err)
 	}

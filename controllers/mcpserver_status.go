@@ -44,6 +44,7 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 				st.Tools++
 			}
 		}
+		st.Audit = auditStatus(s.catalog.Audit)
 	}
 	st.URL = urlFor(server, s.names)
 	st.Selector = labels.SelectorFromSet(inject.SelectorFor(server)).String()

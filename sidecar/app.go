@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -125,6 +126,10 @@ type Config struct {
 	// sampled flag has recorded (DefaultTraceClientSampledPerSecond when 0;
 	// negative: the flag never forces a span).
 	TraceClientSampledPerSecond int
+
+	// AuditOutput receives the audit records when the catalog's audit names no file
+	// (os.Stdout when nil).
+	AuditOutput io.Writer
 }
 
 // App is a running sidecar: MCP listener, admin listener, hub and relay.
@@ -252,6 +257,8 @@ func New(cfg Config) (*App, error) {
 		Logger:                     cfg.Logger,
 		Metrics:                    m,
 		Tracing:                    tracing,
+		AuditOutput:                cfg.AuditOutput,
+		PodName:                    cfg.PodName,
 	})
 	if err != nil {
 		return nil, err
@@ -335,6 +342,7 @@ func (a *App) Run(ctx context.Context) error {
 	if err := a.tracing.Shutdown(sctx); err != nil {
 		a.log.Warn("Exporting the last spans failed", "err", err)
 	}
+	a.Server.audit.close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/audit"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
@@ -175,6 +176,7 @@ func paramString(req *request, name string) (string, bool) {
 func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *request) {
 	name, ok := toolName(req.params)
 	if !ok {
+		s.deny(w, audit.ReasonInvalid)
 		s.failReq(w, req, wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: tools/call requires params.name, a string, exactly once"))
 		return
 	}
@@ -183,14 +185,21 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 	if !ok || !g.Tool(name) {
 		// Not granted is unknown: before the pinning check, whose answer would tell that
 		// the tool exists.
+		if !ok {
+			s.deny(w, audit.ReasonUndeclared)
+		} else {
+			s.deny(w, audit.ReasonNotGranted)
+		}
 		s.failReq(w, req, errUnknownTool(name))
 		return
 	}
 	markRouted(w) // a catalog name: it may name the span (tracing.go)
+	routedAs(w, upstream)
 	if why := rules.ToolWithheld(c, upstream, s.opts.Overlay.observedDigestOf(upstream)); why != "" {
 		// Withheld from tools/list too: refused like a tool clients cannot see,
 		// saying why (the operator accepts a new definition in the MCPTool).
 		s.m.pinRefused.Inc()
+		s.deny(w, audit.ReasonWithheld)
 		e := wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Tool withheld: "+name+": "+why)
 		e.Data = map[string]string{"name": name, "reason": why}
 		s.failReq(w, req, e)
@@ -235,6 +244,7 @@ func (s *Server) serveComplete(w http.ResponseWriter, r *http.Request, req *requ
 		n, _, _ := wire.Field(raw, "name")
 		name, _ := wire.StringValue(n)
 		if !g.Prompt(name) {
+			s.deny(w, audit.ReasonNotGranted)
 			s.failReq(w, req, errUnknownPrompt(name))
 			return
 		}
@@ -243,6 +253,7 @@ func (s *Server) serveComplete(w http.ResponseWriter, r *http.Request, req *requ
 		u, _, _ := wire.Field(raw, "uri")
 		uri, _ := wire.StringValue(u)
 		if !g.Template(uri) && !g.Resource(uri) {
+			s.deny(w, audit.ReasonNotGranted)
 			s.failReq(w, req, errResourceNotFound(uri))
 			return
 		}
@@ -276,6 +287,7 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 	uri, _ := paramString(req, "uri")
 	c, g := s.catalogGrant(r)
 	if !g.Resource(uri) {
+		s.deny(w, audit.ReasonNotGranted)
 		s.failReq(w, req, errResourceNotFound(uri))
 		return
 	}
@@ -330,6 +342,7 @@ func (s *Server) servePromptGet(w http.ResponseWriter, r *http.Request, req *req
 	name, _ := paramString(req, "name")
 	c, g := s.catalogGrant(r)
 	if !g.Prompt(name) {
+		s.deny(w, audit.ReasonNotGranted)
 		s.failReq(w, req, errUnknownPrompt(name))
 		return
 	}

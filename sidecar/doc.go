@@ -32,8 +32,7 @@
 //
 // Beside them: access, a caller's grant under the catalog's access policies
 // (pure); authn, the verified caller; audit, the audit record, argument
-// redaction and a sink that never delays a call (not yet wired into the
-// request path); stdio, the stdio bridge (`sidecar
+// redaction and a sink that never delays a call; stdio, the stdio bridge (`sidecar
 // stdio`); procs, how many OS threads run Go code (one for requests, more
 // for large fan-outs and queueing load). hub/hubtest and rules/rulestest
 // hold what the tests of two rooms share.
@@ -53,6 +52,8 @@
 //     which params members the strict-JSON checks cover.
 //   - auth.go, authz.go: who the caller is (package authn) and what it may
 //     use (package access decides); refusals look like unknown names.
+//   - auditing.go: the audit trail the catalog asks for: one record per
+//     audited request, written when its handler returns (package audit).
 //   - legacy.go, legacyinput.go, session.go, paramheaders.go: 2025-era
 //     clients: session ids, the methods the sidecar answers for them, the
 //     translation into the modern shape before the choke point, their GET

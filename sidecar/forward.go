@@ -100,6 +100,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 	if s.tr != nil {
 		s.tr.injectUpstream(ureq.Header, req)
 	}
+	noteSent(w)
 	start := time.Now()
 	resp, err := s.up.Do(ureq)
 	s.m.observeUpstream(req.method, time.Since(start))
@@ -147,11 +148,10 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 			return
 		}
 		if lc.capture(buf.Bytes()) {
+			noteInputRound(w)
 			return
 		}
-		if tw := tracedFrom(w); tw != nil {
-			tw.observeResponse(buf.Bytes())
-		}
+		noteResponse(w, buf.Bytes())
 		b := s.finish(req, buf.Bytes())
 		if started {
 			_ = writeEvent(w, b, false)
@@ -230,6 +230,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 				e = wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream ended the stream without answering")
 			}
 			s.m.countError(e.Code)
+			auditError(w, e)
 			out = append(append(append(out[:0], "event: message\ndata: "...), wire.ErrorBody(req.id, e)...), '\n', '\n')
 			_, _ = w.Write(out)
 			_ = rc.Flush()
@@ -246,11 +247,10 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 		final := false
 		if wire.IsResponse(data) {
 			if lc.capture(data) {
+				noteInputRound(w)
 				return
 			}
-			if tw := tracedFrom(w); tw != nil {
-				tw.observeResponse(data)
-			}
+			noteResponse(w, data)
 			data = s.finish(req, data)
 			answered, final = true, true
 		}

@@ -326,6 +326,7 @@ func writeEvent(w http.ResponseWriter, msg []byte, flush bool) error {
 func (s *Server) failCall(w http.ResponseWriter, req *request, lc *legacyCall, e *wire.Error) {
 	if lc != nil && lc.started {
 		s.m.countError(e.Code)
+		auditError(w, e)
 		_ = writeEvent(w, wire.ErrorBody(req.id, e), false)
 		return
 	}

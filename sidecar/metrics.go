@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/audit"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -34,6 +35,10 @@ type Metrics struct {
 	requestsRefused    prometheus.Counter
 	authRefused        *prometheus.CounterVec
 	bodyReadTimeouts   prometheus.Counter
+	// accessDenied: requests the choke point refused on access grounds, by audit reason.
+	accessDenied *prometheus.CounterVec
+	// auditDropped: audit records a full or slow sink dropped (auditing.go).
+	auditDropped prometheus.Counter
 
 	catalogApplied      prometheus.Counter
 	catalogRejected     prometheus.Counter
@@ -124,6 +129,14 @@ func NewMetrics() *Metrics {
 			Name: "switchboard_sidecar_body_read_timeouts_total",
 			Help: "Requests whose body did not arrive within --body-read-timeout (answered 408, connection closed).",
 		}),
+		accessDenied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_access_denied_total",
+			Help: "Calls, reads and prompt gets refused as unknown: reason NotGranted (no access policy grants it to the caller), Undeclared (the catalog does not serve it) or Withheld (tool pinning).",
+		}, []string{"reason"}),
+		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_sidecar_audit_dropped_total",
+			Help: "Audit records dropped because the audit sink was full or slow; the next record written says how many (droppedBefore).",
+		}),
 		catalogApplied: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_sidecar_catalog_revisions_applied_total",
 			Help: "Catalog revisions applied.",
@@ -180,6 +193,7 @@ func NewMetrics() *Metrics {
 		m.upstreamSeconds, m.errors, m.inflight, m.relayConnected,
 		m.subscriptions, m.subscriptionBytes, m.subscriptionsRefused,
 		m.connections, m.connectionsRefused, m.requestsRefused, m.bodyReadTimeouts, m.authRefused,
+		m.accessDenied, m.auditDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.upstreamBy = map[string]prometheus.Observer{"other": m.upstreamSeconds.WithLabelValues("other")}
 	for k := range methods {
@@ -194,6 +208,9 @@ func NewMetrics() *Metrics {
 	}
 	for _, r := range []string{refusedURI, refusedStream, refusedSession, refusedReplica} {
 		m.subscriptionsRefused.WithLabelValues(r)
+	}
+	for _, r := range []string{audit.ReasonNotGranted, audit.ReasonUndeclared, audit.ReasonWithheld} {
+		m.accessDenied.WithLabelValues(r)
 	}
 	for _, c := range []int64{wire.CodeParseError, wire.CodeInvalidRequest, wire.CodeMethodNotFound, wire.CodeInvalidParams, wire.CodeInternalError,
 		wire.CodeHeaderMismatch, wire.CodeUnsupportedProtocolVersion} {

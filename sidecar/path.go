@@ -149,6 +149,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveListen(w, r, req)
 		return
 	}
+	// The audit record, if any, is written when the request is answered (auditing.go).
+	if aw := s.startAudit(w, r, req); aw != nil {
+		w = aw
+		defer aw.finish()
+	}
 	if s.tr != nil {
 		var tw *tracedWriter
 		if w, tw = s.tr.startRequest(w, r, req); tw != nil {

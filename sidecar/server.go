@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -89,6 +90,10 @@ type Options struct {
 	// InputTimeout bounds the wait for a 2025-era client's answers to one
 	// round of an upstream's input requests (DefaultInputTimeout when 0).
 	InputTimeout time.Duration
+	// AuditOutput is where audit records go when the catalog's audit names no file (os.Stdout
+	// when nil; auditing.go); PodName names this pod in them.
+	AuditOutput io.Writer
+	PodName     string
 }
 
 // Server is the MCP-facing side of the sidecar: it validates every request,
@@ -133,6 +138,8 @@ type Server struct {
 	params *paramTools
 	// grants memoises callers' grants per catalog revision (authz.go).
 	grants access.Cache
+	// audit writes the audit trail the catalog asks for (auditing.go).
+	audit *auditor
 }
 
 // NewServer returns a Server for o.
@@ -185,6 +192,7 @@ func NewServer(o Options) (*Server, error) {
 	s.sessions = newSessionCodec(key, o.SessionServer, o.SessionTTL)
 	s.states = newSessionStates(s.hub.GiveSubscriptions)
 	s.calls = newClientCalls()
+	s.audit = newAuditor(o.AuditOutput, o.PodName, o.Logger, o.Metrics.auditDropped.Inc)
 	s.params = &paramTools{}
 	s.params.fetcher = s.readParamTools
 	if s.opts.InputTimeout <= 0 {
@@ -287,8 +295,6 @@ func newPolicy(serveLegacy bool) versionPolicy {
 
 func (s *Server) fail(w http.ResponseWriter, id json.RawMessage, e *wire.Error) {
 	s.m.countError(e.Code)
-	if tw := tracedFrom(w); tw != nil {
-		tw.recordError(e.Code, e.Message)
-	}
+	noteError(w, e)
 	wire.WriteError(w, id, e)
 }

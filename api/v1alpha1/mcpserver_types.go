@@ -130,6 +130,92 @@ type MCPServerSpec struct {
 	// Changes apply live, without restarting pods.
 	// +optional
 	Auth *AuthSpec `json:"auth,omitempty"`
+
+	// audit makes the sidecar write one JSON record per audited request (docs/audit.md): who
+	// called which tool, resource or prompt, the decision (allowed, or denied and why) and the
+	// outcome. Off when unset. Changes apply live, without restarting pods, except turning a
+	// file sink on or off, which adds or removes the sidecar's audit volume and so rolls them.
+	// +optional
+	Audit *AuditSpec `json:"audit,omitempty"`
+}
+
+// AuditArguments is what an audit record keeps of a call's arguments.
+// +kubebuilder:validation:Enum=Off;Redacted;Full
+type AuditArguments string
+
+const (
+	// AuditArgumentsOff keeps no arguments.
+	AuditArgumentsOff AuditArguments = "Off"
+	// AuditArgumentsRedacted keeps them with the redact paths and every secret-looking member
+	// or value (password, token, api_key, a bearer credential, a JWT, a private key) masked.
+	AuditArgumentsRedacted AuditArguments = "Redacted"
+	// AuditArgumentsFull keeps them with the redact paths masked only.
+	AuditArgumentsFull AuditArguments = "Full"
+)
+
+// AuditMethod names what is audited.
+// +kubebuilder:validation:Enum=tools/call;resources/read;prompts/get;completion/complete;tools/list;resources/list;resources/templates/list;prompts/list;Denials
+type AuditMethod string
+
+// AuditDenials audits every request the sidecar refuses on access grounds (not granted,
+// undeclared, withheld), whatever its method.
+const AuditDenials AuditMethod = "Denials"
+
+// Limits of spec.audit.
+const (
+	// MaxAuditRedactPaths bounds spec.audit.redact.
+	MaxAuditRedactPaths = 64
+	// MaxAuditRedactPathLength bounds one redact path.
+	MaxAuditRedactPathLength = 256
+)
+
+// AuditDir is the sidecar container's directory for an audit file: an emptyDir mounted there
+// only when spec.audit.sink.file is set.
+const AuditDir = "/var/log/switchboard"
+
+// AuditSpec is what the sidecar audits and where the records go.
+type AuditSpec struct {
+	// arguments is what a record keeps of a call's arguments (tools/call arguments, prompts/get
+	// arguments): Off (the default), Redacted or Full. Either way at most 4 KiB and 16 levels
+	// deep are kept; the rest is replaced by "[TRUNCATED]" and argumentsTruncated is set.
+	// +optional
+	// +kubebuilder:default=Off
+	Arguments AuditArguments `json:"arguments,omitempty"`
+
+	// redact lists members of the arguments replaced by "[REDACTED]" (in Redacted and Full
+	// mode): dotted paths from the arguments object down, "*" for any member or array element,
+	// e.g. password, auth.token, items.*.secret. A leading "$." is allowed.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^([$][.])?[^.]+([.][^.]+){0,15}$')",message="audit.redact entries are dotted member paths such as auth.token or items.*.secret (no empty segment, at most 16 segments)"
+	Redact []string `json:"redact,omitempty"`
+
+	// methods lists what is audited. Default (unset or empty): tools/call, resources/read,
+	// prompts/get and Denials (every request refused on access grounds, whatever its method).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=9
+	Methods []AuditMethod `json:"methods,omitempty"`
+
+	// sink is where the records go: the sidecar's stdout (the default), one JSON line each,
+	// which the node's log agent collects with the container's logs, or a file.
+	// +optional
+	Sink *AuditSink `json:"sink,omitempty"`
+}
+
+// AuditSink is where audit records are written.
+type AuditSink struct {
+	// file, when set, is the file the sidecar appends records to instead of stdout: a path
+	// under /var/log/switchboard/, an emptyDir volume (switchboard-audit) mounted into the
+	// sidecar container only while a file is set. A log agent reads it from a container of its
+	// own that mounts the same volume (External mode), or from the node's pod volume directory.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/var/log/switchboard/') && !self.endsWith('/') && !self.endsWith('/.') && !self.endsWith('/..') && !self.contains('/../') && !self.contains('/./') && !self.contains('//')",message="audit.sink.file must be a file path under /var/log/switchboard/ (the sidecar's audit volume), e.g. /var/log/switchboard/audit.jsonl"
+	File string `json:"file,omitempty"`
 }
 
 // AuthMode says whether the sidecar authenticates callers.
@@ -637,6 +723,18 @@ type UpstreamStatus struct {
 	ToolsDigest string `json:"toolsDigest,omitempty"`
 }
 
+// AuditStatus is the audit the sidecars of the server do.
+type AuditStatus struct {
+	// sink is where the records go: stdout, or the file's path in the sidecar container.
+	// +required
+	// +kubebuilder:validation:MaxLength=256
+	Sink string `json:"sink"`
+
+	// arguments is what the records keep of call arguments: Off, Redacted or Full.
+	// +required
+	Arguments AuditArguments `json:"arguments"`
+}
+
 // MCPServerStatus is the observed state of an MCPServer.
 type MCPServerStatus struct {
 	// conditions: Ready, Available, CatalogPropagated, ToolsServed, Verified, ToolsDrifted
@@ -705,6 +803,11 @@ type MCPServerStatus struct {
 	// +optional
 	Prompts int32 `json:"prompts,omitempty"`
 
+	// audit says whether the sidecars audit requests and where the records go; absent when
+	// spec.audit is unset.
+	// +optional
+	Audit *AuditStatus `json:"audit,omitempty"`
+
 	// selector is the label selector of the pods, for the scale subresource.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
@@ -728,6 +831,7 @@ type MCPServerStatus struct {
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.upstream.serverVersion`,priority=1,description="The MCP server's serverInfo.version"
 // +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.status.upstream.protocolVersion`,priority=1,description="Protocol revision the sidecars speak with the MCP server"
 // +kubebuilder:printcolumn:name="Auth",type=string,JSONPath=`.spec.auth.mode`,priority=1,description="Whether callers must authenticate (Off when empty)"
+// +kubebuilder:printcolumn:name="Audit",type=string,JSONPath=`.status.audit.sink`,priority=1,description="Where the sidecars write audit records (none when empty)"
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.catalogRevision`,priority=1
 // +kubebuilder:printcolumn:name="Up-To-Date",type=integer,JSONPath=`.status.catalogUpToDateReplicas`,priority=1,description="Ready replicas serving the current catalog"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -54,6 +54,8 @@ type Catalog struct {
 	Auth *Auth `json:"auth,omitempty"`
 	// Access is set when MCPAccessPolicies target the server (access.go).
 	Access *Access `json:"access,omitempty"`
+	// Audit is set when the server audits requests (audit.go).
+	Audit *Audit `json:"audit,omitempty"`
 }
 
 // Server holds server-wide settings.
@@ -380,6 +382,7 @@ func Validate(c *Catalog) error {
 		}
 	}
 	errs = append(errs, validateAccess(c)...)
+	errs = append(errs, validateAudit(c.Audit)...)
 	return errors.Join(errs...)
 }
 

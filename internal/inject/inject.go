@@ -83,6 +83,12 @@ const (
 	ReadyzPath    = "/readyz"
 	// SidecarBinary is the sidecar image's program (Dockerfile).
 	SidecarBinary = "/sidecar"
+	// AuditVolume is the emptyDir the sidecar writes its audit file into, mounted at
+	// mcpv1alpha1.AuditDir in the sidecar container only (Config.AuditFile).
+	AuditVolume = "switchboard-audit"
+	// auditVolumeLimit bounds it: the kubelet evicts the pod past it, so rotate or ship the
+	// file before (docs/audit.md).
+	auditVolumeLimit = "256Mi"
 	// DrainTokenVolume is the Secret <server>-drain-token, mounted into the sidecar container
 	// only, at drainTokenDir; DrainTokenSecretKey is the token's key in it.
 	DrainTokenVolume    = "switchboard-drain-token"
@@ -168,6 +174,10 @@ type Config struct {
 	// is their sampling.
 	OTLPEndpoint            string
 	TraceSamplingPerMillion int32
+	// AuditFile mounts the audit volume (an emptyDir) into the sidecar container at
+	// mcpv1alpha1.AuditDir: spec.audit.sink.file is set. The file's path itself reaches the
+	// sidecar live, with the catalog.
+	AuditFile bool
 }
 
 // ConfigFor derives the sidecar settings of an MCPServer: the controller injects it into the
@@ -194,6 +204,9 @@ func ConfigFor(s *mcpv1alpha1.MCPServer, defaultImage string) Config {
 	}
 	if s.Spec.Mode == mcpv1alpha1.WorkloadExternal {
 		cfg.APITokenSecret = names.SidecarTokenSecret
+	}
+	if a := s.Spec.Audit; a != nil && a.Sink != nil && a.Sink.File != "" {
+		cfg.AuditFile = true
 	}
 	// The server's imagePullPolicy is for the server's image; the sidecar's follows its tag.
 	if c := s.Spec.Container; c != nil {
@@ -394,6 +407,13 @@ func Container(cfg Config) corev1.Container {
 	}
 	sc := RestrictedContainerSecurity(true)
 	sc.RunAsUser = ptr.To[int64](sidecarUID)
+	mounts := []corev1.VolumeMount{
+		{Name: TokenVolume, MountPath: tokenPath, ReadOnly: true},
+		{Name: DrainTokenVolume, MountPath: drainTokenDir, ReadOnly: true},
+	}
+	if cfg.AuditFile {
+		mounts = append(mounts, corev1.VolumeMount{Name: AuditVolume, MountPath: mcpv1alpha1.AuditDir})
+	}
 	return corev1.Container{
 		Name:  ContainerName,
 		Image: cfg.Image,
@@ -403,10 +423,7 @@ func Container(cfg Config) corev1.Container {
 			{Name: "mcp", ContainerPort: mcpv1alpha1.SidecarMCPPort, Protocol: corev1.ProtocolTCP},
 			{Name: "admin", ContainerPort: mcpv1alpha1.SidecarAdminPort, Protocol: corev1.ProtocolTCP},
 		},
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: TokenVolume, MountPath: tokenPath, ReadOnly: true},
-			{Name: DrainTokenVolume, MountPath: drainTokenDir, ReadOnly: true},
-		},
+		VolumeMounts:             mounts,
 		Resources:                res,
 		RestartPolicy:            ptr.To(corev1.ContainerRestartPolicyAlways),
 		StartupProbe:             probe(HealthzPath, sidecarStartupPeriod, sidecarStartupFailures),
@@ -570,8 +587,15 @@ func render(meta *metav1.ObjectMeta, spec *corev1.PodSpec, cfg Config) SkipReaso
 	spec.InitContainers = slices.DeleteFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == ContainerName })
 	spec.InitContainers = append([]corev1.Container{sidecar}, spec.InitContainers...)
 
-	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == TokenVolume || v.Name == DrainTokenVolume })
+	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool {
+		return v.Name == TokenVolume || v.Name == DrainTokenVolume || v.Name == AuditVolume
+	})
 	spec.Volumes = append(spec.Volumes, tokenVolume(cfg), drainTokenVolume(cfg))
+	if cfg.AuditFile {
+		limit := resource.MustParse(auditVolumeLimit)
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: AuditVolume,
+			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}})
+	}
 
 	c := &spec.Containers[server]
 	if c.Lifecycle == nil {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -304,5 +305,41 @@ func TestServiceSelectsInjectedPodsOnly(t *testing.T) {
 	}
 	if !labels.SelectorFromSet(SelectorFor(s)).Matches(labels.Set(skipped.Labels)) {
 		t.Fatal("the NetworkPolicy must still cover every opted-in pod")
+	}
+}
+
+// TestAuditFileVolume: a file sink mounts the audit emptyDir into the sidecar only; turning it
+// off takes the volume away again; stdout needs none.
+func TestAuditFileVolume(t *testing.T) {
+	s := testServer()
+	s.Spec.Audit = &mcpv1alpha1.AuditSpec{Sink: &mcpv1alpha1.AuditSink{File: mcpv1alpha1.AuditDir + "/audit.jsonl"}}
+	cfg := ConfigFor(s, "switchboard-sidecar:v0.1.0")
+	if !cfg.AuditFile {
+		t.Fatal("a file sink must ask for the audit volume")
+	}
+	p := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: "x"}}}}
+	on, _ := Pod(p, cfg)
+	twice, _ := Pod(on, cfg)
+	if !reflect.DeepEqual(on, twice) {
+		t.Fatal("not idempotent")
+	}
+	mounted := func(c corev1.Container) bool {
+		return slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.Name == AuditVolume && m.MountPath == mcpv1alpha1.AuditDir && !m.ReadOnly
+		})
+	}
+	hasVolume := func(p *corev1.Pod) bool {
+		return slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == AuditVolume && v.EmptyDir != nil })
+	}
+	if !mounted(on.Spec.InitContainers[0]) || !hasVolume(on) || mounted(on.Spec.Containers[0]) {
+		t.Fatalf("want the audit volume mounted into the sidecar only: %+v", on.Spec)
+	}
+	s.Spec.Audit.Sink = nil
+	off, _ := Pod(on, ConfigFor(s, "switchboard-sidecar:v0.1.0"))
+	if mounted(off.Spec.InitContainers[0]) || hasVolume(off) {
+		t.Fatalf("stdout needs no audit volume: %+v", off.Spec)
+	}
+	if on.Annotations[InjectedAnnotation] == off.Annotations[InjectedAnnotation] {
+		t.Fatal("the injected annotation must change with the audit volume")
 	}
 }

@@ -305,3 +305,39 @@ func Key(id *authn.Identity) string {
 	}
 	return string(b)
 }
+
+// Granting names the rule that grants the caller the item of kind k (a tool or prompt name as
+// clients see it, a concrete resource URI): the Policy of the first matching rule of a that
+// grants it, or "" when a is nil or none does. It is for the audit trail, which says which rule
+// let a request through; the choke point decides with the Grant.
+func Granting(a *catalog.Access, id *authn.Identity, k Kind, name string) string {
+	if a == nil {
+		return ""
+	}
+	for i := range a.Rules {
+		r := &a.Rules[i]
+		if !Matches(&r.Source, id) {
+			continue
+		}
+		switch k {
+		case Tools:
+			if catalog.Grants(r.Tools, name) {
+				return r.Policy
+			}
+		case Prompts:
+			if catalog.Grants(r.Prompts, name) {
+				return r.Policy
+			}
+		default:
+			if catalog.Grants(r.Resources, name) {
+				return r.Policy
+			}
+			for _, u := range r.Resources {
+				if re := templateRegexp(u); re != nil && re.MatchString(name) {
+					return r.Policy
+				}
+			}
+		}
+	}
+	return ""
+}

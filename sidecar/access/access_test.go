@@ -265,3 +265,43 @@ func BenchmarkCachedGrantCheck(b *testing.B) {
 		}
 	}
 }
+
+// TestGranting: the rule Granting names is the first that matches the caller and grants the
+// item, agreeing with the Grant For builds.
+func TestGranting(t *testing.T) {
+	a := &catalog.Access{Rules: []catalog.AccessRule{
+		{Policy: "p/readers", Source: catalog.AccessSource{ServiceAccounts: []string{"team/*"}}, Resources: []string{"db://tables/{table}"}},
+		{Policy: "p/search", Source: catalog.AccessSource{ServiceAccounts: []string{"team/agent"}}, Tools: []string{"search"}, Prompts: []string{"*"}},
+		{Policy: "q/all", Source: catalog.AccessSource{ServiceAccounts: []string{"team/agent"}}, Tools: []string{"*"}},
+	}}
+	agent := &authn.Identity{Subject: "system:serviceaccount:team:agent", ServiceAccount: "team/agent"}
+	other := &authn.Identity{Subject: "system:serviceaccount:team:other", ServiceAccount: "team/other"}
+	for _, tc := range []struct {
+		id   *authn.Identity
+		k    Kind
+		name string
+		want string
+	}{
+		{agent, Tools, "search", "p/search"},
+		{agent, Tools, "delete", "q/all"},
+		{agent, Prompts, "any", "p/search"},
+		{agent, Resources, "db://tables/users", "p/readers"},
+		{agent, Resources, "db://other", ""},
+		{other, Tools, "search", ""},
+		{other, Resources, "db://tables/orders", "p/readers"},
+		{nil, Tools, "search", ""},
+	} {
+		got := Granting(a, tc.id, tc.k, tc.name)
+		if got != tc.want {
+			t.Errorf("Granting(%v, %d, %q) = %q, want %q", tc.id, tc.k, tc.name, got, tc.want)
+		}
+		g := For(a, tc.id)
+		granted := map[Kind]func(string) bool{Tools: g.Tool, Prompts: g.Prompt, Resources: g.Resource}[tc.k](tc.name)
+		if granted != (got != "") {
+			t.Errorf("Granting and For disagree on %q: %q vs %v", tc.name, got, granted)
+		}
+	}
+	if Granting(nil, agent, Tools, "search") != "" {
+		t.Error("no policy: no rule")
+	}
+}

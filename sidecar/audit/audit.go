@@ -95,6 +95,9 @@ const (
 	ReasonNotGranted = "NotGranted"
 	// ReasonUndeclared: the catalog does not serve the name (undeclared or disabled).
 	ReasonUndeclared = "Undeclared"
+	// ReasonWithheld: the catalog serves the tool, but its upstream definition differs from
+	// its pin (toolPinning Enforce).
+	ReasonWithheld = "Withheld"
 	// ReasonInvalid: the request was malformed and refused before any decision on a name.
 	ReasonInvalid = "Invalid"
 )
@@ -107,8 +110,12 @@ type Outcome struct {
 	ErrorCode int `json:"errorCode,omitempty"`
 	// IsError is a tool result's isError (a tool that ran and reported failure).
 	IsError bool `json:"isError,omitempty"`
-	// InputRequiredRounds counts the input_required results before the final one.
+	// InputRequiredRounds counts the input_required results before the final one (a
+	// 2025-era client's call, whose input the sidecar relays).
 	InputRequiredRounds int `json:"inputRequiredRounds,omitempty"`
+	// InputRequired says the result is input_required (a 2026-07-28 client answers it with a
+	// new request, which has a record of its own).
+	InputRequired bool `json:"inputRequired,omitempty"`
 }
 
 // Outcome statuses.

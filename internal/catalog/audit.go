@@ -1,0 +1,74 @@
+package catalog
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Audit is what the sidecar audits and where the records go: MCPServer.spec.audit, compiled.
+// Nil means no audit. A catalog without Audit keeps its bytes (and revision) across upgrades; a
+// sidecar that predates Audit rejects a catalog carrying it (unknown field) and keeps its last
+// good one, so a server never runs unaudited while its status says otherwise.
+type Audit struct {
+	// Arguments is AuditArgumentsOff, AuditArgumentsRedacted or AuditArgumentsFull.
+	Arguments string `json:"arguments"`
+	// Redact are dotted member paths of the arguments replaced by a marker ("*" any member).
+	Redact []string `json:"redact,omitempty"`
+	// Methods are the JSON-RPC methods audited (sorted, at least one unless Denials).
+	Methods []string `json:"methods,omitempty"`
+	// Denials audits every request refused on access grounds, whatever its method.
+	Denials bool `json:"denials,omitempty"`
+	// File is the file records are appended to; empty means the sidecar's stdout.
+	File string `json:"file,omitempty"`
+}
+
+// Audit arguments modes.
+const (
+	AuditArgumentsOff      = "Off"
+	AuditArgumentsRedacted = "Redacted"
+	AuditArgumentsFull     = "Full"
+)
+
+// DefaultAuditMethods are the methods audited when spec.audit.methods is empty (with Denials).
+var DefaultAuditMethods = []string{"prompts/get", "resources/read", "tools/call"}
+
+// maxRedactSegments bounds one redaction path, as the sidecar's redactor does.
+const maxRedactSegments = 16
+
+// Audits reports whether a request of method is audited (a denial aside).
+func (a *Audit) Audits(method string) bool {
+	return a != nil && slices.Contains(a.Methods, method)
+}
+
+func validateAudit(a *Audit) []error {
+	if a == nil {
+		return nil
+	}
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	switch a.Arguments {
+	case AuditArgumentsOff, AuditArgumentsRedacted, AuditArgumentsFull:
+	default:
+		add("audit.arguments %q is not Off, Redacted or Full", a.Arguments)
+	}
+	for _, p := range a.Redact {
+		segs := strings.Split(strings.TrimPrefix(p, "$."), ".")
+		if len(segs) > maxRedactSegments || slices.Contains(segs, "") {
+			add("audit.redact %q is not a dotted member path of at most %d segments", p, maxRedactSegments)
+		}
+	}
+	if len(a.Methods) == 0 && !a.Denials {
+		add("audit audits nothing: set methods or denials")
+	}
+	for _, m := range a.Methods {
+		if m == "" {
+			add("audit.methods has an empty method")
+		}
+	}
+	if a.File != "" && (!path.IsAbs(a.File) || path.Clean(a.File) != a.File || strings.HasSuffix(a.File, "/")) {
+		add("audit.file %q is not an absolute, clean file path", a.File)
+	}
+	return errs
+}
