@@ -1,4 +1,4 @@
-package sidecar
+package legacy
 
 import (
 	"encoding/json"
