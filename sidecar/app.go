@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
@@ -65,7 +66,7 @@ type Config struct {
 	SessionServer string
 	SessionTTL    time.Duration
 	// InputTimeout bounds the wait for a 2025-era client's answers to an
-	// upstream's input requests (DefaultInputTimeout when 0).
+	// upstream's input requests (legacy.DefaultInputTimeout when 0).
 	InputTimeout     time.Duration
 	MaxListenStreams int
 	// MaxSubscriptions and MaxSubscriptionBytes bound the resource subscriptions the replica
@@ -229,7 +230,7 @@ func New(cfg Config) (*App, error) {
 		sessionServer = cfg.CatalogConfigMap
 	}
 	if len(cfg.SessionKey) == 0 && !cfg.RejectLegacy {
-		cfg.Logger.Info("No session key: 2025-era sessions are honoured by this replica only (set --session-key-file or " + SessionKeyEnv + ")")
+		cfg.Logger.Info("No session key: 2025-era sessions are honoured by this replica only (set --session-key-file or " + legacy.SessionKeyEnv + ")")
 	}
 	srv, err := NewServer(Options{
 		upstream:                   up,

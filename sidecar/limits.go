@@ -12,38 +12,21 @@ import (
 
 // Subscription limits. Subscriptions are held in memory for as long as their session or stream
 // lives, and anyone who reaches the port may open sessions and streams, so every one is bounded:
-// per URI, per listen stream, per 2025-era session, and per replica (every session's and
-// stream's together, which also bounds the union of URIs the relay sends upstream).
+// per URI, per listen stream, per 2025-era session (sidecar/legacy), and per replica (every
+// session's and stream's together, which also bounds the union of URIs the relay sends
+// upstream).
 const (
 	// MaxURIBytes bounds one subscribed resource URI, as the MCPResource CRD bounds spec.uri.
 	MaxURIBytes = 2048
 	// MaxStreamSubscriptions and MaxStreamSubscriptionBytes bound the URIs one listen names.
 	MaxStreamSubscriptions     = 1024
 	MaxStreamSubscriptionBytes = 256 << 10
-	// MaxSessionSubscriptions and MaxSessionSubscriptionBytes bound the URIs one 2025-era
-	// session subscribes to on one replica.
-	MaxSessionSubscriptions     = 1024
-	MaxSessionSubscriptionBytes = 256 << 10
 )
 
 // uriError is the answer to a subscription URI over MaxURIBytes.
 func uriError(status int) *wire.Error {
 	return wire.NewError(status, wire.CodeInvalidParams, "Invalid params: a resource URI exceeds "+strconv.Itoa(MaxURIBytes)+" bytes")
 }
-
-// errSubscriptionLimit is the answer when the replica holds all the subscriptions it may: the
-// answer past --max-listen-streams (and the TypeScript SDK's past its listen cap).
-func errSubscriptionLimit(status int) *wire.Error {
-	return wire.NewError(status, wire.CodeInternalError, "Internal error: Subscription limit reached")
-}
-
-// Reasons a subscription is refused (the reason label of subscriptions_refused_total).
-const (
-	refusedURI     = "uri"     // a URI over MaxURIBytes
-	refusedStream  = "stream"  // a listen over MaxStreamSubscriptions(Bytes)
-	refusedSession = "session" // a session over MaxSessionSubscriptions(Bytes)
-	refusedReplica = "replica" // the replica's --max-subscriptions / --max-subscription-bytes
-)
 
 // Connection and request limits.
 const (

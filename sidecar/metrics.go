@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -192,7 +193,7 @@ func NewMetrics() *Metrics {
 	for _, t := range []string{protocol.NotifToolsListChanged, protocol.NotifPromptsListChanged, protocol.NotifResourcesListChanged, protocol.NotifResourcesUpdated} {
 		m.notificationsSent.WithLabelValues(t)
 	}
-	for _, r := range []string{refusedURI, refusedStream, refusedSession, refusedReplica} {
+	for _, r := range []string{hub.RefusedURI, hub.RefusedStream, hub.RefusedSession, hub.RefusedReplica} {
 		m.subscriptionsRefused.WithLabelValues(r)
 	}
 	for _, c := range []int64{wire.CodeParseError, wire.CodeInvalidRequest, wire.CodeMethodNotFound, wire.CodeInvalidParams, wire.CodeInternalError,
@@ -215,7 +216,8 @@ func (m *Metrics) admitted(f func() float64) {
 	}, f))
 }
 
-func (m *Metrics) refuseSubscription(reason string) {
+// SubscriptionRefused counts a subscription refused by a bound (hub.Refused*; legacy.Observer).
+func (m *Metrics) SubscriptionRefused(reason string) {
 	m.subscriptionsRefused.WithLabelValues(reason).Inc()
 }
 

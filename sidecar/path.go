@@ -39,6 +39,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
@@ -58,7 +59,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// 2. Transport guards.
 	if r.Method != http.MethodPost {
-		if s.pol.serveLegacy && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && len(r.Header[headerSessionID]) > 0 {
+		if s.pol.serveLegacy && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && len(r.Header[legacy.HeaderSessionID]) > 0 {
 			// A 2025-era session's notification stream, or its end. (Without
 			// a session there is nothing to stream or end: 405, as before.)
 			if e := s.checkHostOrigin(r); e != nil {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/access"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
@@ -54,12 +54,12 @@ type Options struct {
 	DisableLocalhostProtection bool
 	// RejectLegacy answers claim-less (2025-era) traffic as a modern-only
 	// server (400 -32022 naming the supported versions; 405 for GET and
-	// DELETE) instead of serving it (legacy.go).
+	// DELETE) instead of serving it (sidecar/legacy).
 	RejectLegacy bool
 	// SessionKey signs 2025-era session ids; every replica of one MCPServer
 	// must share it (a random key when empty: sessions then work on this
 	// replica only). SessionServer names the server in the ids, and
-	// SessionTTL is their lifetime (DefaultSessionTTL when 0).
+	// SessionTTL is their lifetime (legacy.DefaultSessionTTL when 0).
 	SessionKey    []byte
 	SessionServer string
 	SessionTTL    time.Duration
@@ -87,7 +87,7 @@ type Options struct {
 	// Tracing records a span per MCP request (nil: no traces; tracing.go).
 	Tracing *Tracing
 	// InputTimeout bounds the wait for a 2025-era client's answers to one
-	// round of an upstream's input requests (DefaultInputTimeout when 0).
+	// round of an upstream's input requests (legacy.DefaultInputTimeout when 0).
 	InputTimeout time.Duration
 }
 
@@ -118,19 +118,10 @@ type Server struct {
 	aborted  atomic.Int64 // forwarded requests answered by AbortInflight
 	// pol is the protocol versions served.
 	pol versionPolicy
-	// sessions mints and verifies 2025-era session ids; states is this
-	// replica's local state of those sessions.
-	sessions *sessionCodec
-	states   *sessionStates
-	// eventPrefix and eventSeq make SSE event ids unique across replicas.
-	eventPrefix string
-	eventSeq    atomic.Int64
-	// calls are the 2025-era calls in flight and the requests to 2025-era
-	// clients awaiting answers (legacyinput.go).
-	calls *clientCalls
-	// params are the upstream tools' x-mcp-header annotations, for the
-	// Mcp-Param-* headers of translated calls (paramheaders.go).
-	params *paramTools
+	// legacy is the 2025-era client generation: its sessions and their
+	// state on this replica, the calls in flight and the input relay, the
+	// upstream tools' x-mcp-header annotations (sidecar/legacy).
+	legacy *legacy.Room
 	// grants memoises callers' grants per catalog revision (authz.go).
 	grants access.Cache
 }
@@ -178,19 +169,8 @@ func NewServer(o Options) (*Server, error) {
 	// Read at scrape time: the hot path only moves the counter it checks anyway.
 	o.Metrics.admitted(func() float64 { return float64(s.admitted.Load()) })
 	s.pol = newPolicy(!o.RejectLegacy)
-	key := o.SessionKey
-	if len(key) == 0 {
-		key = NewSessionKey()
-	}
-	s.sessions = newSessionCodec(key, o.SessionServer, o.SessionTTL)
-	s.states = newSessionStates(s.hub.GiveSubscriptions)
-	s.calls = newClientCalls()
-	s.params = &paramTools{}
-	s.params.fetcher = s.readParamTools
-	if s.opts.InputTimeout <= 0 {
-		s.opts.InputTimeout = DefaultInputTimeout
-	}
-	s.eventPrefix = strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
+	s.legacy = legacy.New(legacy.Options{Key: o.SessionKey, Server: o.SessionServer, TTL: o.SessionTTL,
+		InputTimeout: o.InputTimeout, Hub: s.hub, Upstream: s.up, Observer: s.m})
 	s.abortCtx, s.abort = context.WithCancelCause(context.Background())
 	return s, nil
 }
@@ -280,7 +260,7 @@ func (s *Server) policy() versionPolicy { return s.pol }
 func newPolicy(serveLegacy bool) versionPolicy {
 	p := versionPolicy{serveLegacy: serveLegacy, supported: []string{protocol.Version}}
 	if serveLegacy {
-		p.supported = append(p.supported, legacyVersions...)
+		p.supported = append(p.supported, legacy.Versions...)
 	}
 	return p
 }

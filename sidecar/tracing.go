@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -256,13 +257,13 @@ func (t *Tracing) startRequest(w http.ResponseWriter, r *http.Request, req *requ
 	case req.metaVersion != "":
 		attrs = append(attrs, attrProtocolVersion.String(req.metaVersion))
 	case req.session != nil:
-		attrs = append(attrs, attrProtocolVersion.String(req.session.version))
+		attrs = append(attrs, attrProtocolVersion.String(req.session.Version()))
 	default:
 		if v := wire.HeaderValue(r.Header, protocol.HeaderProtocolVersion); v != "" {
 			attrs = append(attrs, attrProtocolVersion.String(v))
 		}
 	}
-	if sid := wire.HeaderValue(r.Header, headerSessionID); sid != "" {
+	if sid := wire.HeaderValue(r.Header, legacy.HeaderSessionID); sid != "" {
 		attrs = append(attrs, attrSessionID.String(sessionIDHash(sid)))
 	}
 	span.SetAttributes(attrs...)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 )
 
 // The controller (internal/inject) and the sidecar share no package, so the names they agree
@@ -24,8 +25,8 @@ func TestDrainTokenEnvName(t *testing.T) {
 
 // TestSessionKeyEnvName: injection sets the session key's variable the sidecar reads.
 func TestSessionKeyEnvName(t *testing.T) {
-	if sidecar.SessionKeyEnv != inject.SessionKeyEnv {
-		t.Fatalf("the sidecar reads %s, injection sets %s", sidecar.SessionKeyEnv, inject.SessionKeyEnv)
+	if legacy.SessionKeyEnv != inject.SessionKeyEnv {
+		t.Fatalf("the sidecar reads %s, injection sets %s", legacy.SessionKeyEnv, inject.SessionKeyEnv)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/stdio"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
@@ -45,10 +46,10 @@ func main() {
 	fs.BoolVar(&cfg.DisableLocalhostProtection, "disable-localhost-protection", false, "accept any Host on connections that arrive on a loopback address")
 	legacyClients := fs.String("legacy-clients", "Serve", "2025-era clients: Serve (sessions served by the sidecar through the catalog) or Reject (400 naming the supported versions; 405 for GET/DELETE)")
 	fs.BoolVar(&cfg.RejectLegacy, "reject-legacy", false, "the same as --legacy-clients=Reject")
-	sessionKeyFile := fs.String("session-key-file", "", "file holding the key that signs 2025-era session ids, shared by every replica of the server (else $"+sidecar.SessionKeyEnv+"; else a random key: sessions then work on this replica only)")
+	sessionKeyFile := fs.String("session-key-file", "", "file holding the key that signs 2025-era session ids, shared by every replica of the server (else $"+legacy.SessionKeyEnv+"; else a random key: sessions then work on this replica only)")
 	fs.StringVar(&cfg.SessionServer, "session-server", "", "server identity inside session ids (default: --catalog-configmap)")
-	fs.DurationVar(&cfg.SessionTTL, "session-ttl", sidecar.DefaultSessionTTL, "lifetime of a 2025-era session id")
-	fs.DurationVar(&cfg.InputTimeout, "input-timeout", sidecar.DefaultInputTimeout, "how long a call of a 2025-era client waits for the client's answers to the MCP server's elicitation, sampling or roots requests")
+	fs.DurationVar(&cfg.SessionTTL, "session-ttl", legacy.DefaultSessionTTL, "lifetime of a 2025-era session id")
+	fs.DurationVar(&cfg.InputTimeout, "input-timeout", legacy.DefaultInputTimeout, "how long a call of a 2025-era client waits for the client's answers to the MCP server's elicitation, sampling or roots requests")
 	fs.IntVar(&cfg.MaxListenStreams, "max-listen-streams", hub.DefaultMaxListenStreams, "cap on concurrent subscriptions/listen streams")
 	fs.IntVar(&cfg.MaxSubscriptions, "max-subscriptions", hub.DefaultMaxSubscriptions, "cap on the resource subscriptions held by this replica, every listen stream's and 2025-era session's together")
 	fs.Int64Var(&cfg.MaxSubscriptionBytes, "max-subscription-bytes", hub.DefaultMaxSubscriptionBytes, "cap on the bytes of the subscribed URIs held by this replica (as JSON strings)")
@@ -94,7 +95,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sidecar: --legacy-clients must be Serve or Reject")
 		os.Exit(2)
 	}
-	key := []byte(os.Getenv(sidecar.SessionKeyEnv))
+	key := []byte(os.Getenv(legacy.SessionKeyEnv))
 	if *sessionKeyFile != "" {
 		b, err := os.ReadFile(*sessionKeyFile)
 		if err != nil {
@@ -103,8 +104,8 @@ func main() {
 		}
 		key = bytes.TrimSpace(b)
 	}
-	if len(key) > 0 && len(key) < sidecar.MinSessionKeyBytes {
-		fmt.Fprintf(os.Stderr, "sidecar: the session key must be at least %d bytes\n", sidecar.MinSessionKeyBytes)
+	if len(key) > 0 && len(key) < legacy.MinSessionKeyBytes {
+		fmt.Fprintf(os.Stderr, "sidecar: the session key must be at least %d bytes\n", legacy.MinSessionKeyBytes)
 		os.Exit(2)
 	}
 	cfg.SessionKey = key
