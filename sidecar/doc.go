@@ -10,8 +10,14 @@
 // enforces them).
 //
 //   - sidecar (this package): the request path, the Server that holds the
-//     rooms' handles, and the rooms not yet cut out of it: the 2025-era
-//     client generation, the live overlay and the process.
+//     rooms' handles, and the rooms not yet cut out of it: the live overlay
+//     and the process.
+//   - sidecar/legacy: the 2025-era client generation, behind its Room
+//     handle: session ids and this replica's state of each session
+//     (subscriptions, log level, GET streams), the translation into the
+//     modern shape and back, the Mcp-Param-* headers of translated calls,
+//     cancellation and the input relay. Knows no request routing, no method
+//     table and no catalog.
 //   - sidecar/upstream: the server behind the sidecar, always spoken to in
 //     2026-07-28: the discover cache and readiness, the transports that
 //     translate for a 2025-era server (session pool, input relay, its GET
@@ -53,10 +59,10 @@
 //     which params members the strict-JSON checks cover.
 //   - auth.go, authz.go: who the caller is (package authn) and what it may
 //     use (package access decides); refusals look like unknown names.
-//   - legacy.go, legacyinput.go, session.go, paramheaders.go: 2025-era
-//     clients: session ids, the methods the sidecar answers for them, the
-//     translation into the modern shape before the choke point, their GET
-//     streams and the input relay.
+//   - legacyserve.go: where the path meets sidecar/legacy: the methods the
+//     sidecar answers for 2025-era clients, their GET streams and DELETE,
+//     the translation before the choke point, a session's call through the
+//     input rounds.
 //   - catalogserve.go: the methods the catalog owns (lists, tools/call
 //     routing, resources/read, prompts/get, completion/complete) and hints.
 //   - overlay.go, sources.go: the live catalog (its diff and notifications)

@@ -207,7 +207,7 @@ func (lc *Call) Capture(msg []byte) bool {
 	return true
 }
 
-// ErrNoAnswer: the call ended without anything more to write (cancelled by
+// ErrNoAnswer says the call ended without anything more to write (cancelled by
 // the client, or the client went away).
 var ErrNoAnswer = &wire.Error{}
 
