@@ -127,7 +127,7 @@ func newAuthzEnv(t testing.TB, access *catalog.Access) *authzEnv {
 	streams := hub.New(hub.Options{Keepalive: -1, Logger: quiet})
 	upc := upstream.New(up.URL, 0)
 	ov := NewOverlay(OverlayOptions{Hub: streams, Upstream: upc, Logger: quiet})
-	srv, err := NewServer(Options{Upstream: up.URL, upstream: upc, Overlay: ov, Hub: streams, Logger: quiet})
+	srv, err := NewServer(Options{Upstream: up.URL, Client: upc, Overlay: ov, Hub: streams, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

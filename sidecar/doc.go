@@ -9,9 +9,16 @@
 // above (docs/architecture.md has the rules; TestImportsFollowTheMap
 // enforces them).
 //
+//   - sidecar/app: the process, above the request path: the command line's
+//     Config, listeners and the connection cap, the admin port (health,
+//     readiness, metrics, /drain), the drain and its recovery, tracing
+//     set-up, the catalog's sources (ConfigMap or file, the ConfigMaps and
+//     Secrets resources read, the propagation report), `sidecar drain` and
+//     the GC floor. It builds the Server and drives it through its exported
+//     handle; nothing below imports it.
 //   - sidecar (this package): the request path, the Server that holds the
-//     rooms' handles, and the rooms not yet cut out of it: the live overlay
-//     and the process.
+//     rooms' handles, and the room not yet cut out of it: the live catalog
+//     overlay and what serves it.
 //   - sidecar/legacy: the 2025-era client generation, behind its Room
 //     handle: session ids and this replica's state of each session
 //     (subscriptions, log level, GET streams), the translation into the
@@ -65,15 +72,15 @@
 //     input rounds.
 //   - catalogserve.go: the methods the catalog owns (lists, tools/call
 //     routing, resources/read, prompts/get, completion/complete) and hints.
-//   - overlay.go, sources.go: the live catalog (its diff and notifications)
-//     and where catalogs and resource contents come from.
+//   - overlay.go: the live catalog (its diff and notifications); its
+//     sources are the process room's (sidecar/app).
 //   - discover.go, listen.go, notify.go: server/discover and the merged
 //     capabilities; subscriptions/listen and the stream transports; the
 //     notifications clients send.
 //   - forward.go, forwarded.go: forwarding to the upstream (through
 //     sidecar/upstream), relaying SSE, stamping; the headers the upstream
 //     gets.
-//   - server.go, app.go, metrics.go, tracing.go, gcfloor.go, limits.go,
-//     drain*.go: the Server, the process (listeners, admin port, drain),
-//     metrics, traces, GC tuning, request limits.
+//   - server.go, metrics.go, tracing.go, limits.go: the Server (the rooms'
+//     handles, the in-flight count and the drain's abort), metrics, traces,
+//     request limits.
 package sidecar

@@ -29,7 +29,7 @@ type Metrics struct {
 	subscriptions        prometheus.Gauge
 	subscriptionBytes    prometheus.Gauge
 	subscriptionsRefused *prometheus.CounterVec
-	// connections on the MCP port (limitListener), and what the caps refused.
+	// connections on the MCP port (sidecar/app's limitListener), and what the caps refused.
 	connections        prometheus.Gauge
 	connectionsRefused prometheus.Counter
 	requestsRefused    prometheus.Counter
@@ -214,6 +214,33 @@ func (m *Metrics) admitted(f func() float64) {
 		Name: "switchboard_sidecar_requests_in_progress",
 		Help: "POSTs being served, from their headers on (a body still arriving included), listen streams aside (--max-inflight-requests).",
 	}, f))
+}
+
+// ConnectionOpened counts a connection the MCP port's cap (sidecar/app) let in.
+func (m *Metrics) ConnectionOpened() { m.connections.Inc() }
+
+// ConnectionClosed counts the end of a connection ConnectionOpened counted.
+func (m *Metrics) ConnectionClosed() { m.connections.Dec() }
+
+// ConnectionRefused counts a connection answered 503 past the cap.
+func (m *Metrics) ConnectionRefused() { m.connectionsRefused.Inc() }
+
+// ReportFailed counts a propagation report write that failed.
+func (m *Metrics) ReportFailed() { m.reportFailures.Inc() }
+
+// Draining sets the draining gauge.
+func (m *Metrics) Draining(on bool) {
+	if on {
+		m.draining.Set(1)
+	} else {
+		m.draining.Set(0)
+	}
+}
+
+// Drained records one finished drain: the listen streams it ended and how long it took.
+func (m *Metrics) Drained(streamsEnded int, d time.Duration) {
+	m.drainStreamsEnded.Add(float64(streamsEnded))
+	m.drainSeconds.Observe(d.Seconds())
 }
 
 // SubscriptionRefused counts a subscription refused by a bound (hub.Refused*; legacy.Observer).

@@ -85,7 +85,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.admitted.Add(1) > s.opts.MaxInflightRequests {
 		s.admitted.Add(-1)
 		s.m.requestsRefused.Inc()
-		w.Header().Set("Retry-After", busyRetryAfter)
+		w.Header().Set("Retry-After", BusyRetryAfter)
 		s.fail(w, nil, errBusy())
 		return
 	}

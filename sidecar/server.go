@@ -81,9 +81,9 @@ type Options struct {
 	Authn  *authn.Authenticator
 	Hub    *hub.Hub
 	Logger *slog.Logger
-	// upstream is a client shared with the overlay (NewUpstream when nil).
-	upstream *upstream.Client
-	Metrics  *Metrics
+	// Client is the upstream client, shared with the overlay (upstream.New when nil).
+	Client  *upstream.Client
+	Metrics *Metrics
 	// Tracing records a span per MCP request (nil: no traces; tracing.go).
 	Tracing *Tracing
 	// InputTimeout bounds the wait for a 2025-era client's answers to one
@@ -152,8 +152,8 @@ func NewServer(o Options) (*Server, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
-	if o.upstream == nil {
-		o.upstream = upstream.New(o.Upstream, o.MaxResponseBytes)
+	if o.Client == nil {
+		o.Client = upstream.New(o.Upstream, o.MaxResponseBytes)
 	}
 	if o.Hub == nil {
 		o.Hub = hub.New(hub.Options{Logger: o.Logger, Observer: o.Metrics})
@@ -162,7 +162,7 @@ func NewServer(o Options) (*Server, error) {
 		opts: o,
 		log:  o.Logger,
 		m:    o.Metrics,
-		up:   o.upstream,
+		up:   o.Client,
 		hub:  o.Hub,
 		tr:   o.Tracing,
 	}
@@ -185,9 +185,9 @@ func (s *Server) AbortInflight() {
 	s.abort(errDrainBudget)
 }
 
-// resetAbort gives connections accepted from now on a fresh abort context (a drained replica
+// ResetAbort gives connections accepted from now on a fresh abort context (a drained replica
 // that recovers); connections accepted during the drain were told Connection: close.
-func (s *Server) resetAbort() {
+func (s *Server) ResetAbort() {
 	s.abortMu.Lock()
 	defer s.abortMu.Unlock()
 	if s.abortCtx.Err() != nil {
@@ -250,6 +250,13 @@ func (s *Server) Upstream() *upstream.Client { return s.up }
 
 // Hub returns the listen hub.
 func (s *Server) Hub() *hub.Hub { return s.hub }
+
+// SetDraining says whether the replica is draining: every response then asks its client to
+// close the connection, and a listen is answered with its complete result at once.
+func (s *Server) SetDraining(on bool) { s.draining.Store(on) }
+
+// Draining reports whether the replica is draining.
+func (s *Server) Draining() bool { return s.draining.Load() }
 
 // Inflight returns the number of forwarded requests in progress.
 func (s *Server) Inflight() int64 { return s.inflight.Load() }

@@ -425,12 +425,13 @@ func (t *Tracing) startFanout(method, uri string) trace.Span {
 	return span
 }
 
-// drainSpan records one drain.
-func (t *Tracing) drainSpan(start time.Time, st DrainStatus) {
+// DrainSpan records one drain that began at start, ended streamsEnded listen streams and
+// answered aborted requests with an error at its budget's end.
+func (t *Tracing) DrainSpan(start time.Time, streamsEnded int, aborted int64) {
 	_, span := t.tracer.Start(context.Background(), drainSpanName, trace.WithTimestamp(start),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithNewRoot())
-	span.SetAttributes(attrDrained.Int(st.StreamsEnded), attrAborted.Int64(st.InflightAborted))
-	if st.InflightAborted > 0 {
+	span.SetAttributes(attrDrained.Int(streamsEnded), attrAborted.Int64(aborted))
+	if aborted > 0 {
 		span.SetStatus(codes.Error, "drain budget over: requests in flight answered with an error")
 	}
 	span.End()

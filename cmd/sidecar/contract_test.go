@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/internal/inject"
-	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/app"
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 )
 
@@ -18,8 +18,8 @@ import (
 
 // TestDrainTokenEnvName: injection and the sidecar name the drain token's variable alike.
 func TestDrainTokenEnvName(t *testing.T) {
-	if sidecar.DrainTokenEnv != inject.DrainTokenEnv {
-		t.Fatalf("the sidecar reads %s, injection sets %s", sidecar.DrainTokenEnv, inject.DrainTokenEnv)
+	if app.DrainTokenEnv != inject.DrainTokenEnv {
+		t.Fatalf("the sidecar reads %s, injection sets %s", app.DrainTokenEnv, inject.DrainTokenEnv)
 	}
 }
 
