@@ -378,7 +378,7 @@ func (w *auditWriter) finish() {
 	}
 	switch {
 	case req.session != nil:
-		rec.ProtocolVersion = req.session.version
+		rec.ProtocolVersion = req.session.Version()
 	case req.legacy:
 		rec.ProtocolVersion = w.version
 	default:

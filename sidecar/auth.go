@@ -1,16 +1,8 @@
 package sidecar
 
 import (
-	"context"
 	"errors"
 	"net/http"
-
-	authv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
@@ -96,41 +88,4 @@ func setIdentityHeaders(h http.Header, id *authn.Identity) {
 		h[protocol.HeaderSPIFFE] = []string{id.SPIFFE}
 	}
 	h[protocol.HeaderIssuer] = []string{id.Issuer}
-}
-
-// tokenReviews returns a client for TokenReviews, loaded as kubeClient loads its own: a REST
-// client for authentication.k8s.io/v1 only (not client-go's clientset, which registers every
-// API group at start-up; see kubeClient).
-func tokenReviews(kubeconfig string) (authn.TokenReviewer, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, err
-	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = kubeQPS, kubeBurst
-	cfg.UserAgent = "switchboard-sidecar"
-	cfg.APIPath = "/apis"
-	cfg.GroupVersion = &authv1.SchemeGroupVersion
-	scheme := runtime.NewScheme()
-	if err := authv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	cfg.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	if cfg.ContentType == "" {
-		cfg.ContentType = runtime.ContentTypeJSON
-	}
-	rc, err := rest.RESTClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return restTokenReviews{rc}, nil
-}
-
-type restTokenReviews struct{ rc rest.Interface }
-
-func (c restTokenReviews) Create(ctx context.Context, tr *authv1.TokenReview, _ metav1.CreateOptions) (*authv1.TokenReview, error) {
-	out := &authv1.TokenReview{}
-	return out, c.rc.Post().Resource("tokenreviews").Body(tr).Do(ctx).Into(out)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub/hubtest"
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
@@ -126,7 +127,7 @@ func newAuthzEnv(t testing.TB, access *catalog.Access) *authzEnv {
 	streams := hub.New(hub.Options{Keepalive: -1, Logger: quiet})
 	upc := upstream.New(up.URL, 0)
 	ov := NewOverlay(OverlayOptions{Hub: streams, Upstream: upc, Logger: quiet})
-	srv, err := NewServer(Options{Upstream: up.URL, upstream: upc, Overlay: ov, Hub: streams, Logger: quiet})
+	srv, err := NewServer(Options{Upstream: up.URL, Client: upc, Overlay: ov, Hub: streams, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +499,7 @@ func TestAuthzSessionBoundToSubject(t *testing.T) {
 		}
 	}
 	// A session minted for B's subject with the same key, presented by A.
-	forged, err := env.srv.sessions.mint("2025-11-25", nil, callerBinding(testCallers["b"]))
+	forged, err := env.srv.legacy.Mint("2025-11-25", nil, legacy.CallerBinding(testCallers["b"]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +507,7 @@ func TestAuthzSessionBoundToSubject(t *testing.T) {
 		t.Errorf("B's session presented by A: HTTP %d", a.Status)
 	}
 	// An anonymous session (minted without a caller) presented with A's token.
-	anon, _ := env.srv.sessions.mint("2025-11-25", nil, "")
+	anon, _ := env.srv.legacy.Mint("2025-11-25", nil, "")
 	if a := env.legacy("a", anon, "tools/list", ""); a.Status != http.StatusNotFound {
 		t.Errorf("an anonymous session presented by A: HTTP %d", a.Status)
 	}

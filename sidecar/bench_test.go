@@ -50,7 +50,7 @@ func BenchmarkForwardLegacy(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sid, err := s.sessions.mint("2025-11-25", []byte(`{"roots":{"listChanged":true}}`), "")
+	sid, err := s.legacy.Mint("2025-11-25", []byte(`{"roots":{"listChanged":true}}`), "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func BenchmarkLegacyWork(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sid, err := s.sessions.mint("2025-11-25", []byte(`{"roots":{"listChanged":true}}`), "")
+	sid, err := s.legacy.Mint("2025-11-25", []byte(`{"roots":{"listChanged":true}}`), "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -165,12 +165,12 @@ func BenchmarkLegacyWork(b *testing.B) {
 			b.Fatal(e)
 		}
 		hr := &http.Request{Header: h}
-		sess, e := s.legacySession(hr)
+		sess, e := s.legacy.SessionOf(hr)
 		if e != nil {
 			b.Fatal(e)
 		}
 		r.session = sess
-		if e := s.toModern(hr, r, sess.upCaps, "info"); e != nil {
+		if e := toModern(hr, r, sess.UpstreamCaps(), "info"); e != nil {
 			b.Fatal(e)
 		}
 		_ = s.finish(r, resp)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -25,7 +24,7 @@ import (
 
 func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (*http.Request, error) {
 	return func(cursor string) (*http.Request, error) {
-		body, err := withParams(req.body, func(params []byte) ([]byte, error) {
+		body, err := wire.WithParams(req.body, func(params []byte) ([]byte, error) {
 			if cursor == "" {
 				return wire.SetMembers(params, nil, []string{"cursor"})
 			}
@@ -41,22 +40,6 @@ func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (
 		setUpstreamHeaders(ureq, r)
 		return ureq, nil
 	}
-}
-
-// withParams rewrites the params member of a request body.
-func withParams(body []byte, edit func([]byte) ([]byte, error)) ([]byte, error) {
-	ps, pe, ok := wire.Span(body, "params")
-	if !ok || !wire.IsObject(body[ps:pe]) {
-		return nil, errors.New("request has no params object")
-	}
-	np, err := edit(body[ps:pe])
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, len(body)+len(np)-(pe-ps))
-	out = append(out, body[:ps]...)
-	out = append(out, np...)
-	return append(out, body[pe:]...), nil
 }
 
 // serveList answers one of the four lists: the upstream's list (read with
@@ -164,11 +147,7 @@ func writeMessage(w http.ResponseWriter, status int, b []byte) {
 
 // paramString returns a string member of the request params.
 func paramString(req *request, name string) (string, bool) {
-	raw, ok, _ := wire.Field(req.params, name)
-	if !ok {
-		return "", false
-	}
-	return wire.StringValue(raw)
+	return wire.StringField(req.params, name)
 }
 
 // serveToolCall refuses calls to tools clients cannot see and calls renamed
@@ -206,7 +185,7 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 		return
 	}
 	if upstream != name {
-		body, err := withParams(req.body, func(p []byte) ([]byte, error) {
+		body, err := wire.WithParams(req.body, func(p []byte) ([]byte, error) {
 			return wire.SetMembers(p, []wire.KV{{Key: "name", Val: wire.JSONString(upstream)}}, nil)
 		})
 		if err != nil {
@@ -223,11 +202,7 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 // (parseRequest has refused params in which another member spells "name"
 // in another case, which a case-insensitive upstream would read instead.)
 func toolName(params []byte) (string, bool) {
-	raw, ok, _ := wire.Field(params, "name")
-	if !ok {
-		return "", false
-	}
-	return wire.StringValue(raw)
+	return wire.StringField(params, "name")
 }
 
 // serveComplete answers completion/complete for a declared prompt or a

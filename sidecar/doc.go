@@ -9,9 +9,22 @@
 // above (docs/architecture.md has the rules; TestImportsFollowTheMap
 // enforces them).
 //
+//   - sidecar/app: the process, above the request path: the command line's
+//     Config, listeners and the connection cap, the admin port (health,
+//     readiness, metrics, /drain), the drain and its recovery, tracing
+//     set-up, the catalog's sources (ConfigMap or file, the ConfigMaps and
+//     Secrets resources read, the propagation report), `sidecar drain` and
+//     the GC floor. It builds the Server and drives it through its exported
+//     handle; nothing below imports it.
 //   - sidecar (this package): the request path, the Server that holds the
-//     rooms' handles, and the rooms not yet cut out of it: the 2025-era
-//     client generation, the live overlay and the process.
+//     rooms' handles, and the room not yet cut out of it: the live catalog
+//     overlay and what serves it.
+//   - sidecar/legacy: the 2025-era client generation, behind its Room
+//     handle: session ids and this replica's state of each session
+//     (subscriptions, log level, GET streams), the translation into the
+//     modern shape and back, the Mcp-Param-* headers of translated calls,
+//     cancellation and the input relay. Knows no request routing, no method
+//     table and no catalog.
 //   - sidecar/upstream: the server behind the sidecar, always spoken to in
 //     2026-07-28: the discover cache and readiness, the transports that
 //     translate for a 2025-era server (session pool, input relay, its GET
@@ -54,21 +67,21 @@
 //     use (package access decides); refusals look like unknown names.
 //   - auditing.go: the audit trail the catalog asks for: one record per
 //     audited request, written when its handler returns (package audit).
-//   - legacy.go, legacyinput.go, session.go, paramheaders.go: 2025-era
-//     clients: session ids, the methods the sidecar answers for them, the
-//     translation into the modern shape before the choke point, their GET
-//     streams and the input relay.
+//   - legacyserve.go: where the path meets sidecar/legacy: the methods the
+//     sidecar answers for 2025-era clients, their GET streams and DELETE,
+//     the translation before the choke point, a session's call through the
+//     input rounds.
 //   - catalogserve.go: the methods the catalog owns (lists, tools/call
 //     routing, resources/read, prompts/get, completion/complete) and hints.
-//   - overlay.go, sources.go: the live catalog (its diff and notifications)
-//     and where catalogs and resource contents come from.
+//   - overlay.go: the live catalog (its diff and notifications); its
+//     sources are the process room's (sidecar/app).
 //   - discover.go, listen.go, notify.go: server/discover and the merged
 //     capabilities; subscriptions/listen and the stream transports; the
 //     notifications clients send.
 //   - forward.go, forwarded.go: forwarding to the upstream (through
 //     sidecar/upstream), relaying SSE, stamping; the headers the upstream
 //     gets.
-//   - server.go, app.go, metrics.go, tracing.go, gcfloor.go, limits.go,
-//     drain*.go: the Server, the process (listeners, admin port, drain),
-//     metrics, traces, GC tuning, request limits.
+//   - server.go, metrics.go, tracing.go, limits.go: the Server (the rooms'
+//     handles, the in-flight count and the drain's abort), metrics, traces,
+//     request limits.
 package sidecar

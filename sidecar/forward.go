@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -54,15 +55,15 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 		switch {
 		case req.legacy:
 			// The headers a 2026 client sends for annotated arguments
-			// (paramheaders.go).
-			e = s.setParamHeaders(r, req)
+			// (sidecar/legacy).
+			e = s.legacy.SetParamHeaders(r, req.body)
 		default:
 			// The client's Mcp-Param-* headers must name unambiguous
 			// arguments (wire/strictjson.go); when the upstream will not see
 			// them, they are checked here, as it would check them.
-			e = s.checkBoundArgs(r, req)
+			e = s.legacy.CheckBoundArgs(r, req.body)
 			if e == nil && !s.upstreamSeesParamHeaders(r.Context()) {
-				e = s.checkParamHeaders(r, req)
+				e = s.legacy.CheckParamHeaders(r, req.body)
 			}
 		}
 		if e != nil {
@@ -72,7 +73,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 	}
 	if req.session != nil {
 		// A 2025-era session's call: cancellable by notifications/cancelled,
-		// and relayed through input rounds (legacyinput.go).
+		// and relayed through input rounds (sidecar/legacy).
 		s.forwardLegacy(w, r, req)
 		return
 	}
@@ -82,14 +83,14 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *request) {
 // forwardOnce sends req upstream once and answers the client. With lc (a
 // 2025-era session's call), an input_required answer is kept in lc for the
 // caller instead, and the answer is an event when lc's stream is started.
-func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *request, lc *legacyCall) {
+func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *request, lc *legacy.Call) {
 	// The upstream call ends when the client goes away or when the drain
 	// budget is over (AbortInflight), whichever comes first: both end the
 	// request context (BaseContext); a 2025-era client's
 	// notifications/cancelled ends lc.ctx too.
 	ctx := r.Context()
 	if lc != nil {
-		ctx = lc.ctx
+		ctx = lc.Ctx
 	}
 	ureq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
 	if err != nil {
@@ -117,7 +118,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 		return
 	}
 	defer resp.Body.Close()
-	started := lc != nil && lc.started
+	started := lc != nil && lc.Started
 	if !started {
 		copyHeaders(w.Header(), resp.Header)
 		if s.draining.Load() {
@@ -147,14 +148,14 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 			s.failCall(w, req, lc, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream response unreadable or too large"))
 			return
 		}
-		if lc.capture(buf.Bytes()) {
+		if lc.Capture(buf.Bytes()) {
 			noteInputRound(w)
 			return
 		}
 		noteResponse(w, buf.Bytes())
 		b := s.finish(req, buf.Bytes())
 		if started {
-			_ = writeEvent(w, b, false)
+			_ = legacy.WriteEvent(w, b, false)
 			return
 		}
 		w.Header()["Content-Length"] = []string{strconv.Itoa(len(b))}
@@ -187,8 +188,8 @@ func putRespBuf(b *bytes.Buffer) {
 // When the upstream stream ends before the final response (the drain budget
 // ran out, or the upstream went away), a request that expects an answer gets
 // a JSON-RPC error event with its id, so the client is answered, not cut.
-func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.Response, req *request, lc *legacyCall) {
-	if lc == nil || !lc.started {
+func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.Response, req *request, lc *legacy.Call) {
+	if lc == nil || !lc.Started {
 		h := w.Header()
 		h.Set("Cache-Control", "no-cache, no-transform")
 		h.Set("X-Accel-Buffering", "no")
@@ -199,7 +200,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 			_, _ = w.Write(hub.LegacyRetryEvent)
 		}
 		if lc != nil {
-			lc.started = true
+			lc.Started = true
 		}
 	}
 	rc := http.NewResponseController(w)
@@ -224,7 +225,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 			switch {
 			case s.abortedByDrain(r):
 				e = errDrained()
-			case r.Context().Err() != nil, lc != nil && lc.ctx.Err() != nil:
+			case r.Context().Err() != nil, lc != nil && lc.Ctx.Err() != nil:
 				return // the client went away or cancelled the call
 			default:
 				e = wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream ended the stream without answering")
@@ -246,7 +247,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 		}
 		final := false
 		if wire.IsResponse(data) {
-			if lc.capture(data) {
+			if lc.Capture(data) {
 				noteInputRound(w)
 				return
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -45,7 +46,7 @@ func FuzzParserDifferential(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	bindings := []paramBinding{{path: []string{"region"}, header: "Mcp-Param-Region"}, {path: []string{"nested", "kind"}, header: "Mcp-Param-protocol.Kind"}}
+	bindings := []legacy.Binding{{Path: []string{"region"}, Header: "Mcp-Param-Region"}, {Path: []string{"nested", "kind"}, Header: "Mcp-Param-protocol.Kind"}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, perr := parseRequest(body)
 		if perr != nil {
@@ -71,9 +72,9 @@ func FuzzParserDifferential(f *testing.F) {
 					d.name, got.id, got.method, got.name, got.uri, got.version, sc.id, sc.method, sc.name, sc.uri, sc.version, body)
 			}
 		}
-		// Arguments bound to headers (paramheaders.go).
+		// Arguments bound to headers (sidecar/legacy).
 		args, ok, _ := wire.Field(r.params, "arguments")
-		if !ok || !wire.IsObject(args) || boundArgsErr(args, bindings) != nil {
+		if !ok || !wire.IsObject(args) || legacy.BoundArgsErr(args, bindings) != nil {
 			return
 		}
 		scRegion := mustField(args, "region")

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -111,10 +112,10 @@ func FuzzLegacy(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, pv, sid string) {
-		if _, err := srv.sessions.open(sid); err == nil {
+		if _, err := srv.legacy.Open(sid); err == nil {
 			t.Fatalf("a session id that was never minted verified: %q", sid)
 		}
-		if out := legacyResult(json.RawMessage(`1`), body); json.Valid(body) && !json.Valid(out) {
+		if out := legacy.Result(json.RawMessage(`1`), body); json.Valid(body) && !json.Valid(out) {
 			t.Fatalf("legacyResult turned valid JSON into invalid JSON:\nin:  %q\nout: %q", body, out)
 		} else if json.Valid(body) && !bytes.Contains(out, []byte(`"code":-32603`)) {
 			// Only resultType, ttlMs and cacheScope leave the result.
@@ -142,7 +143,7 @@ func FuzzLegacy(f *testing.F) {
 			return
 		}
 		r := &http.Request{Header: h}
-		if e := srv.toModern(r, req, json.RawMessage(`{"roots":{}}`), "info"); e != nil {
+		if e := toModern(r, req, json.RawMessage(`{"roots":{}}`), "info"); e != nil {
 			return
 		}
 		m, perr := parseRequest(req.body)
@@ -154,7 +155,7 @@ func FuzzLegacy(f *testing.F) {
 		}
 		if nm := m.nameMember(); nm != "" {
 			if v, ok := paramString(m, nm); ok {
-				got, ok := decodeHeaderValue(h.Get(protocol.HeaderName))
+				got, ok := wire.DecodeHeaderValue(h.Get(protocol.HeaderName))
 				if !ok || got != v {
 					t.Fatalf("Mcp-Name %q does not mirror params.%s %q", h.Get(protocol.HeaderName), nm, v)
 				}
@@ -163,7 +164,7 @@ func FuzzLegacy(f *testing.F) {
 		if e := validate(h, m, srv.pol); e != nil && e.Code != wire.CodeHeaderMismatch && e.Code != wire.CodeInvalidParams && e.Code != wire.CodeMethodNotFound {
 			t.Fatalf("the modern form fails validation with %d %s: %q", e.Code, e.Message, req.body)
 		}
-		// An input round's retry (legacyinput.go): still one request, with
+		// An input round's retry (sidecar/legacy): still one request, with
 		// the answers and the state in params and a new id; the answer to
 		// it goes back under the client's id.
 		if e := retryWithInput(req, json.RawMessage(`{"k":{"action":"accept"}}`), json.RawMessage(`"st"`), 1); e != nil {
@@ -178,7 +179,7 @@ func FuzzLegacy(f *testing.F) {
 		if rt.method != req.method || string(rt.id) != string(req.upstreamID) || string(ir) != `{"k":{"action":"accept"}}` || string(st) != `"st"` {
 			t.Fatalf("the retry lost its shape: %q", req.body)
 		}
-		back := withClientID(req, []byte(`{"jsonrpc":"2.0","id":`+string(req.upstreamID)+`,"result":{}}`))
+		back := legacy.WithClientID(req.id, req.upstreamID, []byte(`{"jsonrpc":"2.0","id":`+string(req.upstreamID)+`,"result":{}}`))
 		if id, _, _ := wire.Field(back, "id"); string(id) != string(req.id) {
 			t.Fatalf("the retry's answer did not get the client's id back: %q", back)
 		}

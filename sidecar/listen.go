@@ -33,7 +33,7 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 		return
 	}
 	if e, reason := checkStreamURIs(want.ResourceSubscriptions); e != nil {
-		s.m.refuseSubscription(reason)
+		s.m.SubscriptionRefused(reason)
 		s.fail(w, req.id, e)
 		return
 	}
@@ -85,15 +85,15 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 		st.Expires = caller.Expiry
 	}
 	if !s.hub.Charge(st) {
-		s.m.refuseSubscription(refusedReplica)
-		s.fail(w, req.id, errSubscriptionLimit(http.StatusServiceUnavailable))
+		s.m.SubscriptionRefused(hub.RefusedReplica)
+		s.fail(w, req.id, hub.ErrSubscriptionLimit(http.StatusServiceUnavailable))
 		return
 	}
 	st.OnClose = s.hub.Uncharge
 	// A listen that honours nothing, or arrives while draining, gets its
 	// acknowledgement and then its complete result at once.
 	if !s.attachStream(w, r, st, ackEvent(st.ID, agreedJSON, st.Expires), kinds == 0 && len(uris) == 0, func() {
-		s.fail(w, req.id, errSubscriptionLimit(http.StatusServiceUnavailable))
+		s.fail(w, req.id, hub.ErrSubscriptionLimit(http.StatusServiceUnavailable))
 	}) {
 		s.hub.Uncharge(st) // never registered, or already closed
 	}
@@ -104,17 +104,17 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 // params; it returns the reason label too.
 func checkStreamURIs(uris []string) (*wire.Error, string) {
 	if len(uris) > MaxStreamSubscriptions {
-		return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: too many resourceSubscriptions (max "+strconv.Itoa(MaxStreamSubscriptions)+")"), refusedStream
+		return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: too many resourceSubscriptions (max "+strconv.Itoa(MaxStreamSubscriptions)+")"), hub.RefusedStream
 	}
 	var b int64
 	for _, u := range uris {
 		if len(u) > MaxURIBytes {
-			return uriError(http.StatusBadRequest), refusedURI
+			return uriError(http.StatusBadRequest), hub.RefusedURI
 		}
 		b += hub.SubscriptionBytes(u)
 	}
 	if b > MaxStreamSubscriptionBytes {
-		return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: resourceSubscriptions exceed "+strconv.Itoa(MaxStreamSubscriptionBytes)+" bytes"), refusedStream
+		return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Invalid params: resourceSubscriptions exceed "+strconv.Itoa(MaxStreamSubscriptionBytes)+" bytes"), hub.RefusedStream
 	}
 	return nil, ""
 }

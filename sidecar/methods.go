@@ -135,7 +135,7 @@ func init() {
 		"completion/complete": {owner: ownCatalog, serve: (*Server).serveComplete},
 
 		// Removed in 2026-07-28; a 2025-era session has them from the
-		// sidecar (legacy.go).
+		// sidecar (legacyserve.go, sidecar/legacy).
 		"initialize":            {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveInitialize},
 		"ping":                  {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveEmpty},
 		"logging/setLevel":      {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSetLevel},
@@ -143,7 +143,7 @@ func init() {
 		"resources/unsubscribe": {owner: ownSidecar, era: eraLegacy, legacyServe: (*Server).serveSubscribe},
 		// The notifications clients send. None is forwarded
 		// (serveNotification): a 2025-era client's notifications/cancelled
-		// ends the named call of its own session (legacyinput.go); a
+		// ends the named call of its own session (sidecar/legacy); a
 		// 2026-07-28 client cancels by closing its request's stream.
 		"notifications/cancelled":          {owner: ownSidecar, notification: true, legacyServe: (*Server).serveCancelled},
 		"notifications/initialized":        {owner: ownSidecar, era: eraLegacy, notification: true},

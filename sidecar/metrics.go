@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/audit"
+	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -29,7 +30,7 @@ type Metrics struct {
 	subscriptions        prometheus.Gauge
 	subscriptionBytes    prometheus.Gauge
 	subscriptionsRefused *prometheus.CounterVec
-	// connections on the MCP port (limitListener), and what the caps refused.
+	// connections on the MCP port (sidecar/app's limitListener), and what the caps refused.
 	connections        prometheus.Gauge
 	connectionsRefused prometheus.Counter
 	requestsRefused    prometheus.Counter
@@ -206,7 +207,7 @@ func NewMetrics() *Metrics {
 	for _, t := range []string{protocol.NotifToolsListChanged, protocol.NotifPromptsListChanged, protocol.NotifResourcesListChanged, protocol.NotifResourcesUpdated} {
 		m.notificationsSent.WithLabelValues(t)
 	}
-	for _, r := range []string{refusedURI, refusedStream, refusedSession, refusedReplica} {
+	for _, r := range []string{hub.RefusedURI, hub.RefusedStream, hub.RefusedSession, hub.RefusedReplica} {
 		m.subscriptionsRefused.WithLabelValues(r)
 	}
 	for _, r := range []string{audit.ReasonNotGranted, audit.ReasonUndeclared, audit.ReasonWithheld} {
@@ -232,7 +233,35 @@ func (m *Metrics) admitted(f func() float64) {
 	}, f))
 }
 
-func (m *Metrics) refuseSubscription(reason string) {
+// ConnectionOpened counts a connection the MCP port's cap (sidecar/app) let in.
+func (m *Metrics) ConnectionOpened() { m.connections.Inc() }
+
+// ConnectionClosed counts the end of a connection ConnectionOpened counted.
+func (m *Metrics) ConnectionClosed() { m.connections.Dec() }
+
+// ConnectionRefused counts a connection answered 503 past the cap.
+func (m *Metrics) ConnectionRefused() { m.connectionsRefused.Inc() }
+
+// ReportFailed counts a propagation report write that failed.
+func (m *Metrics) ReportFailed() { m.reportFailures.Inc() }
+
+// Draining sets the draining gauge.
+func (m *Metrics) Draining(on bool) {
+	if on {
+		m.draining.Set(1)
+	} else {
+		m.draining.Set(0)
+	}
+}
+
+// Drained records one finished drain: the listen streams it ended and how long it took.
+func (m *Metrics) Drained(streamsEnded int, d time.Duration) {
+	m.drainStreamsEnded.Add(float64(streamsEnded))
+	m.drainSeconds.Observe(d.Seconds())
+}
+
+// SubscriptionRefused counts a subscription refused by a bound (hub.Refused*; legacy.Observer).
+func (m *Metrics) SubscriptionRefused(reason string) {
 	m.subscriptionsRefused.WithLabelValues(reason).Inc()
 }
 

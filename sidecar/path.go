@@ -6,26 +6,27 @@ package sidecar
 //  1. Caller identity (auth.go, package authn): with the catalog's auth, a
 //     caller without a valid token is refused before anything is read.
 //  2. Transport guards (this file): POST only (a 2025-era session's GET and
-//     DELETE branch off to legacy.go), the in-flight cap, the bounded body
+//     DELETE branch off to legacyserve.go), the in-flight cap, the bounded body
 //     (readBody), Host and Origin (checkHostOrigin), Content-Type.
 //  3. Decode (validate.go, on sidecar/wire's exact-key scanner and strict
 //     JSON checks): parseRequest, then validate (headers, _meta claim,
 //     version), then Accept. A subscriptions/listen leaves the path here
 //     for its stream (listen.go, sidecar/hub).
-//  4. Client generation (legacy.go, legacyinput.go, session.go): a 2025-era
-//     request gets its session checked, the methods only the sidecar
-//     answers for 2025-era clients, and is turned into the modern shape;
-//     then it rejoins the path at dispatch. Notifications of every
+//  4. Client generation (legacyserve.go, on the room sidecar/legacy): a
+//     2025-era request gets its session checked, the methods only the
+//     sidecar answers for 2025-era clients, and is turned into the modern
+//     shape; then it rejoins the path at dispatch. Notifications of every
 //     generation stop at serveNotification (notify.go).
 //  5. The choke point (dispatch, below): the method table (methods.go)
 //     says who answers: the sidecar, the catalog, or the upstream.
 //  6. Catalog (catalogserve.go, authz.go, overlay.go, sidecar/rules): what
 //     the caller may use (package access) and the catalog's rules decide:
 //     answered from the catalog, refused as unknown, or renamed and sent on.
-//  7. Upstream (forward.go, and the client in upstream*.go): the request goes
+//  7. Upstream (forward.go, and the client in sidecar/upstream; a 2025-era
+//     session's call through forwardLegacy, legacyserve.go): the request goes
 //     to the MCP server, always in 2026-07-28 (a 2025-era or stdio server
 //     through the transports that translate).
-//  8. Stamping and response (forward.go stamp, legacy.go finish): cache hints
+//  8. Stamping and response (forward.go stamp, legacyserve.go finish): cache hints
 //     and resultType on the modern shape, or the 2025-era shape back.
 
 import (
@@ -39,6 +40,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
@@ -58,7 +60,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// 2. Transport guards.
 	if r.Method != http.MethodPost {
-		if s.pol.serveLegacy && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && len(r.Header[headerSessionID]) > 0 {
+		if s.pol.serveLegacy && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && len(r.Header[legacy.HeaderSessionID]) > 0 {
 			// A 2025-era session's notification stream, or its end. (Without
 			// a session there is nothing to stream or end: 405, as before.)
 			if e := s.checkHostOrigin(r); e != nil {
@@ -83,7 +85,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.admitted.Add(1) > s.opts.MaxInflightRequests {
 		s.admitted.Add(-1)
 		s.m.requestsRefused.Inc()
-		w.Header().Set("Retry-After", busyRetryAfter)
+		w.Header().Set("Retry-After", BusyRetryAfter)
 		s.fail(w, nil, errBusy())
 		return
 	}
@@ -204,7 +206,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 
 // dispatch is the choke point: every request of every protocol generation
 // that reaches the MCP server's features passes here, a 2025-era one after
-// legacy.go turned it into the modern shape. The method table says who
+// serveLegacy turned it into the modern shape. The method table says who
 // answers: the sidecar, the catalog (when one is served), or the upstream.
 // Notifications never get here: serveNotification answers them.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req *request) {

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/access"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
@@ -55,12 +55,12 @@ type Options struct {
 	DisableLocalhostProtection bool
 	// RejectLegacy answers claim-less (2025-era) traffic as a modern-only
 	// server (400 -32022 naming the supported versions; 405 for GET and
-	// DELETE) instead of serving it (legacy.go).
+	// DELETE) instead of serving it (sidecar/legacy).
 	RejectLegacy bool
 	// SessionKey signs 2025-era session ids; every replica of one MCPServer
 	// must share it (a random key when empty: sessions then work on this
 	// replica only). SessionServer names the server in the ids, and
-	// SessionTTL is their lifetime (DefaultSessionTTL when 0).
+	// SessionTTL is their lifetime (legacy.DefaultSessionTTL when 0).
 	SessionKey    []byte
 	SessionServer string
 	SessionTTL    time.Duration
@@ -82,13 +82,13 @@ type Options struct {
 	Authn  *authn.Authenticator
 	Hub    *hub.Hub
 	Logger *slog.Logger
-	// upstream is a client shared with the overlay (NewUpstream when nil).
-	upstream *upstream.Client
-	Metrics  *Metrics
+	// Client is the upstream client, shared with the overlay (upstream.New when nil).
+	Client  *upstream.Client
+	Metrics *Metrics
 	// Tracing records a span per MCP request (nil: no traces; tracing.go).
 	Tracing *Tracing
 	// InputTimeout bounds the wait for a 2025-era client's answers to one
-	// round of an upstream's input requests (DefaultInputTimeout when 0).
+	// round of an upstream's input requests (legacy.DefaultInputTimeout when 0).
 	InputTimeout time.Duration
 	// AuditOutput is where audit records go when the catalog's audit names no file (os.Stdout
 	// when nil; auditing.go); PodName names this pod in them.
@@ -123,19 +123,10 @@ type Server struct {
 	aborted  atomic.Int64 // forwarded requests answered by AbortInflight
 	// pol is the protocol versions served.
 	pol versionPolicy
-	// sessions mints and verifies 2025-era session ids; states is this
-	// replica's local state of those sessions.
-	sessions *sessionCodec
-	states   *sessionStates
-	// eventPrefix and eventSeq make SSE event ids unique across replicas.
-	eventPrefix string
-	eventSeq    atomic.Int64
-	// calls are the 2025-era calls in flight and the requests to 2025-era
-	// clients awaiting answers (legacyinput.go).
-	calls *clientCalls
-	// params are the upstream tools' x-mcp-header annotations, for the
-	// Mcp-Param-* headers of translated calls (paramheaders.go).
-	params *paramTools
+	// legacy is the 2025-era client generation: its sessions and their
+	// state on this replica, the calls in flight and the input relay, the
+	// upstream tools' x-mcp-header annotations (sidecar/legacy).
+	legacy *legacy.Room
 	// grants memoises callers' grants per catalog revision (authz.go).
 	grants access.Cache
 	// audit writes the audit trail the catalog asks for (auditing.go).
@@ -168,8 +159,8 @@ func NewServer(o Options) (*Server, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
-	if o.upstream == nil {
-		o.upstream = upstream.New(o.Upstream, o.MaxResponseBytes)
+	if o.Client == nil {
+		o.Client = upstream.New(o.Upstream, o.MaxResponseBytes)
 	}
 	if o.Hub == nil {
 		o.Hub = hub.New(hub.Options{Logger: o.Logger, Observer: o.Metrics})
@@ -178,27 +169,16 @@ func NewServer(o Options) (*Server, error) {
 		opts: o,
 		log:  o.Logger,
 		m:    o.Metrics,
-		up:   o.upstream,
+		up:   o.Client,
 		hub:  o.Hub,
 		tr:   o.Tracing,
 	}
 	// Read at scrape time: the hot path only moves the counter it checks anyway.
 	o.Metrics.admitted(func() float64 { return float64(s.admitted.Load()) })
 	s.pol = newPolicy(!o.RejectLegacy)
-	key := o.SessionKey
-	if len(key) == 0 {
-		key = NewSessionKey()
-	}
-	s.sessions = newSessionCodec(key, o.SessionServer, o.SessionTTL)
-	s.states = newSessionStates(s.hub.GiveSubscriptions)
-	s.calls = newClientCalls()
+	s.legacy = legacy.New(legacy.Options{Key: o.SessionKey, Server: o.SessionServer, TTL: o.SessionTTL,
+		InputTimeout: o.InputTimeout, Hub: s.hub, Upstream: s.up, Observer: s.m})
 	s.audit = newAuditor(o.AuditOutput, o.PodName, o.Logger, o.Metrics.auditDropped.Inc)
-	s.params = &paramTools{}
-	s.params.fetcher = s.readParamTools
-	if s.opts.InputTimeout <= 0 {
-		s.opts.InputTimeout = DefaultInputTimeout
-	}
-	s.eventPrefix = strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
 	s.abortCtx, s.abort = context.WithCancelCause(context.Background())
 	return s, nil
 }
@@ -213,9 +193,9 @@ func (s *Server) AbortInflight() {
 	s.abort(errDrainBudget)
 }
 
-// resetAbort gives connections accepted from now on a fresh abort context (a drained replica
+// ResetAbort gives connections accepted from now on a fresh abort context (a drained replica
 // that recovers); connections accepted during the drain were told Connection: close.
-func (s *Server) resetAbort() {
+func (s *Server) ResetAbort() {
 	s.abortMu.Lock()
 	defer s.abortMu.Unlock()
 	if s.abortCtx.Err() != nil {
@@ -279,6 +259,17 @@ func (s *Server) Upstream() *upstream.Client { return s.up }
 // Hub returns the listen hub.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
+// SetDraining says whether the replica is draining: every response then asks its client to
+// close the connection, and a listen is answered with its complete result at once.
+func (s *Server) SetDraining(on bool) { s.draining.Store(on) }
+
+// Draining reports whether the replica is draining.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// CloseAudit flushes and closes the audit trail's file sink, if the catalog named one; the
+// process calls it last, once no request is served any more.
+func (s *Server) CloseAudit() { s.audit.close() }
+
 // Inflight returns the number of forwarded requests in progress.
 func (s *Server) Inflight() int64 { return s.inflight.Load() }
 
@@ -288,7 +279,7 @@ func (s *Server) policy() versionPolicy { return s.pol }
 func newPolicy(serveLegacy bool) versionPolicy {
 	p := versionPolicy{serveLegacy: serveLegacy, supported: []string{protocol.Version}}
 	if serveLegacy {
-		p.supported = append(p.supported, legacyVersions...)
+		p.supported = append(p.supported, legacy.Versions...)
 	}
 	return p
 }

@@ -76,29 +76,3 @@ func TestParseRequestRefusesAmbiguousMembers(t *testing.T) {
 		})
 	}
 }
-
-// TestBoundArgsErr: members on the path of a header-bound property must be
-// given once and exactly; other arguments are the upstream's alone.
-func TestBoundArgsErr(t *testing.T) {
-	bindings := []paramBinding{{path: []string{"region"}, header: "Mcp-Param-Region"}, {path: []string{"spec", "kind"}, header: "Mcp-Param-protocol.Kind"}}
-	for _, c := range []struct {
-		args string
-		ok   bool
-	}{
-		{`{"region":"eu","spec":{"kind":"a"}}`, true},
-		{`{"Other":1,"other":2,"spec":{"x":1,"X":2}}`, true},
-		{`{"region":"eu","spec":"not an object"}`, true},
-		{`{"\u0072egion":"eu"}`, true},
-		{`{"region":"eu","Region":"us"}`, false},
-		{`{"region":"eu","region":"us"}`, false},
-		{`{"region":"eu","\u0072egion":"us"}`, false},
-		{`{"REGION":"us"}`, false},
-		{`{"spec":{"kind":"a","\u212Aind":"b"}}`, false},
-		{`{"spec":{"kind":"a"},"Spec":{"kind":"b"}}`, false},
-	} {
-		e := boundArgsErr([]byte(c.args), bindings)
-		if (e == nil) != c.ok || (e != nil && (e.Code != wire.CodeInvalidParams || e.Status != http.StatusBadRequest)) {
-			t.Errorf("%s: got %v, want ok=%v", c.args, e, c.ok)
-		}
-	}
-}

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -256,13 +257,13 @@ func (t *Tracing) startRequest(w http.ResponseWriter, r *http.Request, req *requ
 	case req.metaVersion != "":
 		attrs = append(attrs, attrProtocolVersion.String(req.metaVersion))
 	case req.session != nil:
-		attrs = append(attrs, attrProtocolVersion.String(req.session.version))
+		attrs = append(attrs, attrProtocolVersion.String(req.session.Version()))
 	default:
 		if v := wire.HeaderValue(r.Header, protocol.HeaderProtocolVersion); v != "" {
 			attrs = append(attrs, attrProtocolVersion.String(v))
 		}
 	}
-	if sid := wire.HeaderValue(r.Header, headerSessionID); sid != "" {
+	if sid := wire.HeaderValue(r.Header, legacy.HeaderSessionID); sid != "" {
 		attrs = append(attrs, attrSessionID.String(sessionIDHash(sid)))
 	}
 	span.SetAttributes(attrs...)
@@ -424,12 +425,13 @@ func (t *Tracing) startFanout(method, uri string) trace.Span {
 	return span
 }
 
-// drainSpan records one drain.
-func (t *Tracing) drainSpan(start time.Time, st DrainStatus) {
+// DrainSpan records one drain that began at start, ended streamsEnded listen streams and
+// answered aborted requests with an error at its budget's end.
+func (t *Tracing) DrainSpan(start time.Time, streamsEnded int, aborted int64) {
 	_, span := t.tracer.Start(context.Background(), drainSpanName, trace.WithTimestamp(start),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithNewRoot())
-	span.SetAttributes(attrDrained.Int(st.StreamsEnded), attrAborted.Int64(st.InflightAborted))
-	if st.InflightAborted > 0 {
+	span.SetAttributes(attrDrained.Int(streamsEnded), attrAborted.Int64(aborted))
+	if aborted > 0 {
 		span.SetStatus(codes.Error, "drain budget over: requests in flight answered with an error")
 	}
 	span.End()

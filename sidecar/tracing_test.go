@@ -247,7 +247,7 @@ func TestSampler(t *testing.T) {
 	if sp := tr.startFanout(protocol.NotifToolsListChanged, ""); sp != nil {
 		t.Error("sampling 0 started a fan-out span")
 	}
-	tr.drainSpan(time.Now(), DrainStatus{StreamsEnded: 3})
+	tr.DrainSpan(time.Now(), 3, 0)
 	spans := exp.GetSpans()
 	if len(spans) != 1 || spans[0].Name != drainSpanName || attrs(spans[0])["switchboard.drain.streams_ended"] != "3" {
 		t.Fatalf("with sampling 0 only the drain is recorded: %+v", spans)

@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -26,11 +26,11 @@ type request struct {
 	meta        []byte // raw params._meta, nil when absent
 	metaVersion string // _meta protocolVersion, "" when absent
 	hasVersion  bool
-	legacy      bool           // no modern claim: a 2025-era request (legacy.go)
-	spec        *methodSpec    // nil for a method the sidecar does not know
-	session     *legacySession // the verified 2025-era session, if any
+	legacy      bool            // no modern claim: a 2025-era request (legacyserve.go)
+	spec        *methodSpec     // nil for a method the sidecar does not know
+	session     *legacy.Session // the verified 2025-era session, if any
 	// upstreamID is the id a retried call goes upstream with (nil: the
-	// client's id; legacyinput.go).
+	// client's id; legacyserve.go).
 	upstreamID json.RawMessage
 	// response is set for a JSON-RPC response (a client answering a
 	// request the sidecar sent it); parseRequest then also returns an
@@ -148,15 +148,12 @@ func validID(id []byte) bool {
 // versionPolicy says which protocol versions the sidecar accepts.
 type versionPolicy struct {
 	// supported is what the sidecar advertises, newest first: the modern
-	// revision plus, when 2025-era clients are served, legacyVersions.
+	// revision plus, when 2025-era clients are served, legacy.Versions.
 	supported []string
-	// serveLegacy serves claim-less (2025-era) traffic (legacy.go) instead
+	// serveLegacy serves claim-less (2025-era) traffic (sidecar/legacy) instead
 	// of rejecting it.
 	serveLegacy bool
 }
-
-// isLegacy reports whether v is a 2025-era revision the sidecar knows.
-func isLegacy(v string) bool { return slices.Contains(legacyVersions, v) }
 
 func (p versionPolicy) unsupported(requested string) *wire.Error {
 	e := wire.NewError(http.StatusBadRequest, wire.CodeUnsupportedProtocolVersion, "Unsupported protocol version")
@@ -179,7 +176,7 @@ func validate(h http.Header, r *request, p versionPolicy) *wire.Error {
 		// header names a modern revision (then the modern checks below
 		// answer it).
 		switch {
-		case hv == "" || isLegacy(hv):
+		case hv == "" || legacy.IsVersion(hv):
 			if p.serveLegacy {
 				r.legacy = true
 				return nil
@@ -273,7 +270,7 @@ func checkMCPHeaders(h http.Header, r *request) *wire.Error {
 		if nh == "" {
 			return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, fmt.Sprintf("Header mismatch: missing required Mcp-Name header for method %q", r.method))
 		}
-		got, ok := decodeHeaderValue(nh)
+		got, ok := wire.DecodeHeaderValue(nh)
 		if !ok {
 			return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, "Header mismatch: Mcp-Name header contains invalid Base64 encoding")
 		}
@@ -335,37 +332,18 @@ func safeHeaderValue(v string) bool {
 	return true
 }
 
-const (
-	base64Prefix = "=?base64?"
-	base64Suffix = "?="
-)
-
-// decodeHeaderValue undoes the =?base64?…?= wrapping of an MCP header value.
-func decodeHeaderValue(v string) (string, bool) {
-	if enc, ok := strings.CutPrefix(v, base64Prefix); ok {
-		if enc, ok = strings.CutSuffix(enc, base64Suffix); ok {
-			b, err := base64.StdEncoding.DecodeString(enc)
-			if err != nil {
-				return "", false
-			}
-			return string(b), true
-		}
-	}
-	return v, true
-}
-
 // paramsMembers are the params members the sidecar reads or rewrites for any
-// method: _meta (validate.go, legacy.go), name and uri (routing, Mcp-Name,
+// method: _meta (validate.go, sidecar/legacy), name and uri (routing, Mcp-Name,
 // the catalog), arguments (prompts, Mcp-Param-*), cursor (lists), ref
 // (completion/complete), notifications (subscriptions/listen), the retry's
-// requestState and inputResponses (legacyinput.go), and the 2025-era
-// protocolVersion, capabilities, level and requestId (legacy.go).
+// requestState and inputResponses (sidecar/legacy), and the 2025-era
+// protocolVersion, capabilities, level and requestId (sidecar/legacy).
 var paramsMembers = []string{"_meta", "name", "uri", "arguments", "cursor", "ref", "notifications",
 	"requestState", "inputResponses", "protocolVersion", "capabilities", "level", "requestId"}
 
 // metaMembers are the params._meta keys the sidecar reads or sets, the
 // protocol version first (checkParams).
-var metaMembers = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, metaKeyLogLevel}
+var metaMembers = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, legacy.MetaKeyLogLevel}
 
 // refMembers are the params.ref members completion/complete is routed by.
 var refMembers = []string{"type", "name", "uri"}
@@ -384,7 +362,7 @@ func checkParams(params []byte) (meta, version []byte, e *wire.Error) {
 			ref = v
 		}
 	}); k != "" {
-		return nil, nil, ambiguousParam("params", k)
+		return nil, nil, wire.AmbiguousParam("params", k)
 	}
 	if wire.IsObject(meta) {
 		if k := wire.ScanKnown(meta, metaMembers, func(i int, v []byte) {
@@ -392,18 +370,13 @@ func checkParams(params []byte) (meta, version []byte, e *wire.Error) {
 				version = v
 			}
 		}); k != "" {
-			return nil, nil, ambiguousParam("params._meta", k)
+			return nil, nil, wire.AmbiguousParam("params._meta", k)
 		}
 	}
 	if wire.IsObject(ref) {
 		if k := wire.AmbiguousMember(ref, refMembers); k != "" {
-			return nil, nil, ambiguousParam("params.ref", k)
+			return nil, nil, wire.AmbiguousParam("params.ref", k)
 		}
 	}
 	return meta, version, nil
-}
-
-func ambiguousParam(where, key string) *wire.Error {
-	return wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams,
-		"Invalid params: member "+key+" of "+where+" repeats a member or differs from its name only in case")
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 )
 
 // uriOf returns a URI of exactly n bytes, distinct per i.
@@ -137,7 +138,7 @@ func TestSubscriptionsPerSession(t *testing.T) {
 	t.Run("bytes", func(t *testing.T) {
 		sid := legacyInit(t, e.mcp, "2025-11-25")
 		// Each 2000-byte URI costs 2002 bytes (as JSON, quotes included).
-		fit := sidecar.MaxSessionSubscriptionBytes / 2002
+		fit := legacy.MaxSessionSubscriptionBytes / 2002
 		for i := range fit {
 			if st, msg := subscribe(sid, i, uriOf(2000, i)); st != 200 || msg["result"] == nil {
 				t.Fatalf("subscription %d of %d: HTTP %d %v", i+1, fit, st, msg)
@@ -161,7 +162,7 @@ func TestSubscriptionsPerSession(t *testing.T) {
 	})
 	t.Run("count", func(t *testing.T) {
 		sid := legacyInit(t, e.mcp, "2025-11-25")
-		for i := range sidecar.MaxSessionSubscriptions {
+		for i := range legacy.MaxSessionSubscriptions {
 			if st, msg := subscribe(sid, i, fmt.Sprintf("test://c/%d", i)); st != 200 || msg["result"] == nil {
 				t.Fatalf("subscription %d: HTTP %d %v", i+1, st, msg)
 			}

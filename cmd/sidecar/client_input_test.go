@@ -344,7 +344,7 @@ func TestLegacyCancelledClosesTheUpstreamCall(t *testing.T) {
 // 2026-07-28 sidecar between them: the upstream's elicitation and sampling
 // requests become input_required on the sidecar's upstream side
 // (sidecar/upstream/legacy_input.go) and the client's requests again on its client
-// side (legacyinput.go), and the call completes with the client's answers.
+// side (sidecar/legacy/input.go), and the call completes with the client's answers.
 func TestLegacyClientInputThroughLegacyUpstream(t *testing.T) {
 	eachLegacyUpstream(t, func(t *testing.T, stdio bool) {
 		e := legacyEnv(t, stdio)

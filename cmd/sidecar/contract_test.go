@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/internal/inject"
-	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/app"
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 )
 
 // The controller (internal/inject) and the sidecar share no package, so the names they agree
@@ -17,15 +18,15 @@ import (
 
 // TestDrainTokenEnvName: injection and the sidecar name the drain token's variable alike.
 func TestDrainTokenEnvName(t *testing.T) {
-	if sidecar.DrainTokenEnv != inject.DrainTokenEnv {
-		t.Fatalf("the sidecar reads %s, injection sets %s", sidecar.DrainTokenEnv, inject.DrainTokenEnv)
+	if app.DrainTokenEnv != inject.DrainTokenEnv {
+		t.Fatalf("the sidecar reads %s, injection sets %s", app.DrainTokenEnv, inject.DrainTokenEnv)
 	}
 }
 
 // TestSessionKeyEnvName: injection sets the session key's variable the sidecar reads.
 func TestSessionKeyEnvName(t *testing.T) {
-	if sidecar.SessionKeyEnv != inject.SessionKeyEnv {
-		t.Fatalf("the sidecar reads %s, injection sets %s", sidecar.SessionKeyEnv, inject.SessionKeyEnv)
+	if legacy.SessionKeyEnv != inject.SessionKeyEnv {
+		t.Fatalf("the sidecar reads %s, injection sets %s", legacy.SessionKeyEnv, inject.SessionKeyEnv)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
-	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/app"
 )
 
 // drainCmd runs `sidecar drain` (the sidecar container's exec preStop hook) against admin and
@@ -71,7 +71,7 @@ func TestDrainCommand(t *testing.T) {
 	e := &env{upAddr: freePort(t)}
 	e.up = startUpstream(t, e.upAddr)
 	// No token in the environment: only the file.
-	e.startSidecarEnv(t, []string{sidecar.DrainTokenEnv + "="}, "--drain-token-file", tokenFile,
+	e.startSidecarEnv(t, []string{app.DrainTokenEnv + "="}, "--drain-token-file", tokenFile,
 		"--drain-delay", "200ms", "--drain-jitter", "0s", "--drain-budget", "2s", "--drain-recover-after=-1s")
 	s := listen(t, e.mcp, 1, `{"toolsListChanged":true}`)
 	s.next(t)

@@ -26,7 +26,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/freeport"
-	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/app"
 )
 
 var (
@@ -85,7 +85,7 @@ const testDrainToken = "test-drain-token-0123456789abcdef"
 
 func start(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
-	return startEnv(t, []string{sidecar.DrainTokenEnv + "=" + testDrainToken}, bin, args...)
+	return startEnv(t, []string{app.DrainTokenEnv + "=" + testDrainToken}, bin, args...)
 }
 
 // startEnv starts bin with these variables added to the test's environment.
@@ -179,7 +179,7 @@ func (e *env) startSidecarEnv(t *testing.T, vars []string, extra ...string) {
 	mcpAddr, adminAddr := freePort(t), freePort(t)
 	args := append([]string{"--upstream", "http://" + e.upAddr + "/mcp", "--listen", mcpAddr,
 		"--admin-listen", adminAddr, "--log-level", "debug"}, extra...)
-	e.sc = startEnv(t, append([]string{sidecar.DrainTokenEnv + "=" + testDrainToken}, vars...), sidecarBin, args...)
+	e.sc = startEnv(t, append([]string{app.DrainTokenEnv + "=" + testDrainToken}, vars...), sidecarBin, args...)
 	e.mcp = "http://" + mcpAddr + "/mcp"
 	e.admin = "http://" + adminAddr
 	eventually.True(t, "the sidecar to be ready", func() bool {

@@ -15,8 +15,10 @@ import (
 	"syscall"
 
 	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/app"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/stdio"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
@@ -30,25 +32,25 @@ func main() {
 		case "install": // copies this binary for the stdio bridge (init container)
 			os.Exit(stdio.Install(os.Args[2:]))
 		case "drain": // the sidecar container's preStop hook (docs/drain.md)
-			os.Exit(sidecar.DrainMain(os.Args[2:], os.Stdout, os.Stderr))
+			os.Exit(app.DrainMain(os.Args[2:], os.Stdout, os.Stderr))
 		}
 	}
-	var cfg sidecar.Config
+	var cfg app.Config
 	var origins, hosts, logLevel string
 	fs := flag.NewFlagSet("sidecar", flag.ExitOnError)
-	fs.StringVar(&cfg.Upstream, "upstream", sidecar.DefaultUpstream, "MCP endpoint URL of the server container")
-	fs.StringVar(&cfg.Listen, "listen", sidecar.DefaultListen, "address for MCP traffic")
-	fs.StringVar(&cfg.AdminListen, "admin-listen", sidecar.DefaultAdminListen, "address for /healthz, /readyz, /metrics and /drain")
-	fs.StringVar(&cfg.Path, "path", sidecar.DefaultPath, "HTTP path of the MCP endpoint")
+	fs.StringVar(&cfg.Upstream, "upstream", app.DefaultUpstream, "MCP endpoint URL of the server container")
+	fs.StringVar(&cfg.Listen, "listen", app.DefaultListen, "address for MCP traffic")
+	fs.StringVar(&cfg.AdminListen, "admin-listen", app.DefaultAdminListen, "address for /healthz, /readyz, /metrics and /drain")
+	fs.StringVar(&cfg.Path, "path", app.DefaultPath, "HTTP path of the MCP endpoint")
 	fs.StringVar(&origins, "allowed-origins", "", "comma-separated Origin values accepted besides loopback origins (* = any)")
 	fs.StringVar(&hosts, "allowed-hosts", "", "comma-separated Host names (or host:port) accepted besides loopback names; when set, all others get 403")
 	fs.BoolVar(&cfg.DisableLocalhostProtection, "disable-localhost-protection", false, "accept any Host on connections that arrive on a loopback address")
 	legacyClients := fs.String("legacy-clients", "Serve", "2025-era clients: Serve (sessions served by the sidecar through the catalog) or Reject (400 naming the supported versions; 405 for GET/DELETE)")
 	fs.BoolVar(&cfg.RejectLegacy, "reject-legacy", false, "the same as --legacy-clients=Reject")
-	sessionKeyFile := fs.String("session-key-file", "", "file holding the key that signs 2025-era session ids, shared by every replica of the server (else $"+sidecar.SessionKeyEnv+"; else a random key: sessions then work on this replica only)")
+	sessionKeyFile := fs.String("session-key-file", "", "file holding the key that signs 2025-era session ids, shared by every replica of the server (else $"+legacy.SessionKeyEnv+"; else a random key: sessions then work on this replica only)")
 	fs.StringVar(&cfg.SessionServer, "session-server", "", "server identity inside session ids (default: --catalog-configmap)")
-	fs.DurationVar(&cfg.SessionTTL, "session-ttl", sidecar.DefaultSessionTTL, "lifetime of a 2025-era session id")
-	fs.DurationVar(&cfg.InputTimeout, "input-timeout", sidecar.DefaultInputTimeout, "how long a call of a 2025-era client waits for the client's answers to the MCP server's elicitation, sampling or roots requests")
+	fs.DurationVar(&cfg.SessionTTL, "session-ttl", legacy.DefaultSessionTTL, "lifetime of a 2025-era session id")
+	fs.DurationVar(&cfg.InputTimeout, "input-timeout", legacy.DefaultInputTimeout, "how long a call of a 2025-era client waits for the client's answers to the MCP server's elicitation, sampling or roots requests")
 	fs.IntVar(&cfg.MaxListenStreams, "max-listen-streams", hub.DefaultMaxListenStreams, "cap on concurrent subscriptions/listen streams")
 	fs.IntVar(&cfg.MaxSubscriptions, "max-subscriptions", hub.DefaultMaxSubscriptions, "cap on the resource subscriptions held by this replica, every listen stream's and 2025-era session's together")
 	fs.Int64Var(&cfg.MaxSubscriptionBytes, "max-subscription-bytes", hub.DefaultMaxSubscriptionBytes, "cap on the bytes of the subscribed URIs held by this replica (as JSON strings)")
@@ -59,10 +61,10 @@ func main() {
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest accepted request body")
 	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", sidecar.DefaultMaxHeaderBytes, "largest accepted request header block")
 	fs.IntVar(&cfg.MaxResponseBytes, "max-response-bytes", upstream.DefaultMaxResponseBytes, "largest upstream JSON response or SSE event")
-	fs.DurationVar(&cfg.DrainDelay, "drain-delay", sidecar.DefaultDrainDelay, "on drain, time between failing readiness and ending listen streams")
-	fs.DurationVar(&cfg.DrainJitter, "drain-jitter", sidecar.DefaultDrainJitter, "on drain, period over which listen streams are ended")
-	fs.DurationVar(&cfg.DrainBudget, "drain-budget", sidecar.DefaultDrainBudget, "on drain, longest wait for forwarded requests in flight")
-	fs.StringVar(&cfg.DrainTokenFile, "drain-token-file", "", "file holding the token /drain must come with, read on every drain request (else $"+sidecar.DrainTokenEnv+"; neither: HTTP cannot drain)")
+	fs.DurationVar(&cfg.DrainDelay, "drain-delay", app.DefaultDrainDelay, "on drain, time between failing readiness and ending listen streams")
+	fs.DurationVar(&cfg.DrainJitter, "drain-jitter", app.DefaultDrainJitter, "on drain, period over which listen streams are ended")
+	fs.DurationVar(&cfg.DrainBudget, "drain-budget", app.DefaultDrainBudget, "on drain, longest wait for forwarded requests in flight")
+	fs.StringVar(&cfg.DrainTokenFile, "drain-token-file", "", "file holding the token /drain must come with, read on every drain request (else $"+app.DrainTokenEnv+"; neither: HTTP cannot drain)")
 	fs.DurationVar(&cfg.DrainRecoverAfter, "drain-recover-after", 0, "how long a drained sidecar that was not terminated stays out of service before serving again (0: drain-delay + drain-jitter + drain-budget + 5s; negative: never)")
 	fs.StringVar(&cfg.CatalogConfigMap, "catalog-configmap", "", "NAMESPACE/NAME of the catalog ConfigMap to watch and serve live (get/list/watch on that name)")
 	fs.StringVar(&cfg.CatalogFile, "catalog-file", "", "catalog file to serve live, re-read on change (instead of --catalog-configmap)")
@@ -77,7 +79,7 @@ func main() {
 	fs.IntVar(&cfg.TraceSamplingPerMillion, "trace-sampling-per-million", sidecar.DefaultTraceSamplingPerMillion, "traces sampled per million of those the sidecar starts (a client's sampled flag is followed, up to --trace-client-sampled-per-second)")
 	fs.IntVar(&cfg.TraceClientSampledPerSecond, "trace-client-sampled-per-second", sidecar.DefaultTraceClientSampledPerSecond, "requests per second a client's sampled flag may have traced; beyond it the sampling ratio decides (negative: never)")
 	maxProcs := fs.Int("max-procs", procs.DefaultMax, "OS threads running Go code at once (GOMAXPROCS) while serving requests; large notification fan-outs, and a load that queues on them, use the container's CPUs (0 = Go's default throughout; ignored when GOMAXPROCS is set)")
-	minHeap := fs.Uint64("min-heap-bytes", sidecar.DefaultMinHeapBytes, "heap size below which the garbage collector does not run (0 = Go's default; ignored when GOGC is set)")
+	minHeap := fs.Uint64("min-heap-bytes", app.DefaultMinHeapBytes, "heap size below which the garbage collector does not run (0 = Go's default; ignored when GOGC is set)")
 	_ = fs.Parse(os.Args[1:])
 
 	var lvl slog.Level
@@ -94,7 +96,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sidecar: --legacy-clients must be Serve or Reject")
 		os.Exit(2)
 	}
-	key := []byte(os.Getenv(sidecar.SessionKeyEnv))
+	key := []byte(os.Getenv(legacy.SessionKeyEnv))
 	if *sessionKeyFile != "" {
 		b, err := os.ReadFile(*sessionKeyFile)
 		if err != nil {
@@ -103,23 +105,23 @@ func main() {
 		}
 		key = bytes.TrimSpace(b)
 	}
-	if len(key) > 0 && len(key) < sidecar.MinSessionKeyBytes {
-		fmt.Fprintf(os.Stderr, "sidecar: the session key must be at least %d bytes\n", sidecar.MinSessionKeyBytes)
+	if len(key) > 0 && len(key) < legacy.MinSessionKeyBytes {
+		fmt.Fprintf(os.Stderr, "sidecar: the session key must be at least %d bytes\n", legacy.MinSessionKeyBytes)
 		os.Exit(2)
 	}
 	cfg.SessionKey = key
 	cfg.AllowedOrigins = splitList(origins)
 	cfg.AllowedHosts = splitList(hosts)
 	// From the environment, not a flag: flags show in every process listing.
-	cfg.DrainToken = os.Getenv(sidecar.DrainTokenEnv)
+	cfg.DrainToken = os.Getenv(app.DrainTokenEnv)
 
 	if !procs.EnvSet() {
 		defer procs.Limit(*maxProcs, 0)()
 	}
 	_, gogcSet := os.LookupEnv("GOGC")
-	defer sidecar.KeepHeapFloor(*minHeap, gogcSet)()
+	defer app.KeepHeapFloor(*minHeap, gogcSet)()
 
-	app, err := sidecar.New(cfg)
+	app, err := app.New(cfg)
 	if err != nil {
 		cfg.Logger.Error("Starting sidecar failed", "err", err)
 		os.Exit(1)

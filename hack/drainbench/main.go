@@ -39,7 +39,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/internal/freeport"
-	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/app"
 )
 
 // runTimeout bounds one run from the drain to the last re-listen.
@@ -156,7 +156,7 @@ func startSidecar(bin, upstream string, n int, args ...string) *sidecarProc {
 	p.cmd = exec.Command(bin, append([]string{"--upstream", upstream, "--listen", p.addr, "--admin-listen", p.admin,
 		"--max-listen-streams", strconv.Itoa(n + 100), "--log-level", "warn"}, args...)...)
 	p.cmd.Stderr = os.Stderr
-	p.cmd.Env = append(os.Environ(), sidecar.DrainTokenEnv+"="+drainToken)
+	p.cmd.Env = append(os.Environ(), app.DrainTokenEnv+"="+drainToken)
 	if err := p.cmd.Start(); err != nil {
 		log.Fatal(err)
 	}

@@ -30,7 +30,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 	"github.com/switchboard-mcp/switchboard/internal/managerproc"
 	"github.com/switchboard-mcp/switchboard/internal/sampleserver"
-	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/app"
 	"github.com/switchboard-mcp/switchboard/test/framework"
 )
 
@@ -246,7 +246,7 @@ func runSidecars(args []string) error {
 	defer upstream.Close()
 	kubeconfigs := map[string]string{}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var apps []*sidecar.App
+	var apps []*app.App
 	var wg sync.WaitGroup
 	for _, t := range targets {
 		sa := t.Namespace + "/" + t.ServiceAccount
@@ -259,9 +259,9 @@ func runSidecars(args []string) error {
 				return err
 			}
 		}
-		app, err := sidecar.New(sidecar.Config{
+		app, err := app.New(app.Config{
 			Upstream: upstream.URL + "/mcp", Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0",
-			Path: sidecar.DefaultPath, Logger: log, DrainBudget: time.Second,
+			Path: app.DefaultPath, Logger: log, DrainBudget: time.Second,
 			CatalogConfigMap: t.Namespace + "/" + t.CatalogMap, Kubeconfig: kubeconfigs[sa],
 		})
 		if err != nil {
@@ -275,7 +275,7 @@ func runSidecars(args []string) error {
 	pending := apps
 	hc := &http.Client{Timeout: 5 * time.Second}
 	for len(pending) > 0 {
-		var still []*sidecar.App
+		var still []*app.App
 		for _, a := range pending {
 			_, admin := a.Addrs()
 			resp, err := hc.Get("http://" + admin.String() + inject.ReadyzPath)

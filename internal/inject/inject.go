@@ -49,7 +49,7 @@ const (
 )
 
 // SessionKeyEnv carries the key that signs 2025-era session ids, from the server's session
-// Secret (the same name as sidecar.SessionKeyEnv), and SessionKeySecretKey is its key there.
+// Secret (the same name as sidecar/legacy.SessionKeyEnv), and SessionKeySecretKey is its key there.
 const (
 	SessionKeyEnv       = "SWITCHBOARD_SESSION_KEY"
 	SessionKeySecretKey = "key"

@@ -130,7 +130,7 @@ type Hub struct {
 	subCount int
 	subBytes int64
 
-	// toolsGen counts the tools changes published (the sidecar's paramheaders.go keeps
+	// toolsGen counts the tools changes published (sidecar/legacy's params.go keeps
 	// the upstream's tool annotations until it moves).
 	toolsGen atomic.Uint64
 
@@ -586,7 +586,7 @@ type callerGroup struct {
 // PublishViews publishes the list changes of one catalog computation caller by caller: changed
 // says which lists changed in the view of one caller (nil: a stream nobody authenticated), and
 // is called once per caller with open streams, never per stream; tools is whether the tools
-// list itself changed (paramheaders.go re-reads the upstream's annotations then). A caller
+// list itself changed (sidecar/legacy's params.go re-reads the upstream's annotations then). A caller
 // whose view did not change gets nothing. It returns the streams written.
 func (h *Hub) PublishViews(tools bool, changed func(*authn.Identity) protocol.Kind) int {
 	if tools {

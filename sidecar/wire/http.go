@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/base64"
 	"net/http"
 	"strings"
 )
@@ -30,4 +31,23 @@ func HeaderValue(h http.Header, canonicalKey string) string {
 func MediaTypeIs(ct, want string) bool {
 	mt, _, _ := strings.Cut(ct, ";")
 	return strings.EqualFold(strings.TrimSpace(mt), want)
+}
+
+const (
+	base64Prefix = "=?base64?"
+	base64Suffix = "?="
+)
+
+// DecodeHeaderValue undoes the =?base64?…?= wrapping of an MCP header value.
+func DecodeHeaderValue(v string) (string, bool) {
+	if enc, ok := strings.CutPrefix(v, base64Prefix); ok {
+		if enc, ok = strings.CutSuffix(enc, base64Suffix); ok {
+			b, err := base64.StdEncoding.DecodeString(enc)
+			if err != nil {
+				return "", false
+			}
+			return string(b), true
+		}
+	}
+	return v, true
 }

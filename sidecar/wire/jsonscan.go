@@ -209,6 +209,32 @@ func StringValue(raw []byte) (string, bool) {
 	return s, true
 }
 
+// StringField returns the string value of the top-level member named name
+// when it is present exactly once and a string.
+func StringField(obj []byte, name string) (string, bool) {
+	raw, ok, _ := Field(obj, name)
+	if !ok {
+		return "", false
+	}
+	return StringValue(raw)
+}
+
+// WithParams rewrites the params member of a JSON-RPC request body.
+func WithParams(body []byte, edit func([]byte) ([]byte, error)) ([]byte, error) {
+	ps, pe, ok := Span(body, "params")
+	if !ok || !IsObject(body[ps:pe]) {
+		return nil, errors.New("request has no params object")
+	}
+	np, err := edit(body[ps:pe])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(body)+len(np)-(pe-ps))
+	out = append(out, body[:ps]...)
+	out = append(out, np...)
+	return append(out, body[pe:]...), nil
+}
+
 // IsObject reports whether raw starts (after whitespace) an object.
 func IsObject(raw []byte) bool {
 	i := SkipWS(raw, 0)

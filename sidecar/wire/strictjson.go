@@ -211,3 +211,10 @@ func lowerASCII(c byte) byte {
 	}
 	return c
 }
+
+// AmbiguousParam refuses a request whose member key of where (a path such
+// as params.arguments) AmbiguousMember found.
+func AmbiguousParam(where, key string) *Error {
+	return NewError(http.StatusBadRequest, CodeInvalidParams,
+		"Invalid params: member "+key+" of "+where+" repeats a member or differs from its name only in case")
+}

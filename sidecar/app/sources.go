@@ -1,4 +1,4 @@
-package sidecar
+package app
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -24,6 +25,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar"
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
@@ -48,7 +51,7 @@ const (
 // ConfigMap (or file), the watched ConfigMaps/Secrets resources read, and
 // the propagation reporter.
 type catalogWiring struct {
-	overlay  *Overlay
+	overlay  *sidecar.Overlay
 	log      *slog.Logger
 	file     string
 	cm       *kubeObjectRef
@@ -100,7 +103,7 @@ func kubeClient(kubeconfig string) (rest.Interface, error) {
 
 // newCatalogWiring builds the overlay and its sources from the command
 // line; it returns nil when no catalog source is configured.
-func newCatalogWiring(cfg Config, hub *hub.Hub, up *upstream.Client, m *Metrics) (*catalogWiring, error) {
+func newCatalogWiring(cfg Config, hub *hub.Hub, up *upstream.Client, m *sidecar.Metrics) (*catalogWiring, error) {
 	if cfg.CatalogConfigMap == "" && cfg.CatalogFile == "" {
 		if cfg.ReportConfigMap != "" {
 			return nil, errors.New("--report-configmap needs --catalog-configmap or --catalog-file")
@@ -119,7 +122,7 @@ func newCatalogWiring(cfg Config, hub *hub.Hub, up *upstream.Client, m *Metrics)
 			return nil, err
 		}
 	}
-	opts := OverlayOptions{Hub: hub, Upstream: up, Logger: cfg.Logger, Metrics: m, PageSize: cfg.PageSize}
+	opts := sidecar.OverlayOptions{Hub: hub, Upstream: up, Logger: cfg.Logger, Metrics: m, PageSize: cfg.PageSize}
 	if cfg.CatalogConfigMap != "" {
 		ref, err := parseNamespacedName(cfg.CatalogConfigMap)
 		if err != nil {
@@ -140,7 +143,7 @@ func newCatalogWiring(cfg Config, hub *hub.Hub, up *upstream.Client, m *Metrics)
 		w.reporter = &reporter{client: client, ref: *ref, pod: cfg.PodName, log: cfg.Logger, m: m, kick: make(chan struct{}, 1)}
 		opts.Report = w.reporter.set
 	}
-	w.overlay = NewOverlay(opts)
+	w.overlay = sidecar.NewOverlay(opts)
 	if w.refs != nil {
 		w.refs.changed = w.overlay.ContentChanged
 	}
@@ -362,7 +365,7 @@ type reporter struct {
 	ref    kubeObjectRef
 	pod    string
 	log    *slog.Logger
-	m      *Metrics
+	m      *sidecar.Metrics
 	kick   chan struct{}
 
 	mu     sync.Mutex
@@ -398,7 +401,7 @@ func (r *reporter) run(ctx context.Context) {
 			continue
 		}
 		if err := r.write(ctx, *rep); err != nil {
-			r.m.reportFailures.Inc()
+			r.m.ReportFailed()
 			r.log.Warn("Writing the catalog report failed; retrying", "configMap", r.ref.namespace+"/"+r.ref.name, "err", err, "backoff", backoff)
 			retry = time.After(backoff)
 			backoff = min(backoff*2, reportBackoffCeiling)
@@ -438,4 +441,41 @@ type reportApply struct {
 type reportMeta struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
+}
+
+// tokenReviews returns a client for TokenReviews, loaded as kubeClient loads its own: a REST
+// client for authentication.k8s.io/v1 only (not client-go's clientset, which registers every
+// API group at start-up; see kubeClient).
+func tokenReviews(kubeconfig string) (authn.TokenReviewer, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = kubeQPS, kubeBurst
+	cfg.UserAgent = "switchboard-sidecar"
+	cfg.APIPath = "/apis"
+	cfg.GroupVersion = &authv1.SchemeGroupVersion
+	scheme := runtime.NewScheme()
+	if err := authv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	if cfg.ContentType == "" {
+		cfg.ContentType = runtime.ContentTypeJSON
+	}
+	rc, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return restTokenReviews{rc}, nil
+}
+
+type restTokenReviews struct{ rc rest.Interface }
+
+func (c restTokenReviews) Create(ctx context.Context, tr *authv1.TokenReview, _ metav1.CreateOptions) (*authv1.TokenReview, error) {
+	out := &authv1.TokenReview{}
+	return out, c.rc.Post().Resource("tokenreviews").Body(tr).Do(ctx).Into(out)
 }

@@ -1,4 +1,4 @@
-package sidecar
+package legacy
 
 import (
 	"context"
@@ -41,29 +41,29 @@ const (
 	maxParamDepth = 8
 )
 
-// paramBinding is one annotated property: its path in the arguments and
-// the header it travels in.
-type paramBinding struct {
-	path   []string
-	header string // canonical "Mcp-Param-{Name}"
-	label  string // "Mcp-Param-{Name}" as annotated (error messages)
+// Binding is one annotated property: its path in the arguments and the
+// header it travels in.
+type Binding struct {
+	Path   []string
+	Header string // canonical "Mcp-Param-{Name}"
+	Label  string // "Mcp-Param-{Name}" as annotated (error messages)
 }
 
 // paramTools is the upstream's annotated tools as last read.
 type paramTools struct {
 	mu      sync.Mutex
 	fetch   sync.Mutex // one tools/list read at a time
-	byTool  map[string][]paramBinding
+	byTool  map[string][]Binding
 	gen     uint64    // the hub's tools generation they were read at
 	read    time.Time // when they were read (zero: never)
 	failed  time.Time // the last failed read
 	known   bool
-	fetcher func(ctx context.Context) (map[string][]paramBinding, error)
+	fetcher func(ctx context.Context) (map[string][]Binding, error)
 }
 
 // lookup returns the bindings of tool (nil when it has none), reading the
 // upstream's tool list when what is kept is stale.
-func (p *paramTools) lookup(ctx context.Context, tool string, gen uint64) []paramBinding {
+func (p *paramTools) lookup(ctx context.Context, tool string, gen uint64) []Binding {
 	p.mu.Lock()
 	if p.known && p.gen == gen && time.Since(p.read) < paramToolsTTL {
 		b := p.byTool[tool]
@@ -95,15 +95,15 @@ func (p *paramTools) lookup(ctx context.Context, tool string, gen uint64) []para
 
 // readParamTools reads the upstream's tool list (every page) and keeps the
 // annotated tools.
-func (s *Server) readParamTools(ctx context.Context) (map[string][]paramBinding, error) {
+func (rm *Room) readParamTools(ctx context.Context) (map[string][]Binding, error) {
 	ctx, cancel := context.WithTimeout(ctx, upstream.DiscoverTimeout)
 	defer cancel()
-	items, _, pass, err := s.up.List("tools/list", "tools", func(cursor string) (*http.Request, error) {
+	items, _, pass, err := rm.up.List("tools/list", "tools", func(cursor string) (*http.Request, error) {
 		extra := ""
 		if cursor != "" {
 			extra = `,"cursor":` + string(wire.JSONString(cursor))
 		}
-		return upstream.ModernRequest(ctx, s.up.URL(), "switchboard-param-headers", "tools/list", extra)
+		return upstream.ModernRequest(ctx, rm.up.URL(), "switchboard-param-headers", "tools/list", extra)
 	})
 	if err != nil {
 		return nil, err
@@ -111,7 +111,7 @@ func (s *Server) readParamTools(ctx context.Context) (map[string][]paramBinding,
 	if pass != nil {
 		return nil, errUpstreamToolList
 	}
-	out := map[string][]paramBinding{}
+	out := map[string][]Binding{}
 	for _, raw := range items {
 		var t struct {
 			Name        string          `json:"name"`
@@ -133,7 +133,7 @@ var errUpstreamToolList = errors.New("upstream tools/list answered with an error
 // properties (nested objects included, up to maxParamDepth), as the spec
 // allows them: on string, integer and boolean properties, a header-name
 // token, each name once (case-insensitive). Anything else is skipped.
-func schemaBindings(schema json.RawMessage, prefix []string, out []paramBinding, depth int) []paramBinding {
+func schemaBindings(schema json.RawMessage, prefix []string, out []Binding, depth int) []Binding {
 	if depth >= maxParamDepth {
 		return out
 	}
@@ -156,10 +156,10 @@ func schemaBindings(schema json.RawMessage, prefix []string, out []paramBinding,
 				canon := http.CanonicalHeaderKey(protocol.HeaderParamPrefix + h)
 				dup := false
 				for _, b := range out {
-					dup = dup || strings.EqualFold(b.header, canon)
+					dup = dup || strings.EqualFold(b.Header, canon)
 				}
 				if !dup {
-					out = append(out, paramBinding{path: path, header: canon, label: protocol.HeaderParamPrefix + h})
+					out = append(out, Binding{Path: path, Header: canon, Label: protocol.HeaderParamPrefix + h})
 				}
 			}
 		}
@@ -187,23 +187,24 @@ func isToken(h string) bool {
 	return true
 }
 
-// setParamHeaders replaces whatever Mcp-Param-* headers a translated
-// tools/call carries with those its arguments call for. It refuses
-// arguments in which a bound member is ambiguous (boundArgsErr).
-func (s *Server) setParamHeaders(r *http.Request, req *request) *wire.Error {
+// SetParamHeaders replaces whatever Mcp-Param-* headers a translated
+// tools/call (r, whose body is body) carries with those its arguments call
+// for. It refuses arguments in which a bound member is ambiguous
+// (BoundArgsErr).
+func (rm *Room) SetParamHeaders(r *http.Request, body []byte) *wire.Error {
 	h := r.Header
 	for k := range h {
 		if len(k) > len(protocol.HeaderParamPrefix) && strings.EqualFold(k[:len(protocol.HeaderParamPrefix)], protocol.HeaderParamPrefix) {
 			delete(h, k)
 		}
 	}
-	args, bindings := s.boundArgs(r, req)
-	if e := boundArgsErr(args, bindings); e != nil {
+	args, bindings := rm.boundArgs(r, body)
+	if e := BoundArgsErr(args, bindings); e != nil {
 		return e
 	}
 	for _, b := range bindings {
 		v, ok := args, true
-		for _, p := range b.path {
+		for _, p := range b.Path {
 			if v, ok, _ = wire.Field(v, p); !ok {
 				break
 			}
@@ -212,20 +213,20 @@ func (s *Server) setParamHeaders(r *http.Request, req *request) *wire.Error {
 			continue
 		}
 		if hv, ok := paramHeaderValue(v); ok {
-			h[b.header] = []string{hv}
+			h[b.Header] = []string{hv}
 		}
 	}
 	return nil
 }
 
-// checkBoundArgs refuses a 2026 tools/call that carries Mcp-Param-*
-// headers when a bound member of its arguments is ambiguous (boundArgsErr):
+// CheckBoundArgs refuses a 2026 tools/call that carries Mcp-Param-*
+// headers when a bound member of its arguments is ambiguous (BoundArgsErr):
 // whoever trusts the header must find the same value in the body as the
 // upstream reads. Calls without such headers skip the tool lookup.
-func (s *Server) checkBoundArgs(r *http.Request, req *request) *wire.Error {
+func (rm *Room) CheckBoundArgs(r *http.Request, body []byte) *wire.Error {
 	for k := range r.Header {
 		if len(k) > len(protocol.HeaderParamPrefix) && strings.EqualFold(k[:len(protocol.HeaderParamPrefix)], protocol.HeaderParamPrefix) {
-			return boundArgsErr(s.boundArgs(r, req))
+			return BoundArgsErr(rm.boundArgs(r, body))
 		}
 	}
 	return nil
@@ -233,9 +234,9 @@ func (s *Server) checkBoundArgs(r *http.Request, req *request) *wire.Error {
 
 // boundArgs returns the arguments of a tools/call as it goes upstream (a
 // catalog rename is already in its body) and the upstream tool's bindings.
-func (s *Server) boundArgs(r *http.Request, req *request) ([]byte, []paramBinding) {
-	params, _, _ := wire.Field(req.body, "params")
-	name, ok := toolName(params)
+func (rm *Room) boundArgs(r *http.Request, body []byte) ([]byte, []Binding) {
+	params, _, _ := wire.Field(body, "params")
+	name, ok := wire.StringField(params, "name")
 	if !ok {
 		return nil, nil
 	}
@@ -243,22 +244,22 @@ func (s *Server) boundArgs(r *http.Request, req *request) ([]byte, []paramBindin
 	if !ok || !wire.IsObject(args) {
 		return nil, nil
 	}
-	return args, s.params.lookup(r.Context(), name, s.hub.ToolsGeneration())
+	return args, rm.params.lookup(r.Context(), name, rm.hub.ToolsGeneration())
 }
 
-// boundArgsErr refuses arguments in which a member on the path of a bound
+// BoundArgsErr refuses arguments in which a member on the path of a bound
 // property is given twice or in another case (wire/strictjson.go): the
 // Mcp-Param-* header would then carry one value while a case-insensitive
 // or last-duplicate-wins upstream reads another.
-func boundArgsErr(args []byte, bindings []paramBinding) *wire.Error {
+func BoundArgsErr(args []byte, bindings []Binding) *wire.Error {
 	for _, b := range bindings {
 		v := args
-		for _, p := range b.path {
+		for _, p := range b.Path {
 			if !wire.IsObject(v) {
 				break
 			}
 			if k := wire.AmbiguousMember(v, []string{p}); k != "" {
-				return ambiguousParam("params.arguments", k)
+				return wire.AmbiguousParam("params.arguments", k)
 			}
 			var ok bool
 			if v, ok, _ = wire.Field(v, p); !ok {
@@ -314,17 +315,7 @@ func needsBase64(s string) bool {
 	return strings.HasPrefix(s, "=?base64?") && strings.HasSuffix(s, "?=")
 }
 
-// upstreamSeesParamHeaders reports whether the upstream gets a client's
-// Mcp-Param-* headers, and so validates them itself: a 2026-07-28 server
-// does; a 2025-era one (over HTTP, or stdio behind the bridge) is sent
-// neither them nor any other Mcp-* header (sidecar/upstream/legacy.go). When the
-// upstream is not known yet the sidecar validates.
-func (s *Server) upstreamSeesParamHeaders(ctx context.Context) bool {
-	info, err := s.upstreamInfoFor(ctx)
-	return err == nil && info.ProtocolVersion == protocol.Version
-}
-
-// checkParamHeaders validates a 2026-07-28 client's Mcp-Param-* headers
+// CheckParamHeaders validates a 2026-07-28 client's Mcp-Param-* headers
 // against the arguments of its tools/call, as a 2026-07-28 server must
 // (spec §2.2: any server that processes the body) and with go-sdk's
 // answers, so that a client gets the same 400 -32020 whichever upstream is
@@ -332,14 +323,14 @@ func (s *Server) upstreamSeesParamHeaders(ctx context.Context) bool {
 // needs its header, with the value the spec's formatting gives (decoded
 // from =?base64?…?=); an absent or null one must have none. The
 // annotations are the upstream tool's (the body already names it, after a
-// catalog rename), as for setParamHeaders.
-func (s *Server) checkParamHeaders(r *http.Request, req *request) *wire.Error {
-	params, _, _ := wire.Field(req.body, "params")
-	name, ok := toolName(params)
+// catalog rename), as for SetParamHeaders.
+func (rm *Room) CheckParamHeaders(r *http.Request, body []byte) *wire.Error {
+	params, _, _ := wire.Field(body, "params")
+	name, ok := wire.StringField(params, "name")
 	if !ok {
 		return nil
 	}
-	bindings := s.params.lookup(r.Context(), name, s.hub.ToolsGeneration())
+	bindings := rm.params.lookup(r.Context(), name, rm.hub.ToolsGeneration())
 	if len(bindings) == 0 {
 		return nil
 	}
@@ -353,9 +344,9 @@ func (s *Server) checkParamHeaders(r *http.Request, req *request) *wire.Error {
 		return wire.NewError(http.StatusBadRequest, wire.CodeHeaderMismatch, "header mismatch: "+fmt.Sprintf(format, a...))
 	}
 	for _, b := range bindings {
-		hv := r.Header.Get(b.header)
+		hv := r.Header.Get(b.Header)
 		v, present, ambiguous := args, hasArgs && wire.IsObject(args), false
-		for _, p := range b.path {
+		for _, p := range b.Path {
 			if !present || !wire.IsObject(v) {
 				present = false
 				break
@@ -364,38 +355,38 @@ func (s *Server) checkParamHeaders(r *http.Request, req *request) *wire.Error {
 			v, present, d = wire.Field(v, p)
 			ambiguous = ambiguous || d
 		}
-		path := strings.Join(b.path, ".")
+		path := strings.Join(b.Path, ".")
 		if ambiguous {
 			// A member given twice: parsers differ on which one counts.
-			return mismatch("%s header value '%s' does not match body value", b.label, hv)
+			return mismatch("%s header value '%s' does not match body value", b.Label, hv)
 		}
 		if !present || string(v) == "null" {
 			if hv != "" {
-				return mismatch("unexpected %s header for absent or null parameter %q", b.label, path)
+				return mismatch("unexpected %s header for absent or null parameter %q", b.Label, path)
 			}
 			continue
 		}
 		if hv == "" {
-			return mismatch("missing %s header for parameter %q", b.label, path)
+			return mismatch("missing %s header for parameter %q", b.Label, path)
 		}
-		got, ok := decodeHeaderValue(hv)
+		got, ok := wire.DecodeHeaderValue(hv)
 		if !ok {
-			return mismatch("%s header contains invalid Base64 encoding", b.label)
+			return mismatch("%s header contains invalid Base64 encoding", b.Label)
 		}
 		want, isInt, ok := primitiveValue(v)
 		if !ok {
-			return mismatch("%s header present but body parameter %q is not a primitive type", b.label, path)
+			return mismatch("%s header present but body parameter %q is not a primitive type", b.Label, path)
 		}
 		if isInt {
 			f, err := strconv.ParseFloat(got, 64)
 			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger ||
 				strconv.FormatInt(int64(f), 10) != want {
-				return mismatch("%s header value '%s' does not match body value", b.label, hv)
+				return mismatch("%s header value '%s' does not match body value", b.Label, hv)
 			}
 			continue
 		}
 		if got != want {
-			return mismatch("%s header value '%s' does not match body value", b.label, hv)
+			return mismatch("%s header value '%s' does not match body value", b.Label, hv)
 		}
 	}
 	return nil

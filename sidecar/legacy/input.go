@@ -1,4 +1,4 @@
-package sidecar
+package legacy
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ import (
 //     responses from its POSTs (202), and retries the call upstream with
 //     params.inputResponses and params.requestState and a new JSON-RPC id,
 //     as the 2026 spec prescribes, until a complete result (at most
-//     maxInputRounds rounds). The client's answer must reach the replica
+//     MaxInputRounds rounds). The client's answer must reach the replica
 //     that holds the call (docs/sidecar.md).
 //   - Cancellation. A 2025-era client cancels with notifications/cancelled
 //     (closing its POST is not a cancellation in 2025-11-25); a 2026
@@ -47,9 +47,9 @@ const (
 	// DefaultInputTimeout bounds the wait for a client's answers to one
 	// round of input requests (a person may be answering an elicitation).
 	DefaultInputTimeout = 10 * time.Minute
-	// maxInputRounds bounds the input_required rounds of one call (go-sdk's
+	// MaxInputRounds bounds the input_required rounds of one call (go-sdk's
 	// client gives up after as many).
-	maxInputRounds = 10
+	MaxInputRounds = 10
 	// maxInputRequests bounds the input requests of one round.
 	maxInputRequests = 16
 	// maxPendingInputs bounds the input requests waiting for an answer on
@@ -76,9 +76,9 @@ var inputMethods = map[string]string{
 // (then the replica's event prefix, a sequence number and a random tail).
 const inputIDPrefix = "switchboard-input-"
 
-// errCancelledByClient is the cause of a call context ended by the client's
+// ErrCancelledByClient is the cause of a call context ended by the client's
 // notifications/cancelled.
-var errCancelledByClient = errors.New("cancelled by the client (notifications/cancelled)")
+var ErrCancelledByClient = errors.New("cancelled by the client (notifications/cancelled)")
 
 // callKey names a request of a session on this replica: the session's key
 // and the request id as the client wrote it.
@@ -99,8 +99,8 @@ func newClientCalls() *clientCalls {
 
 // track makes a session's call cancellable by notifications/cancelled: the
 // returned context ends when the client cancels it (cause
-// errCancelledByClient). done must be called when the call ends.
-func (c *clientCalls) track(parent context.Context, sess *legacySession, id json.RawMessage) (context.Context, func()) {
+// ErrCancelledByClient). done must be called when the call ends.
+func (c *clientCalls) track(parent context.Context, sess *Session, id json.RawMessage) (context.Context, func()) {
 	k := callKey{sess.key, string(id)}
 	ctx, cancel := context.WithCancelCause(parent)
 	c.mu.Lock()
@@ -129,13 +129,13 @@ func (c *clientCalls) cancel(k callKey) bool {
 	if cancel == nil {
 		return false
 	}
-	cancel(errCancelledByClient)
+	cancel(ErrCancelledByClient)
 	return true
 }
 
 // expect registers a request the sidecar is about to send to a session's
 // client; the client's response arrives on the returned channel.
-func (c *clientCalls) expect(sess *legacySession, prefix string) (id string, ch chan []byte, ok bool) {
+func (c *clientCalls) expect(sess *Session, prefix string) (id string, ch chan []byte, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.waiting) >= maxPendingInputs {
@@ -151,7 +151,7 @@ func (c *clientCalls) expect(sess *legacySession, prefix string) (id string, ch 
 }
 
 // forget drops a request the sidecar no longer waits for.
-func (c *clientCalls) forget(sess *legacySession, id string) {
+func (c *clientCalls) forget(sess *Session, id string) {
 	c.mu.Lock()
 	delete(c.waiting, callKey{sess.key, id})
 	c.mu.Unlock()
@@ -170,67 +170,26 @@ func (c *clientCalls) deliver(k callKey, msg []byte) bool {
 	return true
 }
 
-// serveCancelled answers a 2025-era client's notifications/cancelled: the
-// named call of its session, if in flight on this replica, is cancelled
-// (its upstream request closed). Always 202: the notification may name a
-// request that already finished, and the spec says to ignore it then.
-func (s *Server) serveCancelled(w http.ResponseWriter, _ *http.Request, req *request) {
-	if req.session != nil {
-		if raw, ok, _ := wire.Field(req.params, "requestId"); ok && validID(raw) {
-			if s.calls.cancel(callKey{req.session.key, string(raw)}) {
-				s.log.Debug("Call cancelled by the client", "requestId", string(raw))
-			}
-		}
-	}
-	w.WriteHeader(http.StatusAccepted)
-}
-
-// serveClientResponse takes a 2025-era client's JSON-RPC response to a
-// request the sidecar sent it (elicitation/create, sampling/createMessage,
-// roots/list) and hands it to the call waiting for it: 202. A late answer
-// to a request this replica sent (the call timed out or was cancelled, and
-// the client was told so) is accepted and dropped: refusing it would break
-// some clients' whole connection. A response to anything else (a request
-// another replica sent, an id the sidecar never used) is refused with 400,
-// as the 2025 transport says for input a server cannot accept.
-func (s *Server) serveClientResponse(w http.ResponseWriter, r *http.Request, req *request) {
-	sess, e := s.legacySession(r)
-	if e == nil && sess == nil {
-		e = wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Bad Request: a response needs the Mcp-Session-Id of the session whose request it answers")
-	}
-	if e != nil {
-		s.fail(w, nil, e)
-		return
-	}
-	if !s.calls.deliver(callKey{sess.key, string(req.id)}, req.body) &&
-		!bytes.HasPrefix(req.id, []byte(`"`+inputIDPrefix+s.eventPrefix)) {
-		s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest,
-			"Bad Request: no request with id "+string(req.id)+" of this session waits for an answer on this server (it timed out, was cancelled, or was sent by another replica)"))
-		return
-	}
-	w.WriteHeader(http.StatusAccepted)
-}
-
-// legacyCall is one 2025-era call that may go upstream several times: the
+// Call is one 2025-era call that may go upstream several times: the
 // context the client can cancel, and the call's response stream once the
 // sidecar holds it open as SSE across input rounds.
-type legacyCall struct {
-	ctx context.Context
-	// started is set once the answer is an SSE stream whose head has been
+type Call struct {
+	Ctx context.Context
+	// Started is set once the answer is an SSE stream whose head has been
 	// written: every later message is an event on it.
-	started bool
-	// inputs is the input_required result the last upstream attempt
+	Started bool
+	// Inputs is the input_required result the last upstream attempt
 	// captured (nil when it answered otherwise).
-	inputs []byte
-	// mrtr says the call may be answered input_required (tools/call,
+	Inputs []byte
+	// MRTR says the call may be answered input_required (tools/call,
 	// prompts/get, resources/read of a session whose client can answer).
-	mrtr bool
+	MRTR bool
 }
 
-// capture keeps an upstream response that is an input_required result
+// Capture keeps an upstream response that is an input_required result
 // instead of answering the client with it.
-func (lc *legacyCall) capture(msg []byte) bool {
-	if lc == nil || !lc.mrtr {
+func (lc *Call) Capture(msg []byte) bool {
+	if lc == nil || !lc.MRTR {
 		return false
 	}
 	rs, re, ok := wire.Span(msg, "result")
@@ -244,70 +203,30 @@ func (lc *legacyCall) capture(msg []byte) bool {
 	if v, _ := wire.StringValue(rt); v != protocol.ResultInputRequired {
 		return false
 	}
-	lc.inputs = bytes.Clone(msg[rs:re])
+	lc.Inputs = bytes.Clone(msg[rs:re])
 	return true
 }
 
-// forwardLegacy forwards a call of a 2025-era session: cancellable by the
-// client's notifications/cancelled, and answered through input rounds when
-// the upstream asks for input.
-func (s *Server) forwardLegacy(w http.ResponseWriter, r *http.Request, req *request) {
-	ctx, done := s.calls.track(r.Context(), req.session, req.id)
-	defer done()
-	lc := &legacyCall{ctx: ctx, mrtr: req.spec != nil && req.spec.inputRequired}
-	for round := 1; ; round++ {
-		lc.inputs = nil
-		s.forwardOnce(w, r, req, lc)
-		if ctx.Err() != nil && errors.Is(context.Cause(ctx), errCancelledByClient) && r.Context().Err() == nil {
-			// 2025: no response for a cancelled request. The POST ends as
-			// an empty event stream, which clients read as "no answer".
-			if !lc.started {
-				startEvents(w, req)
-			}
-			return
-		}
-		if lc.inputs == nil {
-			return
-		}
-		if round > maxInputRounds {
-			s.failCall(w, req, lc, wire.NewError(http.StatusOK, wire.CodeInternalError,
-				"Internal error: the MCP server asked for client input more than "+strconv.Itoa(maxInputRounds)+" times in one call"))
-			return
-		}
-		responses, state, e := s.askClient(w, r, req, lc)
-		if e != nil {
-			if e != errNoAnswer {
-				s.failCall(w, req, lc, e)
-			}
-			return
-		}
-		if e := retryWithInput(req, responses, state, round); e != nil {
-			s.failCall(w, req, lc, e)
-			return
-		}
-	}
-}
-
-// errNoAnswer: the call ended without anything more to write (cancelled by
+// ErrNoAnswer says the call ended without anything more to write (cancelled by
 // the client, or the client went away).
-var errNoAnswer = &wire.Error{}
+var ErrNoAnswer = &wire.Error{}
 
-// startEvents turns a call's response into an SSE stream (head written, not
-// yet flushed).
-func startEvents(w http.ResponseWriter, req *request) {
+// StartEvents turns a call's response into an SSE stream (head written, not
+// yet flushed); retry adds the 2025-era reconnection hint.
+func StartEvents(w http.ResponseWriter, retry bool) {
 	h := w.Header()
 	h.Del("Content-Length")
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if req.legacy {
+	if retry {
 		_, _ = w.Write(hub.LegacyRetryEvent)
 	}
 }
 
-// writeEvent writes one message as an SSE event on a started stream.
-func writeEvent(w http.ResponseWriter, msg []byte, flush bool) error {
+// WriteEvent writes one message as an SSE event on a started stream.
+func WriteEvent(w http.ResponseWriter, msg []byte, flush bool) error {
 	out := make([]byte, 0, len(msg)+24)
 	out = append(out, "event: message\ndata: "...)
 	out = append(out, msg...)
@@ -321,34 +240,23 @@ func writeEvent(w http.ResponseWriter, msg []byte, flush bool) error {
 	return nil
 }
 
-// failCall answers a call with an error: an event when its stream is
-// started, else as failReq does.
-func (s *Server) failCall(w http.ResponseWriter, req *request, lc *legacyCall, e *wire.Error) {
-	if lc != nil && lc.started {
-		s.m.countError(e.Code)
-		auditError(w, e)
-		_ = writeEvent(w, wire.ErrorBody(req.id, e), false)
-		return
-	}
-	s.failReq(w, req, e)
-}
-
 // inputRequest is one entry of an InputRequiredResult's inputRequests.
 type inputRequest struct {
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params,omitempty"`
 }
 
-// askClient sends the input requests of lc.inputs to the client as
+// AskClient sends the input requests of lc.Inputs to the client of sess as
 // 2025-era server-to-client requests on the call's stream and waits for
 // every answer. It returns the inputResponses object for the retry and the
-// requestState to echo.
-func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request, lc *legacyCall) (json.RawMessage, json.RawMessage, *wire.Error) {
+// requestState to echo. When the call's context ends, drained says whether
+// the drain ended it, and with which answer (nil: the client did).
+func (rm *Room) AskClient(w http.ResponseWriter, r *http.Request, sess *Session, lc *Call, drained func() *wire.Error) (json.RawMessage, json.RawMessage, *wire.Error) {
 	var ir struct {
 		InputRequests map[string]inputRequest `json:"inputRequests"`
 		RequestState  json.RawMessage         `json:"requestState"`
 	}
-	if err := json.Unmarshal(lc.inputs, &ir); err != nil {
+	if err := json.Unmarshal(lc.Inputs, &ir); err != nil {
 		return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: the MCP server's input_required result is malformed: "+err.Error())
 	}
 	if len(ir.InputRequests) == 0 {
@@ -366,7 +274,7 @@ func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request,
 		if !ok {
 			return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: the MCP server asked for input by "+strconv.Quote(in.Method)+", which is not elicitation/create, sampling/createMessage or roots/list")
 		}
-		if _, declared, _ := wire.Field(req.session.caps, capName); !declared {
+		if _, declared, _ := wire.Field(sess.caps, capName); !declared {
 			return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError,
 				"Internal error: the MCP server asked for "+in.Method+", but this client did not declare the "+capName+" capability in initialize")
 		}
@@ -376,19 +284,19 @@ func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request,
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if !lc.started {
-		startEvents(w, req)
-		lc.started = true
+	if !lc.Started {
+		StartEvents(w, true)
+		lc.Started = true
 	}
 	out := make([]sentInput, 0, len(keys))
 	defer func() {
 		for _, x := range out {
-			s.calls.forget(req.session, x.id)
+			rm.calls.forget(sess, x.id)
 		}
 	}()
 	for _, k := range keys {
 		in := ir.InputRequests[k]
-		id, ch, ok := s.calls.expect(req.session, s.eventPrefix)
+		id, ch, ok := rm.calls.expect(sess, rm.eventPrefix)
 		if !ok {
 			return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: too many requests to clients wait for an answer on this server; retry later")
 		}
@@ -403,15 +311,15 @@ func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request,
 			msg = append(msg, in.Params...)
 		}
 		msg = append(msg, '}')
-		if writeEvent(w, msg, false) != nil {
-			return nil, nil, errNoAnswer
+		if WriteEvent(w, msg, false) != nil {
+			return nil, nil, ErrNoAnswer
 		}
 	}
 	rc := http.NewResponseController(w)
 	if rc.Flush() != nil {
-		return nil, nil, errNoAnswer
+		return nil, nil, ErrNoAnswer
 	}
-	deadline := time.NewTimer(s.opts.InputTimeout)
+	deadline := time.NewTimer(rm.inputTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(inputKeepalive)
 	defer tick.Stop()
@@ -424,20 +332,20 @@ func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request,
 			case msg = <-x.ch:
 			case <-tick.C:
 				if _, err := w.Write([]byte(": waiting for the client's input\n\n")); err != nil || rc.Flush() != nil {
-					return nil, nil, errNoAnswer
+					return nil, nil, ErrNoAnswer
 				}
 			case <-deadline.C:
-				s.cancelInputs(w, out[i:], "timed out")
+				cancelInputs(w, out[i:], "timed out")
 				return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError,
-					"Internal error: the client did not answer the MCP server's "+ir.InputRequests[x.key].Method+" request within "+s.opts.InputTimeout.String())
-			case <-lc.ctx.Done():
-				if s.abortedByDrain(r) {
-					return nil, nil, errDrained()
+					"Internal error: the client did not answer the MCP server's "+ir.InputRequests[x.key].Method+" request within "+rm.inputTimeout.String())
+			case <-lc.Ctx.Done():
+				if e := drained(); e != nil {
+					return nil, nil, e
 				}
 				if r.Context().Err() == nil {
-					s.cancelInputs(w, out[i:], "the call was cancelled")
+					cancelInputs(w, out[i:], "the call was cancelled")
 				}
-				return nil, nil, errNoAnswer
+				return nil, nil, ErrNoAnswer
 			}
 		}
 		res, hasResult, _ := wire.Field(msg, "result")
@@ -449,7 +357,7 @@ func (s *Server) askClient(w http.ResponseWriter, r *http.Request, req *request,
 					text = m
 				}
 			}
-			s.cancelInputs(w, out[i+1:], "another input request failed")
+			cancelInputs(w, out[i+1:], "another input request failed")
 			return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError,
 				"Internal error: the client answered the MCP server's "+ir.InputRequests[x.key].Method+" request with an error: "+text)
 		}
@@ -473,18 +381,19 @@ type sentInput struct {
 
 // cancelInputs tells the client that the sidecar no longer waits for these
 // requests (2025 notifications/cancelled, best effort).
-func (s *Server) cancelInputs(w http.ResponseWriter, pending []sentInput, reason string) {
+func cancelInputs(w http.ResponseWriter, pending []sentInput, reason string) {
 	for _, x := range pending {
-		_ = writeEvent(w, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+x.id+`,"reason":`+string(wire.JSONString(reason))+`}}`), false)
+		_ = WriteEvent(w, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+x.id+`,"reason":`+string(wire.JSONString(reason))+`}}`), false)
 	}
 	_ = http.NewResponseController(w).Flush()
 }
 
-// retryWithInput rewrites a call for its next upstream attempt: the
-// client's answers in params.inputResponses, the upstream's requestState
-// echoed (dropped when it gave none), and a new JSON-RPC id (the answer is
-// given the client's id back in finish).
-func retryWithInput(req *request, responses, state json.RawMessage, round int) *wire.Error {
+// RetryWithInput rewrites the body of a call (whose client id is id) for
+// its next upstream attempt: the client's answers in params.inputResponses,
+// the upstream's requestState echoed (dropped when it gave none), and a new
+// JSON-RPC id, upID (the answer is given the client's id back by
+// WithClientID).
+func RetryWithInput(body []byte, id, responses, state json.RawMessage, round int) (_, upID []byte, _ *wire.Error) {
 	sets := []wire.KV{{Key: "inputResponses", Val: responses}}
 	var drop []string
 	if len(state) > 0 && string(state) != "null" {
@@ -492,31 +401,28 @@ func retryWithInput(req *request, responses, state json.RawMessage, round int) *
 	} else {
 		drop = []string{"requestState"}
 	}
-	body, err := withParams(req.body, func(p []byte) ([]byte, error) { return wire.SetMembers(p, sets, drop) })
+	body, err := wire.WithParams(body, func(p []byte) ([]byte, error) { return wire.SetMembers(p, sets, drop) })
 	if err != nil {
-		return wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: retrying the call with the client's input: "+err.Error())
+		return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: retrying the call with the client's input: "+err.Error())
 	}
-	upID := wire.JSONString("switchboard-retry-" + strconv.Itoa(round) + "-" + string(req.id))
+	upID = wire.JSONString("switchboard-retry-" + strconv.Itoa(round) + "-" + string(id))
 	body, err = wire.SetMembers(body, []wire.KV{{Key: "id", Val: upID}}, nil)
 	if err != nil {
-		return wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: retrying the call with the client's input: "+err.Error())
+		return nil, nil, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: retrying the call with the client's input: "+err.Error())
 	}
-	req.body = body
-	req.params, _, _ = wire.Field(body, "params")
-	req.upstreamID = upID
-	return nil
+	return body, upID, nil
 }
 
-// withClientID gives an upstream answer to a retried call the client's
-// request id back.
-func withClientID(req *request, msg []byte) []byte {
-	if req.upstreamID == nil {
+// WithClientID gives an upstream answer to a retried call (sent upstream
+// as upstreamID; nil: not retried) the client's request id back.
+func WithClientID(id, upstreamID json.RawMessage, msg []byte) []byte {
+	if upstreamID == nil {
 		return msg
 	}
 	if _, ok, _ := wire.Field(msg, "id"); !ok {
 		return msg
 	}
-	out, err := wire.SetMembers(msg, []wire.KV{{Key: "id", Val: req.id}}, nil)
+	out, err := wire.SetMembers(msg, []wire.KV{{Key: "id", Val: id}}, nil)
 	if err != nil {
 		return msg
 	}

@@ -1,9 +1,12 @@
-package sidecar
+package legacy
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 func TestParamHeaderValue(t *testing.T) {
@@ -49,11 +52,37 @@ func TestSchemaBindings(t *testing.T) {
 		"nested":{"type":"object","properties":{"flag":{"type":"boolean","x-mcp-header":"Flag"}}}}}`)
 	got := map[string]string{}
 	for _, b := range schemaBindings(schema, nil, nil, 0) {
-		got[b.header] = strings.Join(b.path, ".")
+		got[b.Header] = strings.Join(b.Path, ".")
 	}
 	// region and again name the same header: whichever comes first is kept.
 	if len(got) != 3 || got["Mcp-Param-Count"] != "count" || got["Mcp-Param-Flag"] != "nested.flag" ||
 		(got["Mcp-Param-Region"] != "region" && got["Mcp-Param-Region"] != "again") {
 		t.Fatalf("bindings = %v", got)
+	}
+}
+
+// TestBoundArgsErr: members on the path of a header-bound property must be
+// given once and exactly; other arguments are the upstream's alone.
+func TestBoundArgsErr(t *testing.T) {
+	bindings := []Binding{{Path: []string{"region"}, Header: "Mcp-Param-Region"}, {Path: []string{"spec", "kind"}, Header: "Mcp-Param-protocol.Kind"}}
+	for _, c := range []struct {
+		args string
+		ok   bool
+	}{
+		{`{"region":"eu","spec":{"kind":"a"}}`, true},
+		{`{"Other":1,"other":2,"spec":{"x":1,"X":2}}`, true},
+		{`{"region":"eu","spec":"not an object"}`, true},
+		{`{"\u0072egion":"eu"}`, true},
+		{`{"region":"eu","Region":"us"}`, false},
+		{`{"region":"eu","region":"us"}`, false},
+		{`{"region":"eu","\u0072egion":"us"}`, false},
+		{`{"REGION":"us"}`, false},
+		{`{"spec":{"kind":"a","\u212Aind":"b"}}`, false},
+		{`{"spec":{"kind":"a"},"Spec":{"kind":"b"}}`, false},
+	} {
+		e := BoundArgsErr([]byte(c.args), bindings)
+		if (e == nil) != c.ok || (e != nil && (e.Code != wire.CodeInvalidParams || e.Status != http.StatusBadRequest)) {
+			t.Errorf("%s: got %v, want ok=%v", c.args, e, c.ok)
+		}
 	}
 }

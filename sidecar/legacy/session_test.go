@@ -1,4 +1,4 @@
-package sidecar
+package legacy
 
 import (
 	"encoding/base64"
@@ -131,7 +131,7 @@ func BenchmarkSessionOpen(b *testing.B) {
 // (elicitation/create…) is the handle its answer is delivered by; it must not be derivable from
 // the event prefix every priming event id shows plus a sequence number.
 func TestInputIDsUnpredictable(t *testing.T) {
-	sess := &legacySession{key: "k"}
+	sess := &Session{key: "k"}
 	a, b := newClientCalls(), newClientCalls()
 	ida, _, _ := a.expect(sess, "p-")
 	idb, _, _ := b.expect(sess, "p-")

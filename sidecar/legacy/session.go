@@ -1,4 +1,4 @@
-package sidecar
+package legacy
 
 import (
 	"crypto/hmac"
@@ -26,7 +26,7 @@ import (
 //	id = "s1." + base64url(payload) + "." + base64url(HMAC-SHA256(key, "switchboard-session/1\n" + payload))
 //	payload = {"s": server, "v": version, "c": clientCapabilities, "e": expiry (unix s), "n": nonce, "u": subject binding}
 //
-// With authentication on, "u" binds the session to the caller that opened it (callerBinding: its
+// With authentication on, "u" binds the session to the caller that opened it (CallerBinding: its
 // issuer and subject, hashed). An id presented by another caller (or without a verified caller)
 // is refused like an id the server never issued. Sessions opened
 // without a verified caller have no "u" (ids minted before binding existed verify unchanged).
@@ -73,7 +73,7 @@ type sessionCodec struct {
 	// second HMAC and decode); bounded by maxVerifiedSessions, emptied when
 	// full. Guarded by mu.
 	mu       sync.Mutex
-	verified map[string]*legacySession
+	verified map[string]*Session
 }
 
 // maxVerifiedSessions bounds the cache of verified session ids.
@@ -83,7 +83,7 @@ func newSessionCodec(key []byte, server string, ttl time.Duration) *sessionCodec
 	if ttl <= 0 {
 		ttl = DefaultSessionTTL
 	}
-	return &sessionCodec{key: key, server: server, ttl: ttl, now: time.Now, verified: map[string]*legacySession{}}
+	return &sessionCodec{key: key, server: server, ttl: ttl, now: time.Now, verified: map[string]*Session{}}
 }
 
 // NewSessionKey returns a random session key (for a sidecar started without
@@ -94,8 +94,8 @@ func NewSessionKey() []byte {
 	return k
 }
 
-// legacySession is a verified session.
-type legacySession struct {
+// Session is a verified 2025-era session.
+type Session struct {
 	id string
 	// key names the session in this replica's local state: its nonce
 	// (unique, and far shorter than the id).
@@ -110,6 +110,12 @@ type legacySession struct {
 	subject string
 }
 
+// Version is the 2025-era revision the session negotiated.
+func (s *Session) Version() string { return s.version }
+
+// UpstreamCaps are the client capabilities its translated requests declare.
+func (s *Session) UpstreamCaps() json.RawMessage { return s.upCaps }
+
 type sessionPayload struct {
 	Server  string          `json:"s"`
 	Version string          `json:"v"`
@@ -119,11 +125,11 @@ type sessionPayload struct {
 	Subject string          `json:"u,omitempty"`
 }
 
-// callerBinding is the "u" of a session opened by the verified caller id ("" for none): a hash
+// CallerBinding is the "u" of a session opened by the verified caller id ("" for none): a hash
 // of its issuer and subject, each length-prefixed (two issuers that map a user to the same name
 // do not share sessions). A hash: the id travels in a header and logs, the caller's name need
 // not.
-func callerBinding(id *authn.Identity) string {
+func CallerBinding(id *authn.Identity) string {
 	if id == nil {
 		return ""
 	}
@@ -137,9 +143,9 @@ func callerBinding(id *authn.Identity) string {
 	return base64.RawURLEncoding.EncodeToString(h[:])
 }
 
-// boundTo reports whether the session may be used with binding (callerBinding of the request's
+// boundTo reports whether the session may be used with binding (CallerBinding of the request's
 // caller).
-func (s *legacySession) boundTo(binding string) bool {
+func (s *Session) boundTo(binding string) bool {
 	return hmac.Equal([]byte(s.subject), []byte(binding))
 }
 
@@ -150,7 +156,7 @@ func (c *sessionCodec) mac(payload []byte) []byte {
 	return m.Sum(nil)
 }
 
-// mint returns a new session id, bound to binding (callerBinding of the verified caller).
+// mint returns a new session id, bound to binding (CallerBinding of the verified caller).
 func (c *sessionCodec) mint(version string, caps json.RawMessage, binding string) (string, error) {
 	if len(caps) == 0 || string(caps) == "null" {
 		caps = json.RawMessage(`{}`)
@@ -171,7 +177,7 @@ func (c *sessionCodec) mint(version string, caps json.RawMessage, binding string
 
 // open verifies a session id: signed with this key, for this server, not
 // expired.
-func (c *sessionCodec) open(id string) (*legacySession, error) {
+func (c *sessionCodec) open(id string) (*Session, error) {
 	c.mu.Lock()
 	sess := c.verified[id]
 	c.mu.Unlock()
@@ -195,7 +201,7 @@ func (c *sessionCodec) open(id string) (*legacySession, error) {
 }
 
 // verify checks a session id's signature, server and expiry.
-func (c *sessionCodec) verify(id string) (*legacySession, error) {
+func (c *sessionCodec) verify(id string) (*Session, error) {
 	if len(id) > maxSessionIDBytes {
 		return nil, errSessionInvalid
 	}
@@ -214,14 +220,14 @@ func (c *sessionCodec) verify(id string) (*legacySession, error) {
 		return nil, errSessionInvalid
 	}
 	var p sessionPayload
-	if json.Unmarshal(payload, &p) != nil || p.Server != c.server || !isLegacy(p.Version) {
+	if json.Unmarshal(payload, &p) != nil || p.Server != c.server || !IsVersion(p.Version) {
 		return nil, errSessionInvalid
 	}
 	exp := time.Unix(p.Expires, 0)
 	if !c.now().Before(exp) {
 		return nil, errSessionExpired
 	}
-	return &legacySession{id: id, key: p.Nonce, version: p.Version, caps: p.Caps, upCaps: upstreamCaps(p.Caps), expires: exp, subject: p.Subject}, nil
+	return &Session{id: id, key: p.Nonce, version: p.Version, caps: p.Caps, upCaps: upstreamCaps(p.Caps), expires: exp, subject: p.Subject}, nil
 }
 
 // sessionState is what this replica keeps about a session: its resource
@@ -278,7 +284,7 @@ func (ss *sessionStates) purgeLocked(keep *sessionState) bool {
 
 // end records that a session was deleted here (bounded: expired entries are
 // dropped first, and past the bound the oldest knowledge is lost).
-func (ss *sessionStates) endLocked(sess *legacySession) {
+func (ss *sessionStates) endLocked(sess *Session) {
 	if len(ss.ended) >= maxSessionStates {
 		now := time.Now()
 		for id, exp := range ss.ended {
@@ -303,7 +309,7 @@ func (ss *sessionStates) isEnded(id string) bool {
 
 // get returns the state of sess, creating it; nil when the table is full of
 // live sessions.
-func (ss *sessionStates) getLocked(sess *legacySession) *sessionState {
+func (ss *sessionStates) getLocked(sess *Session) *sessionState {
 	st := ss.m[sess.key]
 	if st != nil {
 		return st

@@ -1,4 +1,4 @@
-package sidecar
+package app
 
 import (
 	"context"
@@ -13,8 +13,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/switchboard-mcp/switchboard/sidecar"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
@@ -66,7 +68,7 @@ type Config struct {
 	SessionServer string
 	SessionTTL    time.Duration
 	// InputTimeout bounds the wait for a 2025-era client's answers to an
-	// upstream's input requests (DefaultInputTimeout when 0).
+	// upstream's input requests (legacy.DefaultInputTimeout when 0).
 	InputTimeout     time.Duration
 	MaxListenStreams int
 	// MaxSubscriptions and MaxSubscriptionBytes bound the resource subscriptions the replica
@@ -136,12 +138,12 @@ type Config struct {
 type App struct {
 	cfg     Config
 	log     *slog.Logger
-	Metrics *Metrics
+	Metrics *sidecar.Metrics
 	Hub     *hub.Hub
-	Server  *Server
+	Server  *sidecar.Server
 	relay   *upstream.Relay
-	tracing *Tracing       // nil when traces are off
-	catalog *catalogWiring // nil without a catalog source
+	tracing *sidecar.Tracing // nil when traces are off
+	catalog *catalogWiring   // nil without a catalog source
 
 	mcpLn, adminLn net.Listener
 
@@ -183,17 +185,17 @@ func New(cfg Config) (*App, error) {
 		cfg.Path = DefaultPath
 	}
 	if cfg.MaxHeaderBytes <= 0 {
-		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+		cfg.MaxHeaderBytes = sidecar.DefaultMaxHeaderBytes
 	}
-	m := NewMetrics()
-	var tracing *Tracing
+	m := sidecar.NewMetrics()
+	var tracing *sidecar.Tracing
 	if cfg.OTLPEndpoint != "" {
 		perMillion := cfg.TraceSamplingPerMillion
 		if perMillion == 0 {
-			perMillion = DefaultTraceSamplingPerMillion
+			perMillion = sidecar.DefaultTraceSamplingPerMillion
 		}
 		var err error
-		if tracing, err = NewTracing(context.Background(), cfg.OTLPEndpoint, perMillion, "switchboard-sidecar"); err != nil {
+		if tracing, err = sidecar.NewTracing(context.Background(), cfg.OTLPEndpoint, perMillion, "switchboard-sidecar"); err != nil {
 			return nil, err
 		}
 		if n := cfg.TraceClientSampledPerSecond; n != 0 {
@@ -207,7 +209,7 @@ func New(cfg Config) (*App, error) {
 		cfg.MaxConnections = cfg.MaxListenStreams + DefaultExtraConnections
 	}
 	if cfg.BodyReadTimeout <= 0 {
-		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+		cfg.BodyReadTimeout = sidecar.DefaultBodyReadTimeout
 	}
 	streams := hub.New(hub.Options{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Observer: m, Tracer: tracing,
 		MaxSubscriptions: cfg.MaxSubscriptions, MaxSubscriptionBytes: cfg.MaxSubscriptionBytes})
@@ -217,7 +219,7 @@ func New(cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	var overlay *Overlay
+	var overlay *sidecar.Overlay
 	var authenticator *authn.Authenticator
 	if cat != nil {
 		overlay = cat.overlay
@@ -234,10 +236,10 @@ func New(cfg Config) (*App, error) {
 		sessionServer = cfg.CatalogConfigMap
 	}
 	if len(cfg.SessionKey) == 0 && !cfg.RejectLegacy {
-		cfg.Logger.Info("No session key: 2025-era sessions are honoured by this replica only (set --session-key-file or " + SessionKeyEnv + ")")
+		cfg.Logger.Info("No session key: 2025-era sessions are honoured by this replica only (set --session-key-file or " + legacy.SessionKeyEnv + ")")
 	}
-	srv, err := NewServer(Options{
-		upstream:                   up,
+	srv, err := sidecar.NewServer(sidecar.Options{
+		Client:                     up,
 		Overlay:                    overlay,
 		Authn:                      authenticator,
 		Upstream:                   cfg.Upstream,
@@ -342,7 +344,7 @@ func (a *App) Run(ctx context.Context) error {
 	if err := a.tracing.Shutdown(sctx); err != nil {
 		a.log.Warn("Exporting the last spans failed", "err", err)
 	}
-	a.Server.audit.close()
+	a.Server.CloseAudit()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -356,7 +358,7 @@ func (a *App) Run(ctx context.Context) error {
 // copying the upstream's headers.)
 func (a *App) closeWhenDraining(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.Server.draining.Load() {
+		if a.Server.Draining() {
 			w.Header().Set("Connection", "close")
 		}
 		h.ServeHTTP(w, r)
@@ -375,7 +377,7 @@ func (a *App) closeWhenDraining(h http.Handler) http.Handler {
 // SetKeepAlivesEnabled(false) does per connection, without also closing at
 // once the idle connections that a next request would tell to close.)
 func (a *App) closeIdleWhenDraining(c net.Conn, st http.ConnState) {
-	if st == http.StateIdle && a.Server.draining.Load() {
+	if st == http.StateIdle && a.Server.Draining() {
 		_ = c.Close()
 	}
 }
@@ -386,7 +388,7 @@ func (a *App) adminHandler() http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if a.Server.draining.Load() {
+		if a.Server.Draining() {
 			http.Error(w, "draining", http.StatusServiceUnavailable)
 			return
 		}
@@ -501,10 +503,10 @@ func (a *App) recoverFromDrain() {
 	if a.drainState != "drained" || a.stopping {
 		return
 	}
-	a.Server.resetAbort()
+	a.Server.ResetAbort()
 	a.Hub.Reopen()
-	a.Server.draining.Store(false)
-	a.Metrics.draining.Set(0)
+	a.Server.SetDraining(false)
+	a.Metrics.Draining(false)
 	a.drainState = ""
 	a.drainBegun = make(chan struct{})
 	a.log.Info("Not terminated after the drain: serving again", "after", a.cfg.DrainRecoverAfter)
@@ -549,8 +551,8 @@ func (a *App) Drain() DrainStatus {
 	a.drainMu.Unlock()
 
 	start := time.Now()
-	a.Server.draining.Store(true)
-	a.Metrics.draining.Set(1)
+	a.Server.SetDraining(true)
+	a.Metrics.Draining(true)
 	a.log.Info("Draining", "delay", a.cfg.DrainDelay, "jitter", a.cfg.DrainJitter, "budget", a.cfg.DrainBudget, "streams", a.Hub.Len())
 	time.Sleep(a.cfg.DrainDelay)
 	endStart := time.Now()
@@ -573,8 +575,7 @@ func (a *App) Drain() DrainStatus {
 	a.drainInfo.InflightAtBudget = left
 	a.drainInfo.InflightAborted = aborted
 	a.drainInfo.DurationMs = time.Since(start).Milliseconds()
-	a.Metrics.drainStreamsEnded.Add(float64(n))
-	a.Metrics.drainSeconds.Observe(time.Since(start).Seconds())
+	a.Metrics.Drained(n, time.Since(start))
 	st := a.drainInfo
 	close(a.drainDone)
 	if a.cfg.DrainRecoverAfter > 0 && !a.stopping {
@@ -582,7 +583,7 @@ func (a *App) Drain() DrainStatus {
 	}
 	a.drainMu.Unlock()
 	if a.tracing != nil {
-		a.tracing.drainSpan(start, st)
+		a.tracing.DrainSpan(start, st.StreamsEnded, st.InflightAborted)
 	}
 	a.log.Info("Drained", "streamsEnded", n, "inflightAborted", aborted, "inflightLeft", a.Server.Inflight(), "took", time.Since(start))
 	return a.DrainState()
@@ -590,7 +591,7 @@ func (a *App) Drain() DrainStatus {
 
 // waitInflight waits up to d for the forwarded requests in flight to finish
 // and returns how many are left.
-func waitInflight(s *Server, d time.Duration) int64 {
+func waitInflight(s *sidecar.Server, d time.Duration) int64 {
 	deadline := time.Now().Add(d)
 	for {
 		n := s.Inflight()
