@@ -51,8 +51,8 @@ func getServer(t *testing.T, key client.ObjectKey) *mcpv1alpha1.MCPServer {
 func mayReadSecret(t *testing.T, sidecarNS, server, ns, name, verb string) bool {
 	t.Helper()
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User:   "system:serviceaccount:" + sidecarNS + ":" + server + "-sidecar",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sidecarNS, "system:authenticated"},
+		User:               "system:serviceaccount:" + sidecarNS + ":" + server + "-sidecar",
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + sidecarNS, "system:authenticated"},
 		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: verb, Resource: "secrets", Name: name},
 	}}
 	if err := k8s.Create(context.Background(), sar); err != nil {
