@@ -19,8 +19,9 @@ import (
 // spec.auth.upstreamCredentials: the condition's reason and message, and whether the sidecars
 // may read the Secret. It names keys and callers, never a value.
 type credentialsCheck struct {
-	reason, message string
-	readable        bool
+	reason   mcpv1alpha1.ConditionReason
+	message  string
+	readable bool
 }
 
 // credentialsFor compiles spec.auth.upstreamCredentials into the catalog (the mapping only: the

@@ -56,7 +56,7 @@ func TestCredentialKeys(t *testing.T) {
 	for name, tc := range map[string]struct {
 		defaultKey string
 		data       map[string]string
-		reason     string
+		reason     mcpv1alpha1.ConditionReason
 		names      []string
 	}{
 		"all there":          {data: map[string]string{"alice": "k1", "bob": "k2"}, reason: mcpv1alpha1.ReasonCredentialsResolved},

@@ -48,7 +48,7 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 	if c := s.credentials; c != nil {
 		set(condition(mcpv1alpha1.ConditionUpstreamCredentials, c.reason == mcpv1alpha1.ReasonCredentialsResolved, c.reason, c.message))
 	} else if s.catalog != nil {
-		meta.RemoveStatusCondition(&st.Conditions, mcpv1alpha1.ConditionUpstreamCredentials)
+		meta.RemoveStatusCondition(&st.Conditions, string(mcpv1alpha1.ConditionUpstreamCredentials))
 	}
 	st.URL = urlFor(server, s.names)
 	st.Selector = labels.SelectorFromSet(inject.SelectorFor(server)).String()

@@ -110,7 +110,7 @@ func TestCallersGetTheirOwnUpstreamCredential(t *testing.T) {
 		if err := k8s.Get(ctx, key, server); err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(server.Status.Conditions, mcpv1alpha1.ConditionUpstreamCredentials)
+		c := meta.FindStatusCondition(server.Status.Conditions, string(mcpv1alpha1.ConditionUpstreamCredentials))
 		if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != server.Generation {
 			return fmt.Errorf("condition %+v", c)
 		}
@@ -246,8 +246,8 @@ func TestCallersGetTheirOwnUpstreamCredential(t *testing.T) {
 		if err := k8s.Get(ctx, key, server); err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(server.Status.Conditions, mcpv1alpha1.ConditionUpstreamCredentials)
-		if c == nil || c.Reason != mcpv1alpha1.ReasonCredentialsKeyMissing || !strings.Contains(c.Message, `"bob" (for `+ns+`/bob)`) {
+		c := meta.FindStatusCondition(server.Status.Conditions, string(mcpv1alpha1.ConditionUpstreamCredentials))
+		if c == nil || c.Reason != string(mcpv1alpha1.ReasonCredentialsKeyMissing) || !strings.Contains(c.Message, `"bob" (for `+ns+`/bob)`) {
 			return fmt.Errorf("condition %+v", c)
 		}
 		return nil
