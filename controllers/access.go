@@ -80,7 +80,8 @@ func authFor(s *mcpv1alpha1.MCPServer, names inject.ObjectNames, trustDomain str
 			// Without a mapping, the issuer's URL prefixes the subject (as the API server's
 			// --oidc-username-prefix default does): users of two issuers never collide, and
 			// no subject can read as one of this cluster's own names (system:...).
-			UsernamePrefix: j.Issuer.URL + "#",
+			UsernamePrefix:  j.Issuer.URL + "#",
+			CredentialClaim: credentialClaim(s),
 		}
 		if len(issuer.Audiences) == 0 {
 			issuer.Audiences = audiences

@@ -92,6 +92,9 @@ type scope struct {
 	// sourceProblems: accepted MCPResource name -> why its ConfigMap or Secret cannot be read
 	// (absent: it can, or the resource has no such source).
 	sourceProblems map[string]sourceProblem
+	// credentials is what checkCredentials found about the Secret of
+	// spec.auth.upstreamCredentials (nil without it).
+	credentials *credentialsCheck
 
 	// failedChildren are the children the API server refused in this reconcile.
 	failedChildren childErrors
@@ -223,6 +226,12 @@ func (r *MCPServerReconciler) compileCatalog(ctx context.Context, s *scope) (ctr
 	s.catalog.Auth = authFor(s.server, s.names, r.TrustDomain)
 	s.catalog.Access = accessFor(s.server, s.policies, r.TrustDomain)
 	s.catalog.Audit = auditFor(s.server)
+	if s.credentials, err = r.checkCredentials(ctx, s.server); err != nil {
+		return ctrl.Result{}, err
+	}
+	if s.catalog.Auth != nil {
+		s.catalog.Auth.UpstreamCredentials = credentialsFor(s.server, s.credentials != nil && s.credentials.readable)
+	}
 	if s.encoded, err = catalog.Encode(s.catalog); err != nil {
 		return ctrl.Result{}, fmt.Errorf("encoding the catalog: %w", err)
 	}

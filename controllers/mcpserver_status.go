@@ -46,6 +46,11 @@ func serverStatus(s *scope, reconcileErr error) mcpv1alpha1.MCPServerStatus {
 		}
 		st.Audit = auditStatus(s.catalog.Audit)
 	}
+	if c := s.credentials; c != nil {
+		set(condition(mcpv1alpha1.ConditionUpstreamCredentials, c.reason == mcpv1alpha1.ReasonCredentialsResolved, c.reason, c.message))
+	} else if s.catalog != nil {
+		meta.RemoveStatusCondition(&st.Conditions, string(mcpv1alpha1.ConditionUpstreamCredentials))
+	}
 	st.URL = urlFor(server, s.names)
 	st.Selector = labels.SelectorFromSet(inject.SelectorFor(server)).String()
 	var ready, propagated *metav1.Condition
@@ -695,6 +700,8 @@ var warningReasons = []mcpv1alpha1.ConditionReason{
 	mcpv1alpha1.ReasonSourceRefused, mcpv1alpha1.ReasonSecretNotOwned, mcpv1alpha1.ReasonStaleSidecars,
 	mcpv1alpha1.ReasonToolsMissingUpstream, mcpv1alpha1.ReasonUpstreamMismatch, mcpv1alpha1.ReasonPinnedToolsDrifted,
 	mcpv1alpha1.ReasonProgressDeadlineExceeded,
+	mcpv1alpha1.ReasonCredentialsSecretNotExposed, mcpv1alpha1.ReasonCredentialsSecretRefused,
+	mcpv1alpha1.ReasonCredentialsKeyMissing, mcpv1alpha1.ReasonCredentialsValueInvalid,
 	mcpv1alpha1.ReasonTargetNotFound, mcpv1alpha1.ReasonAuthenticationOff, mcpv1alpha1.ReasonInvalid,
 }
 

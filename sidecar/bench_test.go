@@ -2,14 +2,21 @@ package sidecar
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/benchkit"
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/internal/testservers"
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
 
@@ -28,6 +35,71 @@ func BenchmarkForward(b *testing.B) {
 	front := httptest.NewServer(s)
 	defer front.Close()
 	benchCalls(b, front)
+}
+
+// BenchmarkForwardCredential is BenchmarkForward with auth (a cached token of the real OpenID
+// Provider) without upstream credentials ("auth") and with them ("credential": the caller's key
+// looked up in the mapping and read from the Secret store the sidecar watches, put in
+// X-Api-Key): the difference is what credential injection adds to a call (goal: no measurable
+// change in p50).
+func BenchmarkForwardCredential(b *testing.B) {
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	op, err := testservers.StartOIDCProvider()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer op.Close()
+	const aud = "https://mcp.example.test/mcp"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tok, err := op.Token(ctx, testservers.TokenOptions{Audiences: []string{aud}, Subject: "alice"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	creds := &catalog.UpstreamCredentials{Secret: "keys", Readable: true, Header: "X-Api-Key", By: catalog.CredentialByUsername,
+		Keys: map[string]string{"oidc:alice": "alice", "oidc:bob": "bob"}}
+	for _, tc := range []struct {
+		name  string
+		creds *catalog.UpstreamCredentials
+	}{{"auth", nil}, {"credential", creds}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var seen atomic.Value
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				seen.Store(r.Header.Get("X-Api-Key"))
+				benchUpstreamHandler(w, r)
+			}))
+			defer up.Close()
+			h := catalog.CacheHint{CacheScope: catalog.ScopePublic}
+			c := &catalog.Catalog{SchemaVersion: catalog.SchemaVersion, Server: catalog.Server{Namespace: "bench", Name: "bench", ToolPolicy: catalog.ToolPolicyAll,
+				Caching: catalog.CacheDefaults{Discover: h, Tools: h, Prompts: h, Resources: h, ResourceTemplates: h, ResourceRead: h}},
+				Auth: &catalog.Auth{Resource: aud, TrustDomain: "cluster.local", UpstreamCredentials: tc.creds,
+					JWT: []catalog.JWTIssuer{{URL: op.Issuer, Audiences: []string{aud}, CertificateAuthority: string(op.CAPEM), UsernameClaim: "sub", UsernamePrefix: "oidc:"}}}}
+			data, err := catalog.Encode(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// The Secret the process room's watch (sidecar/app) would serve, as a fixed source.
+			quiet := slog.New(slog.DiscardHandler)
+			contents := fixedSecrets{"keys": {"alice": []byte("sk-bench-alice-0123456789abcdef"), "bob": []byte("sk-bench-bob")}}
+			ov := NewOverlay(OverlayOptions{Logger: quiet, Contents: contents})
+			if err := ov.Apply(data, ""); err != nil {
+				b.Fatal(err)
+			}
+			s, err := NewServer(Options{Upstream: up.URL + "/mcp", Overlay: ov, Logger: quiet, Authn: authn.New(authn.Options{Logger: quiet})})
+			if err != nil {
+				b.Fatal(err)
+			}
+			front := httptest.NewServer(s)
+			defer front.Close()
+			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + fuzzMeta + `,"name":"echo","arguments":{"text":"` + strings.Repeat("y", 120) + `"}}}`)
+			headers := [][2]string{{"MCP-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "tools/call"}, {"Mcp-Name", "echo"}, {"Authorization", "Bearer " + tok}}
+			benchPostsP50(b, front, body, headers)
+			if want := map[bool]string{true: "sk-bench-alice-0123456789abcdef", false: ""}[tc.creds != nil]; seen.Load() != want {
+				b.Fatalf("the upstream saw X-Api-Key %q", seen.Load())
+			}
+		})
+	}
 }
 
 func BenchmarkForwardMinimal(b *testing.B) {
@@ -74,14 +146,17 @@ func benchLegacyCalls(b *testing.B, front *httptest.Server, sid string) {
 }
 
 func benchUpstream() *httptest.Server {
-	pad := strings.Repeat("x", 380)
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if b, _ := io.ReadAll(r.Body); answerDiscover(w, b) {
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"`+pad+`"}]}}`)
-	}))
+	return httptest.NewServer(http.HandlerFunc(benchUpstreamHandler))
+}
+
+var benchPad = strings.Repeat("x", 380)
+
+func benchUpstreamHandler(w http.ResponseWriter, r *http.Request) {
+	if b, _ := io.ReadAll(r.Body); answerDiscover(w, b) {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"`+benchPad+`"}]}}`)
 }
 
 func benchCalls(b *testing.B, front *httptest.Server) {
@@ -187,3 +262,16 @@ func processCPU() int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// fixedSecrets is a ContentSource of Secrets held in memory (name → key → value).
+type fixedSecrets map[string]map[string][]byte
+
+func (f fixedSecrets) Content(secret bool, name, key string) ([]byte, bool) {
+	if !secret {
+		return nil, false
+	}
+	v, ok := f[name][key]
+	return v, ok
+}
+
+func (fixedSecrets) SetRefs(_, _ []string) {}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -33,11 +34,16 @@ func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (
 		if err != nil {
 			return nil, err
 		}
-		ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.URL(), bytes.NewReader(body))
+		cred, e := s.credentialFor(r)
+		if e != nil {
+			return nil, e
+		}
+		ureq, err := http.NewRequestWithContext(cred.withHeader(r.Context()), http.MethodPost, s.up.URL(), bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
 		setUpstreamHeaders(ureq, r)
+		cred.set(ureq.Header)
 		return ureq, nil
 	}
 }
@@ -76,6 +82,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		var pass *upstream.Answer
 		up, private, pass, err = s.up.List(method, spec.member, s.clientListRequest(r, req))
 		s.m.observeUpstream(method, time.Since(start))
+		if we := (*wire.Error)(nil); errors.As(err, &we) {
+			s.failReq(w, req, we) // no upstream credential for the caller (credentials.go)
+			return
+		}
 		if err != nil {
 			if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
 				return

@@ -18,12 +18,18 @@ import (
 // serveDiscover answers server/discover: the upstream's versions and
 // capabilities, plus what the sidecar provides itself, with cache hints.
 func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *request) {
-	ureq, err := http.NewRequestWithContext(r.Context(), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
+	cred, e := s.credentialFor(r)
+	if e != nil {
+		s.fail(w, req.id, e)
+		return
+	}
+	ureq, err := http.NewRequestWithContext(cred.withHeader(r.Context()), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
 	if err != nil {
 		s.fail(w, req.id, wire.NewError(http.StatusInternalServerError, wire.CodeInternalError, "Internal error: "+err.Error()))
 		return
 	}
 	setUpstreamHeaders(ureq, r)
+	cred.set(ureq.Header)
 	start := time.Now()
 	status, msg, err := s.up.RoundTrip(ureq)
 	s.m.observeUpstream(protocol.MethodDiscover, time.Since(start))

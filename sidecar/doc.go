@@ -78,9 +78,9 @@
 //   - discover.go, listen.go, notify.go: server/discover and the merged
 //     capabilities; subscriptions/listen and the stream transports; the
 //     notifications clients send.
-//   - forward.go, forwarded.go: forwarding to the upstream (through
-//     sidecar/upstream), relaying SSE, stamping; the headers the upstream
-//     gets.
+//   - forward.go, forwarded.go, credentials.go: forwarding to the upstream
+//     (through sidecar/upstream), relaying SSE, stamping; the headers the
+//     upstream gets, the caller's upstream credential among them.
 //   - server.go, metrics.go, tracing.go, limits.go: the Server (the rooms'
 //     handles, the in-flight count and the drain's abort), metrics, traces,
 //     request limits.

@@ -92,12 +92,18 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 	if lc != nil {
 		ctx = lc.Ctx
 	}
-	ureq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
+	cred, e := s.credentialFor(r)
+	if e != nil {
+		s.failCall(w, req, lc, e)
+		return
+	}
+	ureq, err := http.NewRequestWithContext(cred.withHeader(ctx), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
 	if err != nil {
 		s.failCall(w, req, lc, wire.NewError(http.StatusInternalServerError, wire.CodeInternalError, "Internal error: "+err.Error()))
 		return
 	}
 	setUpstreamHeaders(ureq, r)
+	cred.set(ureq.Header)
 	if s.tr != nil {
 		s.tr.injectUpstream(ureq.Header, req)
 	}

@@ -710,5 +710,8 @@ func refsOf(c *catalog.Catalog) (configMaps, secrets []string) {
 			secrets = append(secrets, r.Source.Secret.Name)
 		}
 	}
+	if name := c.CredentialsSecret(); name != "" {
+		secrets = append(secrets, name) // upstream credentials (credentials.go)
+	}
 	return slices.Compact(slices.Sorted(slices.Values(configMaps))), slices.Compact(slices.Sorted(slices.Values(secrets)))
 }

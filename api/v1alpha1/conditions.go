@@ -82,6 +82,15 @@ const (
 	// Ready. Reasons: PinnedToolsDrifted (True), ToolsMatchPins (False), NotYetReported
 	// (Unknown).
 	ConditionToolsDrifted ConditionType = "ToolsDrifted"
+
+	// ConditionUpstreamCredentials (only with spec.auth.upstreamCredentials) is True when the
+	// credentials Secret is exposed to the server and holds every key the mapping names, each a
+	// valid header value. False names what to fix; the callers it concerns get an error naming
+	// the same, other callers keep working. The message names Secret keys and callers, never a
+	// value. Advisory: it does not change Ready. Reasons: CredentialsResolved (True);
+	// CredentialsSecretNotExposed, CredentialsSecretRefused, CredentialsKeyMissing or
+	// CredentialsValueInvalid (False).
+	ConditionUpstreamCredentials ConditionType = "UpstreamCredentials"
 )
 
 // Condition types shared by MCPTool, MCPResource and MCPPrompt.
@@ -195,6 +204,25 @@ const (
 	// (the current revision's tools checked against the MCP server), Verified (what the MCP
 	// server announced) and ToolsDrifted (the current revision's tool definitions).
 	ReasonNotYetReported ConditionReason = "NotYetReported"
+
+	// Of UpstreamCredentials.
+
+	// ReasonCredentialsResolved: the credentials Secret is exposed and holds every mapped key.
+	ReasonCredentialsResolved ConditionReason = "CredentialsResolved"
+	// ReasonCredentialsSecretNotExposed: the Secret spec.auth.upstreamCredentials.secretName does
+	// not exist or does not carry the label mcp.switchboard.dev/expose-to naming the server (the
+	// two are not told apart); every caller is refused until it is; the message gives the
+	// kubectl label command.
+	ReasonCredentialsSecretNotExposed ConditionReason = "CredentialsSecretNotExposed"
+	// ReasonCredentialsSecretRefused: the Secret is one Switchboard never reads for credentials
+	// (a ServiceAccount token, or Switchboard's own); name a Secret of your own.
+	ReasonCredentialsSecretRefused ConditionReason = "CredentialsSecretRefused"
+	// ReasonCredentialsKeyMissing: keys the mapping names are missing from the Secret; the
+	// callers mapped to them are refused until they are added.
+	ReasonCredentialsKeyMissing ConditionReason = "CredentialsKeyMissing"
+	// ReasonCredentialsValueInvalid: values of the Secret cannot be sent in a header (empty, or
+	// with a control character such as a trailing newline); the message names the keys.
+	ReasonCredentialsValueInvalid ConditionReason = "CredentialsValueInvalid"
 )
 
 // Former names of reasons whose names did not say their values; the values are unchanged.

@@ -58,6 +58,7 @@ const (
 )
 
 // MCPServerSpec declares one MCP server workload and how its sidecar serves it.
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.upstreamCredentials) || !has(self.container) || !has(self.container.transport) || self.container.transport != 'Stdio'",message="auth.upstreamCredentials cannot be used with container.transport Stdio: one child process serves every caller, so no request can carry one caller's credential to it; serve the server over StreamableHTTP, or run one MCPServer per credential with the key in container.env"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Managed' || (has(self.container) && has(self.container.image))",message="spec.container.image is required when mode is Managed"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'External' || !has(self.container) || !has(self.container.image)",message="spec.container.image must be empty when mode is External: the pods come from your own workload"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'External' || !has(self.replicas)",message="spec.replicas must be empty when mode is External: scale your own workload instead"
@@ -240,6 +241,8 @@ const (
 
 // AuthSpec is how the sidecar authenticates callers.
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Required' || has(self.serviceAccountTokens) || (has(self.jwt) && size(self.jwt) > 0)",message="auth.mode Required accepts no token: set auth.serviceAccountTokens: {} (this cluster's ServiceAccounts) or auth.jwt (OIDC issuers)"
+// +kubebuilder:validation:XValidation:rule="!has(self.upstreamCredentials) || self.mode == 'Required'",message="auth.upstreamCredentials needs auth.mode Required: the sidecar picks each caller's credential by the verified caller; set auth.mode: Required (with serviceAccountTokens or jwt)"
+// +kubebuilder:validation:XValidation:rule="!has(self.upstreamCredentials) || !has(self.forwardToken) || !self.forwardToken || self.upstreamCredentials.header.name.lowerAscii() != 'authorization'",message="auth.forwardToken and auth.upstreamCredentials.header.name Authorization both set the upstream's Authorization header; turn forwardToken off or put the credential in another header"
 type AuthSpec struct {
 	// mode is Off (the default: no caller is authenticated) or Required (every MCP request needs
 	// a valid bearer token; MCPAccessPolicies are enforced).
@@ -281,6 +284,124 @@ type AuthSpec struct {
 	// itself.
 	// +optional
 	ForwardToken bool `json:"forwardToken,omitempty"`
+
+	// upstreamCredentials gives each caller its own credential for the MCP server: the sidecar
+	// reads it from a Secret of this namespace and sends it in a header on every request it
+	// forwards for that caller (the caller's own header of that name never reaches the server).
+	// A caller without a credential gets a JSON-RPC error naming what to configure and the
+	// server is not called. Needs mode Required; not with container.transport Stdio (one child
+	// process serves every caller). Edits of the mapping and of the Secret apply live
+	// (docs/credentials.md).
+	// +optional
+	UpstreamCredentials *UpstreamCredentials `json:"upstreamCredentials,omitempty"`
+}
+
+// CredentialCallerBy says which part of the verified caller selects its credential.
+// +kubebuilder:validation:Enum=ServiceAccount;Username;Claim
+type CredentialCallerBy string
+
+const (
+	// CredentialByServiceAccount selects by the caller's ServiceAccount, <namespace>/<name>.
+	// Callers with an OIDC token have none.
+	CredentialByServiceAccount CredentialCallerBy = "ServiceAccount"
+	// CredentialByUsername selects by the caller's username: system:serviceaccount:<ns>:<name>
+	// for a ServiceAccount token, the mapped username (prefix included) for an OIDC token.
+	CredentialByUsername CredentialCallerBy = "Username"
+	// CredentialByClaim selects by the string value of one claim of the caller's OIDC token.
+	// ServiceAccount callers have no claim value.
+	CredentialByClaim CredentialCallerBy = "Claim"
+)
+
+// Limits of spec.auth.upstreamCredentials.
+const (
+	// MaxCredentialCallers bounds spec.auth.upstreamCredentials.callers.
+	MaxCredentialCallers = 256
+)
+
+// UpstreamCredentials maps verified callers to keys of a Secret, and says in which header the
+// value goes to the MCP server.
+// +kubebuilder:validation:XValidation:rule="self.by == 'Claim' ? has(self.claim) : !has(self.claim)",message="upstreamCredentials.claim names the token claim when by is Claim, and only then: set both or neither"
+// +kubebuilder:validation:XValidation:rule="has(self.defaultKey) || (has(self.callers) && size(self.callers) > 0)",message="upstreamCredentials maps no caller to a key: list callers, set defaultKey, or both"
+// +kubebuilder:validation:XValidation:rule="self.by != 'ServiceAccount' || !has(self.callers) || self.callers.all(c, c.caller.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$'))",message="with by ServiceAccount, every upstreamCredentials.callers[].caller is <namespace>/<name> of a ServiceAccount, e.g. team-a/agent"
+type UpstreamCredentials struct {
+	// secretName is the Secret, in the server's namespace, holding the credentials, one per
+	// key. Its owner exposes it to the server with the label
+	// mcp.switchboard.dev/expose-to=<server> (as for Secret-backed MCPResources); the
+	// controller then grants the server's sidecars get, list and watch on this Secret alone.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="!(self.endsWith('-drain-token') || self.endsWith('-sidecar-session'))",message="upstreamCredentials.secretName names a Switchboard Secret (<server>-drain-token or <server>-sidecar-session); point it at a Secret of your own"
+	SecretName string `json:"secretName"`
+
+	// header is the request header the credential is sent in.
+	// +required
+	Header CredentialHeader `json:"header"`
+
+	// by is what selects a caller's entry in callers: ServiceAccount (<namespace>/<name>, the
+	// default), Username, or Claim (the value of the token claim named by claim).
+	// +optional
+	// +kubebuilder:default=ServiceAccount
+	By CredentialCallerBy `json:"by,omitempty"`
+
+	// claim is the OIDC token claim whose string value selects the caller's entry (by Claim).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Claim string `json:"claim,omitempty"`
+
+	// callers map callers to keys of the Secret.
+	// +optional
+	// +listType=map
+	// +listMapKey=caller
+	// +kubebuilder:validation:MaxItems=256
+	Callers []CallerCredential `json:"callers,omitempty"`
+
+	// defaultKey is the key of the Secret used for a caller that callers does not list. Without
+	// it such a caller is refused.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	DefaultKey string `json:"defaultKey,omitempty"`
+}
+
+// CredentialHeader is the header a credential is sent in, and what is put before the value.
+type CredentialHeader struct {
+	// name of the header, e.g. Authorization or X-Api-Key. Not a header the sidecar or HTTP
+	// itself owns: hop-by-hop and framing headers, Host, the Mcp-* protocol headers, the
+	// X-Switchboard-* identity headers, forwarding and trace context headers.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[!#$%&'*+.^_|~0-9A-Za-z-]+$`
+	// +kubebuilder:validation:XValidation:rule="!(self.lowerAscii() in ['connection', 'proxy-connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'content-type', 'content-encoding', 'accept', 'accept-encoding', 'origin', 'cookie', 'forwarded', 'x-real-ip', 'traceparent', 'tracestate', 'baggage'])",message="upstreamCredentials.header.name is a header HTTP or the sidecar itself sets (hop-by-hop, framing, Host, Origin, Cookie, forwarding or trace context); name the header the MCP server reads its credential from, e.g. Authorization or X-Api-Key"
+	// +kubebuilder:validation:XValidation:rule="!self.lowerAscii().startsWith('x-switchboard-') && !self.lowerAscii().startsWith('mcp-') && !self.lowerAscii().startsWith('x-forwarded-')",message="upstreamCredentials.header.name must not start with X-Switchboard- (the verified identity headers), Mcp- (the MCP protocol headers) or X-Forwarded- (set by the sidecar); name the header the MCP server reads its credential from, e.g. X-Api-Key"
+	Name string `json:"name"`
+
+	// valuePrefix is put before the Secret's value, e.g. "Bearer " for Authorization.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[ -~]*$`
+	ValuePrefix string `json:"valuePrefix,omitempty"`
+}
+
+// CallerCredential maps one caller to a key of the Secret.
+type CallerCredential struct {
+	// caller is the value that selects this entry: a ServiceAccount's <namespace>/<name>, a
+	// username, or a claim value, as upstreamCredentials.by says.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Caller string `json:"caller"`
+
+	// key of the Secret whose value is this caller's credential.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
 }
 
 // ServiceAccountTokens accepts this cluster's ServiceAccount tokens; it has no fields yet.
@@ -738,7 +859,8 @@ type AuditStatus struct {
 // MCPServerStatus is the observed state of an MCPServer.
 type MCPServerStatus struct {
 	// conditions: Ready, Available, CatalogPropagated, ToolsServed, Verified, ToolsDrifted
-	// (unless toolPinning is Off) and, in External mode, SidecarsUpToDate; Stalled while only a
+	// (unless toolPinning is Off), UpstreamCredentials (with auth.upstreamCredentials) and, in
+	// External mode, SidecarsUpToDate; Stalled while only a
 	// change by a person helps (an invalid spec, a child the API server refuses, a catalog too
 	// large or rejected, a rollout past its progress deadline) and Reconciling while a change is
 	// rolled out or propagated, present only while True (docs/gitops).

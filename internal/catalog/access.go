@@ -32,6 +32,37 @@ type Auth struct {
 	TrustDomain string `json:"trustDomain"`
 	// ScopesSupported, when known, is served in the Protected Resource Metadata document.
 	ScopesSupported []string `json:"scopesSupported,omitempty"`
+	// UpstreamCredentials, when set, gives each caller its own credential for the upstream:
+	// the mapping only; the values stay in the Secret, which the sidecar watches.
+	UpstreamCredentials *UpstreamCredentials `json:"upstreamCredentials,omitempty"`
+}
+
+// Values of UpstreamCredentials.By.
+const (
+	CredentialByServiceAccount = "ServiceAccount"
+	CredentialByUsername       = "Username"
+	CredentialByClaim          = "Claim"
+)
+
+// UpstreamCredentials maps verified callers to keys of one Secret of the server's namespace.
+type UpstreamCredentials struct {
+	// Secret is the Secret's name (in the sidecar's namespace).
+	Secret string `json:"secret"`
+	// Readable says the Secret is exposed to the server, so its sidecars may read it (the
+	// controller grants them get, list and watch on it by name). False: the sidecar does not
+	// watch it and refuses every caller, naming the Secret.
+	Readable bool `json:"readable,omitempty"`
+	// Header is the header the credential goes in; ValuePrefix is put before the value.
+	Header      string `json:"header"`
+	ValuePrefix string `json:"valuePrefix,omitempty"`
+	// By selects the caller's entry: ServiceAccount (<namespace>/<name>), Username (the
+	// subject), or Claim (the value of the claim every JWT issuer's CredentialClaim names).
+	By string `json:"by"`
+	// Keys maps callers to keys of the Secret (JSON objects encode sorted: the bytes do not
+	// depend on the order of spec.auth.upstreamCredentials.callers).
+	Keys map[string]string `json:"keys,omitempty"`
+	// DefaultKey is the key for a caller Keys does not list; empty: such a caller is refused.
+	DefaultKey string `json:"defaultKey,omitempty"`
 }
 
 // ServiceAccountTokens accepts projected ServiceAccount tokens of this cluster.
@@ -55,6 +86,9 @@ type JWTIssuer struct {
 	// GroupsClaim (optional; a string or a list of strings) and GroupsPrefix map it to groups.
 	GroupsClaim  string `json:"groupsClaim,omitempty"`
 	GroupsPrefix string `json:"groupsPrefix,omitempty"`
+	// CredentialClaim (optional) is the claim whose string value selects the caller's upstream
+	// credential (UpstreamCredentials.By Claim).
+	CredentialClaim string `json:"credentialClaim,omitempty"`
 }
 
 // Access is what the MCPAccessPolicies targeting the server grant, compiled. Nil means no
@@ -126,6 +160,9 @@ func validateAccess(c *Catalog) []error {
 				add("auth.jwt[%d].usernameClaim is required", i)
 			}
 		}
+		if u := a.UpstreamCredentials; u != nil {
+			errs = append(errs, validateCredentials(u, a.JWT)...)
+		}
 	}
 	if c.Access != nil && c.Auth == nil {
 		add("access needs auth: without authentication no caller matches a rule")
@@ -154,4 +191,90 @@ func validateAccess(c *Catalog) []error {
 // Grants reports whether list (a rule's Tools, Resources or Prompts) grants name.
 func Grants(list []string, name string) bool {
 	return slices.Contains(list, Wildcard) || slices.Contains(list, name)
+}
+
+// validateCredentials checks what the sidecar relies on: a Secret, a header it may set, a known
+// selector with its claim, and at least one key.
+func validateCredentials(u *UpstreamCredentials, issuers []JWTIssuer) []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if u.Secret == "" {
+		add("auth.upstreamCredentials.secret is required")
+	}
+	if !ValidCredentialHeader(u.Header) {
+		add("auth.upstreamCredentials.header %q is not a header name the sidecar may set", u.Header)
+	}
+	switch u.By {
+	case CredentialByServiceAccount, CredentialByUsername:
+	case CredentialByClaim:
+		if len(issuers) == 0 || slices.ContainsFunc(issuers, func(j JWTIssuer) bool { return j.CredentialClaim == "" }) {
+			add("auth.upstreamCredentials.by Claim needs every jwt issuer's credentialClaim")
+		}
+	default:
+		add("auth.upstreamCredentials.by %q is not ServiceAccount, Username or Claim", u.By)
+	}
+	if len(u.Keys) == 0 && u.DefaultKey == "" {
+		add("auth.upstreamCredentials maps no caller to a key")
+	}
+	return errs
+}
+
+// reservedCredentialHeaders are the headers a credential must never replace: hop-by-hop and
+// framing headers, and those the sidecar sets itself (MCPServer's CEL refuses them too).
+var reservedCredentialHeaders = []string{"connection", "proxy-connection", "keep-alive", "proxy-authenticate",
+	"proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length",
+	"content-type", "content-encoding", "accept", "accept-encoding", "origin", "cookie", "forwarded",
+	"x-real-ip", "traceparent", "tracestate", "baggage"}
+
+// ValidCredentialHeader reports whether name is a header a credential may be sent in: an HTTP
+// token, not reserved, and not an X-Switchboard-*, Mcp-* or X-Forwarded-* header.
+func ValidCredentialHeader(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !isTokenChar(name[i]) {
+			return false
+		}
+	}
+	l := strings.ToLower(name)
+	return !slices.Contains(reservedCredentialHeaders, l) &&
+		!strings.HasPrefix(l, "x-switchboard-") && !strings.HasPrefix(l, "mcp-") && !strings.HasPrefix(l, "x-forwarded-")
+}
+
+// isTokenChar reports an RFC 9110 tchar.
+func isTokenChar(c byte) bool {
+	switch {
+	case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// CredentialsSecret is the Secret the sidecar reads upstream credentials from: "" without
+// UpstreamCredentials, or while the Secret is not Readable. The controller grants the sidecar
+// access to it, and the sidecar watches it, exactly when this names it.
+func (c *Catalog) CredentialsSecret() string {
+	if c.Auth == nil || c.Auth.UpstreamCredentials == nil || !c.Auth.UpstreamCredentials.Readable {
+		return ""
+	}
+	return c.Auth.UpstreamCredentials.Secret
+}
+
+// MaxCredentialBytes bounds a credential value (the Secret's, before ValuePrefix).
+const MaxCredentialBytes = 8 << 10
+
+// ValidCredentialValue reports whether v can go into a header as it is: not empty, at most
+// MaxCredentialBytes, visible ASCII with spaces or tabs only inside. A trailing newline (echo
+// into a file) is refused, not trimmed: the controller's condition names the key to fix.
+func ValidCredentialValue(v []byte) bool {
+	if len(v) == 0 || len(v) > MaxCredentialBytes || v[0] == ' ' || v[0] == '\t' || v[len(v)-1] == ' ' || v[len(v)-1] == '\t' {
+		return false
+	}
+	for _, c := range v {
+		if (c < 0x21 || c > 0x7e) && c != ' ' && c != '\t' {
+			return false
+		}
+	}
+	return true
 }

@@ -34,6 +34,9 @@ type Identity struct {
 	Issuer string
 	// Expiry is when the token expires: nothing the caller opened may outlive it.
 	Expiry time.Time
+	// CredentialClaim is the string value of the OIDC token's claim that selects the caller's
+	// upstream credential (the issuer's CredentialClaim); empty otherwise.
+	CredentialClaim string
 }
 
 // Verifier verifies one bearer token. Errors are for the log and the 401's

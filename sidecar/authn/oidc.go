@@ -200,6 +200,10 @@ func mapClaims(j catalog.JWTIssuer, claims map[string]json.RawMessage, now time.
 			id.Groups = append(id.Groups, j.GroupsPrefix+g)
 		}
 	}
+	if j.CredentialClaim != "" {
+		// Not a string (or absent): no value, so the caller gets the default key or none.
+		_ = json.Unmarshal(claims[j.CredentialClaim], &id.CredentialClaim)
+	}
 	// The names travel to the upstream as header values.
 	if !printable(id.Subject) || slices.ContainsFunc(id.Groups, func(g string) bool { return !printable(g) }) {
 		return nil, errors.New("a mapped name has control characters or is too long")

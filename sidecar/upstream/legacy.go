@@ -532,6 +532,15 @@ var legacyForwardHeaders = []string{"Authorization", "Traceparent", "Tracestate"
 	// The verified caller, as setIdentityHeaders made them (the sidecar's auth.go).
 	protocol.HeaderSubject, protocol.HeaderGroups, protocol.HeaderServiceAccount, protocol.HeaderSPIFFE, protocol.HeaderIssuer}
 
+// credentialHeaderKey is the context key of WithCredentialHeader.
+type credentialHeaderKey struct{}
+
+// WithCredentialHeader names the header carrying the caller's upstream credential (the
+// sidecar's credentials.go), which a legacy upstream gets with legacyForwardHeaders.
+func WithCredentialHeader(ctx context.Context, canonicalName string) context.Context {
+	return context.WithValue(ctx, credentialHeaderKey{}, canonicalName)
+}
+
 // reservedMetaPrefix is the _meta key prefix of the 2026 request envelope.
 const reservedMetaPrefix = "io.modelcontextprotocol/"
 
@@ -634,6 +643,9 @@ func (t *generationTransport) legacyCall(req *http.Request, body []byte, method 
 			if vs := req.Header[k]; len(vs) > 0 {
 				ureq.Header[k] = vs
 			}
+		}
+		if k, _ := ctx.Value(credentialHeaderKey{}).(string); k != "" && len(req.Header[k]) > 0 {
+			ureq.Header[k] = req.Header[k]
 		}
 		resp, err = t.base.RoundTrip(ureq)
 		if err != nil {

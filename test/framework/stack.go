@@ -50,6 +50,8 @@ type Stack struct {
 	Dir       string // logs and kubeconfigs
 	// UpstreamURL is the sample MCP server's endpoint the sidecar fronts.
 	UpstreamURL string
+	// Upstream records the requests the sample MCP server receives.
+	Upstream *Recorder
 
 	stopMgr  context.CancelFunc
 	mgrDone  chan error
@@ -124,7 +126,8 @@ func StartStack(ctx context.Context, o StackOptions) (s *Stack, err error) {
 	}
 	s.Pod = pod.Name
 
-	s.upstream = httptest.NewServer(sampleserver.Handler())
+	s.Upstream = &Recorder{}
+	s.upstream = httptest.NewServer(s.Upstream.Wrap(sampleserver.Handler()))
 	s.UpstreamURL = s.upstream.URL + "/mcp"
 	kubeconfig, err := ImpersonatingKubeconfig(s.Env.Environment.KubeConfig, s.Dir, s.Namespace, pod.Spec.ServiceAccountName)
 	if err != nil {
