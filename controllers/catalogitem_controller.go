@@ -197,7 +197,8 @@ func setItemStatus(ctx context.Context, c client.Client, rec events.EventRecorde
 		meta.RemoveStatusCondition(&st.Conditions, typ)
 	}
 	st.ObservedGeneration = gen
-	st.PublishedRevision, st.CatalogRevision = u.revision, u.revision
+	// The deprecated field is written until v1alpha2, for readers of v1alpha1.
+	st.PublishedRevision, st.CatalogRevision = u.revision, u.revision //nolint:staticcheck // SA1019: written on purpose
 	beforeStatus := before.GetCatalogItemStatus()
 	same := equality.Semantic.DeepEqual(beforeStatus, st)
 	if t, ok := obj.(*mcpv1alpha1.MCPTool); ok && pin != nil {

@@ -414,7 +414,7 @@ func publishedSince(before *mcpv1alpha1.CatalogItemStatus, generation int64, pub
 	since := before.PublishedRevision
 	if since == "" {
 		// Written by a manager that knew only the deprecated catalogRevision.
-		since = before.CatalogRevision
+		since = before.CatalogRevision //nolint:staticcheck // SA1019: read on purpose, from an older manager
 	}
 	if since == "" {
 		return published, revision
