@@ -64,6 +64,9 @@ type MCPServerReconciler struct {
 	// AppearGrace is how long after its creation a missing ConfigMap or Secret of a resource is
 	// waited for (DefaultAppearGrace).
 	AppearGrace time.Duration
+	// Sharded is set when the manager runs one shard (--watch-label-selector): its cache holds
+	// the servers of the shard, but the pods of every server (kube.ShardCacheOptions).
+	Sharded bool
 }
 
 // scope is what the phases of one reconcile share: the server, and what each phase computed or
@@ -627,11 +630,16 @@ func (r *MCPServerReconciler) removeTokenReviewBinding(ctx context.Context, name
 // prompts that reference it.
 func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceCache, concurrency int) error {
 	toServer := enqueueServerOf()
-	fromPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		if name := o.GetLabels()[inject.LabelServer]; name != "" {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	fromPod := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[inject.LabelServer]
+		if name == "" {
+			return nil
 		}
-		return nil
+		key := types.NamespacedName{Namespace: o.GetNamespace(), Name: name}
+		if r.Sharded && r.Get(ctx, key, &mcpv1alpha1.MCPServer{}) != nil {
+			return nil // another shard's server (or gone: its own deletion is reconciled)
+		}
+		return []reconcile.Request{{NamespacedName: key}}
 	})
 	items := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	b := ctrl.NewControllerManagedBy(mgr).
