@@ -18,6 +18,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -304,8 +305,12 @@ func (b *bench) cold(ctx context.Context) error {
 		}
 		if now.Sub(progress) > 5*time.Second {
 			progress = now
-			say("  %.0f s after the last create: %d/%d catalogs complete, %d/%d Deployments available, %d/%d servers and %d/%d items Ready",
-				now.Sub(last).Seconds(), catalogs, b.o.servers, available, b.o.servers, servers, b.o.servers, items, b.items())
+			msg := fmt.Sprintf("  %.0f s after the last create: %d/%d catalogs complete, %d/%d Deployments available",
+				now.Sub(last).Seconds(), catalogs, b.o.servers, available, b.o.servers)
+			if reports {
+				msg += fmt.Sprintf(", %d/%d servers and %d/%d items Ready", servers, b.o.servers, items, b.items())
+			}
+			say("%s", msg)
 			if reports && servers < b.o.servers {
 				say("    e.g. %s", b.watch.notReady)
 			}
@@ -597,6 +602,9 @@ type phase struct {
 	Writes          map[string]int     `json:"writes"` // "verb resource" -> count
 	// WritesByWriter are every client's writes but Lease renewals, by field manager (writer).
 	WritesByWriter map[string]int `json:"writesByWriter"`
+	// EventsByReason are the fleet namespace's Events recorded during the phase (a repeat of an
+	// Event counts again), by type and reason.
+	EventsByReason map[string]int `json:"eventsByReason"`
 	ManagerCPU     float64        `json:"managerCpuSeconds"`
 	ManagerRSSMB   float64        `json:"managerRssMB"`
 	ManagerPeakMB  float64        `json:"managerPeakRssMB"`
@@ -636,6 +644,7 @@ func (b *bench) endPhase(p *phase) error {
 			p.ReconcilesTotal += d
 		}
 	}
+	p.EventsByReason = b.eventsSince()
 	writes, byWriter, err := b.audit.sinceAll()
 	if err != nil {
 		return err
@@ -672,6 +681,32 @@ func reconcilesByController(m *managerproc.Manager) map[string]float64 {
 		name, _, _ := strings.Cut(rest, `"`)
 		out[name] += v
 	}
+	return out
+}
+
+// eventsSince counts the Events of the fleet's namespace by "type/reason", occurrences
+// included (series.count), less what the last call counted.
+func (b *bench) eventsSince() map[string]int {
+	var list eventsv1.EventList
+	if err := b.c.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
+		say("Listing Events: %v", err)
+		return nil
+	}
+	now := map[string]int{}
+	for _, e := range list.Items {
+		n := 1
+		if e.Series != nil {
+			n = int(e.Series.Count)
+		}
+		now[e.Type+"/"+e.Reason] += n
+	}
+	out := map[string]int{}
+	for k, v := range now {
+		if d := v - b.events[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	b.events = now
 	return out
 }
 
@@ -746,6 +781,14 @@ func (b *bench) report() {
 			total += p.WritesByWriter[k]
 		}
 		fmt.Printf("  %-8s total %.2f: %s\n", p.Name+":", float64(total)/float64(r.Servers), strings.Join(parts, " "))
+	}
+	for _, p := range r.Phases {
+		keys := slices.Sorted(maps.Keys(p.EventsByReason))
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, p.EventsByReason[k]))
+		}
+		fmt.Printf("events %-8s %s\n", p.Name+":", strings.Join(parts, " "))
 	}
 	if r.Sidecars > 0 {
 		s := r.SidecarWatches

@@ -128,6 +128,7 @@ type bench struct {
 	audit    *auditLog
 	prof     *profiler // nil without -profile
 	res      results
+	events   map[string]int // Events by type/reason, as eventsSince last counted them
 }
 
 const namespace = "fleet"
