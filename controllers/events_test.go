@@ -1,0 +1,63 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+)
+
+// TestConditionEvents: a condition's change is an Event when it turns True or to a Warning
+// reason; entering a Normal state that is not True (a wait that clears by itself and asks
+// nothing of anyone, such as a catalog edit's PropagationPending and NotYetReported) is not,
+// whether it is the condition's first state or not. At 100 servers, a fleet-wide MCPTool edit
+// recorded 5 Events per server, 2 of them these (docs/performance.md, "Fleet scale").
+func TestConditionEvents(t *testing.T) {
+	const (
+		propagated = mcpv1alpha1.ConditionCatalogPropagated
+		served     = mcpv1alpha1.ConditionToolsServed
+	)
+	cond := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: "m"}
+	}
+	upToDate := cond(propagated, metav1.ConditionTrue, mcpv1alpha1.ReasonAllReplicasUpToDate)
+	pending := cond(propagated, metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending)
+	rejected := cond(propagated, metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogRejected)
+	allServed := cond(served, metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed)
+	notReported := cond(served, metav1.ConditionUnknown, mcpv1alpha1.ReasonNotYetReported)
+	for _, tc := range []struct {
+		name          string
+		before, after []metav1.Condition
+		want          []string // reasons, in order
+	}{
+		{"an edit: True to a Normal wait", []metav1.Condition{upToDate, allServed}, []metav1.Condition{pending, notReported}, nil},
+		{"the wait ends: back to True", []metav1.Condition{pending, notReported}, []metav1.Condition{upToDate, allServed},
+			[]string{mcpv1alpha1.ReasonAllReplicasUpToDate, mcpv1alpha1.ReasonAllToolsServed}},
+		{"first state, a wait", nil, []metav1.Condition{pending, notReported}, nil},
+		{"first state, True", nil, []metav1.Condition{upToDate}, []string{mcpv1alpha1.ReasonAllReplicasUpToDate}},
+		{"True to a Warning", []metav1.Condition{upToDate}, []metav1.Condition{rejected}, []string{mcpv1alpha1.ReasonCatalogRejected}},
+		{"a wait to a Warning", []metav1.Condition{pending}, []metav1.Condition{rejected}, []string{mcpv1alpha1.ReasonCatalogRejected}},
+		{"unchanged", []metav1.Condition{upToDate, allServed}, []metav1.Condition{upToDate, allServed}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := events.NewFakeRecorder(10)
+			emitConditionEvents(rec, nil, tc.before, tc.after)
+			close(rec.Events)
+			var got []string
+			for e := range rec.Events {
+				got = append(got, e)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("recorded %q, want Events with reasons %q", got, tc.want)
+			}
+			for i, reason := range tc.want {
+				if f := strings.Fields(got[i]); len(f) < 2 || f[1] != reason {
+					t.Errorf("Event %d is %q, want reason %s", i, got[i], reason)
+				}
+			}
+		})
+	}
+}
