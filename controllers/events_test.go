@@ -11,10 +11,11 @@ import (
 )
 
 // TestConditionEvents: a condition's change is an Event when it turns True or to a Warning
-// reason; entering a Normal state that is not True (a wait that clears by itself and asks
-// nothing of anyone, such as a catalog edit's PropagationPending and NotYetReported) is not,
-// whether it is the condition's first state or not. At 100 servers, a fleet-wide MCPTool edit
-// recorded 5 Events per server, 2 of them these (docs/performance.md, "Fleet scale").
+// reason; entering a Normal state that is not True, or Reconciling in any Normal state (a wait
+// that clears by itself and asks nothing of anyone, such as a catalog edit's PropagationPending
+// and NotYetReported) is not, whether it is the condition's first state or not. At 100 servers,
+// a fleet-wide MCPTool edit recorded 5 Events per server, 3 of them these (docs/performance.md,
+// "Fleet scale").
 func TestConditionEvents(t *testing.T) {
 	const (
 		propagated = mcpv1alpha1.ConditionCatalogPropagated
@@ -28,15 +29,17 @@ func TestConditionEvents(t *testing.T) {
 	rejected := cond(propagated, metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogRejected)
 	allServed := cond(served, metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed)
 	notReported := cond(served, metav1.ConditionUnknown, mcpv1alpha1.ReasonNotYetReported)
+	reconciling := cond(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonPropagationPending)
+	settled := cond(mcpv1alpha1.ConditionReconciling, metav1.ConditionFalse, mcpv1alpha1.ReasonReady)
 	for _, tc := range []struct {
 		name          string
 		before, after []metav1.Condition
 		want          []string // reasons, in order
 	}{
-		{"an edit: True to a Normal wait", []metav1.Condition{upToDate, allServed}, []metav1.Condition{pending, notReported}, nil},
-		{"the wait ends: back to True", []metav1.Condition{pending, notReported}, []metav1.Condition{upToDate, allServed},
+		{"an edit: True to a Normal wait", []metav1.Condition{upToDate, allServed, settled}, []metav1.Condition{pending, notReported, reconciling}, nil},
+		{"the wait ends: back to True", []metav1.Condition{pending, notReported, reconciling}, []metav1.Condition{upToDate, allServed, settled},
 			[]string{mcpv1alpha1.ReasonAllReplicasUpToDate, mcpv1alpha1.ReasonAllToolsServed}},
-		{"first state, a wait", nil, []metav1.Condition{pending, notReported}, nil},
+		{"first state, a wait", nil, []metav1.Condition{pending, notReported, reconciling}, nil},
 		{"first state, True", nil, []metav1.Condition{upToDate}, []string{mcpv1alpha1.ReasonAllReplicasUpToDate}},
 		{"True to a Warning", []metav1.Condition{upToDate}, []metav1.Condition{rejected}, []string{mcpv1alpha1.ReasonCatalogRejected}},
 		{"a wait to a Warning", []metav1.Condition{pending}, []metav1.Condition{rejected}, []string{mcpv1alpha1.ReasonCatalogRejected}},

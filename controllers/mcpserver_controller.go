@@ -468,8 +468,9 @@ func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconci
 	return client.IgnoreNotFound(r.Status().Patch(ctx, s.server, client.MergeFrom(s.before)))
 }
 
-// emitConditionEvents records one Event per condition whose status or reason changed to True or
-// to a Warning reason, with the event reason equal to the condition reason. Ready repeats the
+// emitConditionEvents records one Event per condition whose status or reason changed to True
+// (Reconciling: never) or to a Warning reason, with the event reason equal to the condition
+// reason. Ready repeats the
 // reason of the condition it summarises, so its event is left out when that condition's event
 // says the same.
 func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, after []metav1.Condition) {
@@ -482,12 +483,12 @@ func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, a
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
 		}
-		if c.Status != metav1.ConditionTrue && eventType(c.Reason) == corev1.EventTypeNormal {
-			// A Normal state that is not True is a wait that clears by itself and asks nothing of
-			// anyone: for the Deployment, for a ready replica, for the sidecars' report. Every
-			// server starts in them (3 of the 5 Events each server recorded on creation) and
-			// passes through them on every catalog edit (2 of 5 Events per server on a fleet-wide
-			// MCPTool edit, docs/performance.md); the return to True is the Event.
+		if eventType(c.Reason) == corev1.EventTypeNormal && (c.Status != metav1.ConditionTrue || c.Type == mcpv1alpha1.ConditionReconciling) {
+			// A Normal state that is not True, or Reconciling (kstatus: True while work is in
+			// progress), is a wait that clears by itself and asks nothing of anyone: for the
+			// Deployment, for a ready replica, for the sidecars' report. Every server starts in
+			// them and passes through them on every catalog edit (3 of 5 Events per server on a
+			// fleet-wide MCPTool edit, docs/performance.md); the return to True is the Event.
 			continue
 		}
 		if seen[c.Reason] {
