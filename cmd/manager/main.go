@@ -68,7 +68,7 @@ func main() {
 	flag.StringVar(&shardSelector, "watch-label-selector", "",
 		"Run one shard of the fleet: reconcile only the MCPServers, MCPTools, MCPResources, MCPPrompts and MCPAccessPolicies this "+
 			"label selector on "+inject.LabelShard+" selects, e.g. "+inject.LabelShard+"=shard1, or '!"+inject.LabelShard+"' for the "+
-			"default shard; each shard elects its own leader (docs/operations.md, Sharding). Empty: every object.")
+			"default shard; each shard elects its own leader (docs/sharding.md). Empty: every object.")
 	flag.StringVar(&certMode, "webhook-cert-mode", string(webhook.CertSelfSigned),
 		"Where the webhook's serving certificate comes from: self-signed (the manager issues, rotates and injects it), "+
 			"cert-manager (mounted from a cert-manager Certificate; caBundle injected by cert-manager), or none (no injection webhook).")

@@ -1,6 +1,6 @@
 {{- /*
 One manager Deployment: the default one (shard ""), which serves the injection webhook, or one
-shard's (values shards: docs/operations.md, Sharding). The default one reconciles every object
+shard's (values shards: docs/sharding.md). The default one reconciles every object
 without the label sharding.switchboard.dev/key when shards are listed, and every object when not.
 */ -}}
 {{- define "switchboard.managerDeployment" -}}
