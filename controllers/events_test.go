@@ -21,8 +21,8 @@ func TestConditionEvents(t *testing.T) {
 		propagated = mcpv1alpha1.ConditionCatalogPropagated
 		served     = mcpv1alpha1.ConditionToolsServed
 	)
-	cond := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
-		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: "m"}
+	cond := func(typ mcpv1alpha1.ConditionType, status metav1.ConditionStatus, reason mcpv1alpha1.ConditionReason) metav1.Condition {
+		return metav1.Condition{Type: string(typ), Status: status, Reason: string(reason), Message: "m"}
 	}
 	upToDate := cond(propagated, metav1.ConditionTrue, mcpv1alpha1.ReasonAllReplicasUpToDate)
 	pending := cond(propagated, metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending)
@@ -34,15 +34,15 @@ func TestConditionEvents(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		before, after []metav1.Condition
-		want          []string // reasons, in order
+		want          []mcpv1alpha1.ConditionReason // in order
 	}{
 		{"an edit: True to a Normal wait", []metav1.Condition{upToDate, allServed, settled}, []metav1.Condition{pending, notReported, reconciling}, nil},
 		{"the wait ends: back to True", []metav1.Condition{pending, notReported, reconciling}, []metav1.Condition{upToDate, allServed, settled},
-			[]string{mcpv1alpha1.ReasonAllReplicasUpToDate, mcpv1alpha1.ReasonAllToolsServed}},
+			[]mcpv1alpha1.ConditionReason{mcpv1alpha1.ReasonAllReplicasUpToDate, mcpv1alpha1.ReasonAllToolsServed}},
 		{"first state, a wait", nil, []metav1.Condition{pending, notReported, reconciling}, nil},
-		{"first state, True", nil, []metav1.Condition{upToDate}, []string{mcpv1alpha1.ReasonAllReplicasUpToDate}},
-		{"True to a Warning", []metav1.Condition{upToDate}, []metav1.Condition{rejected}, []string{mcpv1alpha1.ReasonCatalogRejected}},
-		{"a wait to a Warning", []metav1.Condition{pending}, []metav1.Condition{rejected}, []string{mcpv1alpha1.ReasonCatalogRejected}},
+		{"first state, True", nil, []metav1.Condition{upToDate}, []mcpv1alpha1.ConditionReason{mcpv1alpha1.ReasonAllReplicasUpToDate}},
+		{"True to a Warning", []metav1.Condition{upToDate}, []metav1.Condition{rejected}, []mcpv1alpha1.ConditionReason{mcpv1alpha1.ReasonCatalogRejected}},
+		{"a wait to a Warning", []metav1.Condition{pending}, []metav1.Condition{rejected}, []mcpv1alpha1.ConditionReason{mcpv1alpha1.ReasonCatalogRejected}},
 		{"unchanged", []metav1.Condition{upToDate, allServed}, []metav1.Condition{upToDate, allServed}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,7 +57,7 @@ func TestConditionEvents(t *testing.T) {
 				t.Fatalf("recorded %q, want Events with reasons %q", got, tc.want)
 			}
 			for i, reason := range tc.want {
-				if f := strings.Fields(got[i]); len(f) < 2 || f[1] != reason {
+				if f := strings.Fields(got[i]); len(f) < 2 || f[1] != string(reason) {
 					t.Errorf("Event %d is %q, want reason %s", i, got[i], reason)
 				}
 			}

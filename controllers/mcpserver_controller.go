@@ -483,7 +483,7 @@ func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, a
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
 		}
-		if eventType(c.Reason) == corev1.EventTypeNormal && (c.Status != metav1.ConditionTrue || c.Type == mcpv1alpha1.ConditionReconciling) {
+		if eventType(c.Reason) == corev1.EventTypeNormal && (c.Status != metav1.ConditionTrue || c.Type == string(mcpv1alpha1.ConditionReconciling)) {
 			// A Normal state that is not True, or Reconciling (kstatus: True while work is in
 			// progress), is a wait that clears by itself and asks nothing of anyone: for the
 			// Deployment, for a ready replica, for the sidecars' report. Every server starts in

@@ -168,7 +168,7 @@ func (w *fleetWatch) ready(ctx context.Context) (servers, items int, err error) 
 	for i := range ss.Items {
 		if readyNow(ss.Items[i].Generation, ss.Items[i].Status.Conditions) {
 			servers++
-		} else if c := meta.FindStatusCondition(ss.Items[i].Status.Conditions, mcpv1alpha1.ConditionReady); c != nil && w.notReady == "" {
+		} else if c := meta.FindStatusCondition(ss.Items[i].Status.Conditions, string(mcpv1alpha1.ConditionReady)); c != nil && w.notReady == "" {
 			w.notReady = fmt.Sprintf("%s: Ready=%s %s: %s", ss.Items[i].Name, c.Status, c.Reason, c.Message)
 		}
 	}
@@ -199,7 +199,7 @@ func (w *fleetWatch) ready(ctx context.Context) (servers, items int, err error) 
 }
 
 func readyNow(generation int64, conds []metav1.Condition) bool {
-	c := meta.FindStatusCondition(conds, mcpv1alpha1.ConditionReady)
+	c := meta.FindStatusCondition(conds, string(mcpv1alpha1.ConditionReady))
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation
 }
 

@@ -137,7 +137,7 @@ func TestShardsDivideTheFleet(t *testing.T) {
 				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &tool); err != nil {
 					return err
 				}
-				if tool.Status.CatalogRevision == "" {
+				if tool.Status.PublishedRevision == "" {
 					return fmt.Errorf("tool %s: not published", name)
 				}
 			}
