@@ -10,10 +10,11 @@ import (
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 )
 
-// TestConditionEvents: a condition's change is an Event when it turns True or to a Warning
-// reason; entering a Normal state that is not True, or Reconciling in any Normal state (a wait
-// that clears by itself and asks nothing of anyone, such as a catalog edit's PropagationPending
-// and NotYetReported) is not, whether it is the condition's first state or not. At 100 servers,
+// TestConditionEvents: a condition's change is an Event when it reaches a Warning reason or its
+// good state (True; False for ToolsDrifted and Stalled); entering a Normal wait (any other state,
+// and Reconciling in any Normal state: it clears by itself and asks nothing of anyone, such as a
+// catalog edit's PropagationPending and NotYetReported) is not, whether it is the condition's
+// first state or not. At 100 servers,
 // a fleet-wide MCPTool edit recorded 5 Events per server, 3 of them these (docs/performance.md,
 // "Fleet scale").
 func TestConditionEvents(t *testing.T) {
@@ -29,6 +30,9 @@ func TestConditionEvents(t *testing.T) {
 	rejected := cond(propagated, metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogRejected)
 	allServed := cond(served, metav1.ConditionTrue, mcpv1alpha1.ReasonAllToolsServed)
 	notReported := cond(served, metav1.ConditionUnknown, mcpv1alpha1.ReasonNotYetReported)
+	drifted := cond(mcpv1alpha1.ConditionToolsDrifted, metav1.ConditionTrue, mcpv1alpha1.ReasonPinnedToolsDrifted)
+	matched := cond(mcpv1alpha1.ConditionToolsDrifted, metav1.ConditionFalse, mcpv1alpha1.ReasonToolsMatchPins)
+	driftUnknown := cond(mcpv1alpha1.ConditionToolsDrifted, metav1.ConditionUnknown, mcpv1alpha1.ReasonNotYetReported)
 	reconciling := cond(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonPropagationPending)
 	settled := cond(mcpv1alpha1.ConditionReconciling, metav1.ConditionFalse, mcpv1alpha1.ReasonReady)
 	for _, tc := range []struct {
@@ -43,6 +47,9 @@ func TestConditionEvents(t *testing.T) {
 		{"first state, True", nil, []metav1.Condition{upToDate}, []mcpv1alpha1.ConditionReason{mcpv1alpha1.ReasonAllReplicasUpToDate}},
 		{"True to a Warning", []metav1.Condition{upToDate}, []metav1.Condition{rejected}, []mcpv1alpha1.ConditionReason{mcpv1alpha1.ReasonCatalogRejected}},
 		{"a wait to a Warning", []metav1.Condition{pending}, []metav1.Condition{rejected}, []mcpv1alpha1.ConditionReason{mcpv1alpha1.ReasonCatalogRejected}},
+		{"drift resolved: ToolsDrifted back to False", []metav1.Condition{drifted}, []metav1.Condition{matched},
+			[]mcpv1alpha1.ConditionReason{mcpv1alpha1.ReasonToolsMatchPins}},
+		{"drift not yet checked", []metav1.Condition{matched}, []metav1.Condition{driftUnknown}, nil},
 		{"unchanged", []metav1.Condition{upToDate, allServed}, []metav1.Condition{upToDate, allServed}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

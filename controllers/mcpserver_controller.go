@@ -468,9 +468,9 @@ func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconci
 	return client.IgnoreNotFound(r.Status().Patch(ctx, s.server, client.MergeFrom(s.before)))
 }
 
-// emitConditionEvents records one Event per condition whose status or reason changed to True
-// (Reconciling: never) or to a Warning reason, with the event reason equal to the condition
-// reason. Ready repeats the
+// emitConditionEvents records one Event per condition whose status or reason changed to a
+// Warning reason or to a settled state (not waiting), with the event reason equal to the
+// condition reason. Ready repeats the
 // reason of the condition it summarises, so its event is left out when that condition's event
 // says the same.
 func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, after []metav1.Condition) {
@@ -483,12 +483,11 @@ func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, a
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
 		}
-		if eventType(c.Reason) == corev1.EventTypeNormal && (c.Status != metav1.ConditionTrue || c.Type == string(mcpv1alpha1.ConditionReconciling)) {
-			// A Normal state that is not True, or Reconciling (kstatus: True while work is in
-			// progress), is a wait that clears by itself and asks nothing of anyone: for the
-			// Deployment, for a ready replica, for the sidecars' report. Every server starts in
-			// them and passes through them on every catalog edit (3 of 5 Events per server on a
-			// fleet-wide MCPTool edit, docs/performance.md); the return to True is the Event.
+		if eventType(c.Reason) == corev1.EventTypeNormal && waiting(c) {
+			// A wait clears by itself and asks nothing of anyone: for the Deployment, for a
+			// ready replica, for the sidecars' report. Every server starts in them and passes
+			// through them on every catalog edit (3 of 5 Events per server on a fleet-wide
+			// MCPTool edit, docs/performance.md); the return to the good state is the Event.
 			continue
 		}
 		if seen[c.Reason] {
@@ -497,6 +496,20 @@ func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, a
 		seen[c.Reason] = true
 		rec.Eventf(obj, nil, eventType(c.Reason), c.Reason, "Reconcile", "%s=%s: %s", c.Type, c.Status, c.Message)
 	}
+}
+
+// waiting reports whether a condition in a Normal state is waiting rather than settled: not in
+// its good state, which is True, or False for the conditions True signals trouble with
+// (Stalled, ToolsDrifted). Reconciling (kstatus: True while work is in progress) only ever marks
+// progress, whose end the other conditions report.
+func waiting(c metav1.Condition) bool {
+	switch mcpv1alpha1.ConditionType(c.Type) {
+	case mcpv1alpha1.ConditionReconciling:
+		return true
+	case mcpv1alpha1.ConditionStalled, mcpv1alpha1.ConditionToolsDrifted:
+		return c.Status != metav1.ConditionFalse
+	}
+	return c.Status != metav1.ConditionTrue
 }
 
 // child is the apply configuration of one child object, as the builders make it.
