@@ -7,7 +7,9 @@
 //
 //	cold      create -servers MCPServers with -tools MCPTools, one MCPResource and one MCPPrompt
 //	          each; time from the last create until every server has its complete compiled
-//	          catalog and an available Deployment
+//	          catalog and an available Deployment, and (with -sidecar-reports) every server and
+//	          item is Ready: each pod's sidecar reports are simulated with the sidecar's own
+//	          Reporter (reports.go), since kwok pods run no containers
 //	steady    -steady of quiet: the manager's writes (audit log) and reconciles
 //	edit      one MCPTool edited on every server: time until every catalog has the edit
 //	sidecars  -sidecars sidecars (the sidecar package's own code, in one child process) watch
