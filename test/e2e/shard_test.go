@@ -122,8 +122,11 @@ func TestShardsDivideTheFleet(t *testing.T) {
 					return err
 				}
 				cat, err := catalog.Decode([]byte(cm.Data[catalog.Key]))
-				if err != nil || len(cat.Tools) != 2 {
-					return fmt.Errorf("catalog of %s: %v tools, %v", name, cat, err)
+				if err != nil {
+					return fmt.Errorf("catalog of %s: %w", name, err)
+				}
+				if len(cat.Tools) != 2 {
+					return fmt.Errorf("catalog of %s: %d tools, want 2", name, len(cat.Tools))
 				}
 				var s mcpv1alpha1.MCPServer
 				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
