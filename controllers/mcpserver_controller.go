@@ -64,6 +64,9 @@ type MCPServerReconciler struct {
 	// AppearGrace is how long after its creation a missing ConfigMap or Secret of a resource is
 	// waited for (DefaultAppearGrace).
 	AppearGrace time.Duration
+	// Sharded is set when the manager runs one shard (--watch-label-selector): its cache holds
+	// the servers of the shard, but the pods of every server (kube.ShardCacheOptions).
+	Sharded bool
 }
 
 // scope is what the phases of one reconcile share: the server, and what each phase computed or
@@ -474,10 +477,11 @@ func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconci
 	return client.IgnoreNotFound(r.Status().Patch(ctx, s.server, client.MergeFrom(s.before)))
 }
 
-// emitConditionEvents records one Event per condition whose status or reason changed, with the
-// event reason equal to the condition reason (a condition's first state only when it is True or
-// a Warning). Ready repeats the reason of the condition it
-// summarises, so its event is left out when that condition's event says the same.
+// emitConditionEvents records one Event per condition whose status or reason changed to a
+// Warning reason or to a settled state (not waiting), with the event reason equal to the
+// condition reason. Ready repeats the
+// reason of the condition it summarises, so its event is left out when that condition's event
+// says the same.
 func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, after []metav1.Condition) {
 	if rec == nil {
 		return
@@ -488,11 +492,11 @@ func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, a
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
 		}
-		if old == nil && c.Status != metav1.ConditionTrue && eventType(c.Reason) == corev1.EventTypeNormal {
-			// A condition's first state is an Event only when it is True or a Warning: waiting
-			// for the Deployment, for a ready replica or for the sidecars' first report is how
-			// every server starts and asks nothing of anyone (3 of the 5 Events each server
-			// recorded on creation, docs/performance.md).
+		if eventType(c.Reason) == corev1.EventTypeNormal && waiting(c) {
+			// A wait clears by itself and asks nothing of anyone: for the Deployment, for a
+			// ready replica, for the sidecars' report. Every server starts in them and passes
+			// through them on every catalog edit (3 of 5 Events per server on a fleet-wide
+			// MCPTool edit, docs/performance.md); the return to the good state is the Event.
 			continue
 		}
 		if seen[c.Reason] {
@@ -501,6 +505,20 @@ func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, a
 		seen[c.Reason] = true
 		rec.Eventf(obj, nil, eventType(c.Reason), c.Reason, "Reconcile", "%s=%s: %s", c.Type, c.Status, c.Message)
 	}
+}
+
+// waiting reports whether a condition in a Normal state is waiting rather than settled: not in
+// its good state, which is True, or False for the conditions True signals trouble with
+// (Stalled, ToolsDrifted). Reconciling (kstatus: True while work is in progress) only ever marks
+// progress, whose end the other conditions report.
+func waiting(c metav1.Condition) bool {
+	switch mcpv1alpha1.ConditionType(c.Type) {
+	case mcpv1alpha1.ConditionReconciling:
+		return true
+	case mcpv1alpha1.ConditionStalled, mcpv1alpha1.ConditionToolsDrifted:
+		return c.Status != metav1.ConditionFalse
+	}
+	return c.Status != metav1.ConditionTrue
 }
 
 // child is the apply configuration of one child object, as the builders make it.
@@ -636,11 +654,16 @@ func (r *MCPServerReconciler) removeTokenReviewBinding(ctx context.Context, name
 // prompts that reference it.
 func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceCache, concurrency int) error {
 	toServer := enqueueServerOf()
-	fromPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		if name := o.GetLabels()[inject.LabelServer]; name != "" {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	fromPod := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[inject.LabelServer]
+		if name == "" {
+			return nil
 		}
-		return nil
+		key := types.NamespacedName{Namespace: o.GetNamespace(), Name: name}
+		if r.Sharded && r.Get(ctx, key, &mcpv1alpha1.MCPServer{}) != nil {
+			return nil // another shard's server (or gone: its own deletion is reconciled)
+		}
+		return []reconcile.Request{{NamespacedName: key}}
 	})
 	items := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	b := ctrl.NewControllerManagedBy(mgr).

@@ -216,7 +216,7 @@ func deploymentFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, cfg inject.Co
 	if podLabels == nil {
 		podLabels = map[string]string{}
 	}
-	maps.Copy(podLabels, inject.LabelsFor(s))
+	maps.Copy(podLabels, inject.PodLabelsFor(s))
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: maps.Clone(podOverrides.Annotations)},
 		Spec: corev1.PodSpec{

@@ -45,6 +45,8 @@ type Options struct {
 	TrustDomain string
 	// AppearGrace is DefaultAppearGrace when zero.
 	AppearGrace time.Duration
+	// Sharded is set when the manager's cache holds one shard (kube.ShardCacheOptions).
+	Sharded bool
 }
 
 // Leader election (cmd/manager) uses a Lease in the manager's own namespace (a namespaced Role:
@@ -85,6 +87,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		TrustDomain:  trustDomain,
 		Namespaces:   opts.Namespaces,
 		AppearGrace:  grace,
+		Sharded:      opts.Sharded,
 	}
 	if err := servers.SetupWithManager(mgr, sources, max(opts.MaxConcurrentReconciles, 1)); err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/controllers"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
 	"github.com/switchboard-mcp/switchboard/internal/kube"
 	"github.com/switchboard-mcp/switchboard/internal/version"
 	"github.com/switchboard-mcp/switchboard/internal/webhook"
@@ -42,6 +43,7 @@ func main() {
 		concurrency     int
 		pprofAddr       string
 		trustDomain     string
+		shardSelector   string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
@@ -63,6 +65,10 @@ func main() {
 	flag.StringVar(&trustDomain, "trust-domain", controllers.DefaultTrustDomain,
 		"SPIFFE trust domain of this cluster's ServiceAccounts: a caller authenticated as ServiceAccount ns/sa is also "+
 			"spiffe://<trust-domain>/ns/<ns>/sa/<sa> (MCPAccessPolicy rules[].source.identities).")
+	flag.StringVar(&shardSelector, "watch-label-selector", "",
+		"Run one shard of the fleet: reconcile only the MCPServers, MCPTools, MCPResources, MCPPrompts and MCPAccessPolicies this "+
+			"label selector on "+inject.LabelShard+" selects, e.g. "+inject.LabelShard+"=shard1, or '!"+inject.LabelShard+"' for the "+
+			"default shard; each shard elects its own leader (docs/sharding.md). Empty: every object.")
 	flag.StringVar(&certMode, "webhook-cert-mode", string(webhook.CertSelfSigned),
 		"Where the webhook's serving certificate comes from: self-signed (the manager issues, rotates and injects it), "+
 			"cert-manager (mounted from a cert-manager Certificate; caBundle injected by cert-manager), or none (no injection webhook).")
@@ -97,7 +103,12 @@ func main() {
 	}
 
 	webhookTLS.Mode = webhook.CertMode(certMode)
-	cacheOptions := kube.CacheOptions()
+	shard, err := kube.ParseShardSelector(shardSelector)
+	if err != nil {
+		log.Error(err, "Parsing --watch-label-selector")
+		os.Exit(1)
+	}
+	cacheOptions := kube.ShardCacheOptions(shard)
 	var namespaces []string
 	if watchNamespaces != "" {
 		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
@@ -117,7 +128,7 @@ func main() {
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,
 		LeaderElection:         leaderElection,
-		LeaderElectionID:       "switchboard-manager.mcp.switchboard.dev",
+		LeaderElectionID:       kube.ShardLeaderElectionID(shard),
 		// In a cluster the Lease lives in the pod's namespace; outside one, in --namespace.
 		LeaderElectionNamespace: webhookTLS.Namespace,
 		// Hand leadership over at once on shutdown instead of waiting a full lease.
@@ -129,7 +140,7 @@ func main() {
 		os.Exit(1)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if _, err := controllers.Setup(ctx, mgr, controllers.Options{SidecarImage: sidecarImage, MaxConcurrentReconciles: concurrency, Namespaces: namespaces, TrustDomain: trustDomain}); err != nil {
+	if _, err := controllers.Setup(ctx, mgr, controllers.Options{SidecarImage: sidecarImage, MaxConcurrentReconciles: concurrency, Namespaces: namespaces, TrustDomain: trustDomain, Sharded: !shard.Empty()}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	goruntime "runtime"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,6 +35,7 @@ import (
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
+	"github.com/switchboard-mcp/switchboard/internal/kube"
 	"github.com/switchboard-mcp/switchboard/internal/managerproc"
 )
 
@@ -102,9 +105,12 @@ func parallel(n, workers int, f func(int) error) error {
 
 // fleetWatch follows the catalogs and Deployments of the fleet through the bench's own cache.
 type fleetWatch struct {
-	cache  cache.Cache
-	cancel context.CancelFunc
-	o      options
+	cache cache.Cache
+	ctx   context.Context // until stop
+	// notReady says why a server is not Ready, as ready last saw it.
+	notReady string
+	cancel   context.CancelFunc
+	o        options
 
 	mu      sync.Mutex
 	decoded map[string]catalogSummary // catalog ConfigMap uid/resourceVersion -> summary
@@ -125,13 +131,19 @@ func startFleetWatch(ctx context.Context, cfg *rest.Config, scheme *runtime.Sche
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(*hasServer)},
+			&corev1.Pod{}:       {Label: labels.NewSelector().Add(*hasServer), Transform: kube.TrimPod},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}} {
+	watched := []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}}
+	if o.sidecarReports != reportsNone {
+		// Each server's and item's Ready condition, which only reports make True.
+		watched = append(watched, &corev1.Pod{}, &mcpv1alpha1.MCPServer{}, &mcpv1alpha1.MCPTool{}, &mcpv1alpha1.MCPResource{}, &mcpv1alpha1.MCPPrompt{})
+	}
+	for _, obj := range watched {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
 			return nil, err
 		}
@@ -142,7 +154,53 @@ func startFleetWatch(ctx context.Context, cfg *rest.Config, scheme *runtime.Sche
 		cancel()
 		return nil, fmt.Errorf("the benchmark's cache did not sync")
 	}
-	return &fleetWatch{cache: c, cancel: cancel, o: o, decoded: map[string]catalogSummary{}}, nil
+	return &fleetWatch{cache: c, ctx: wctx, cancel: cancel, o: o, decoded: map[string]catalogSummary{}}, nil
+}
+
+// ready counts the servers and the items (tools, resources, prompts) that are Ready=True for
+// their current generation, and remembers why one server is not (notReady).
+func (w *fleetWatch) ready(ctx context.Context) (servers, items int, err error) {
+	var ss mcpv1alpha1.MCPServerList
+	if err := w.cache.List(ctx, &ss); err != nil {
+		return 0, 0, err
+	}
+	w.notReady = ""
+	for i := range ss.Items {
+		if readyNow(ss.Items[i].Generation, ss.Items[i].Status.Conditions) {
+			servers++
+		} else if c := meta.FindStatusCondition(ss.Items[i].Status.Conditions, string(mcpv1alpha1.ConditionReady)); c != nil && w.notReady == "" {
+			w.notReady = fmt.Sprintf("%s: Ready=%s %s: %s", ss.Items[i].Name, c.Status, c.Reason, c.Message)
+		}
+	}
+	var ts mcpv1alpha1.MCPToolList
+	var rs mcpv1alpha1.MCPResourceList
+	var ps mcpv1alpha1.MCPPromptList
+	for _, l := range []client.ObjectList{&ts, &rs, &ps} {
+		if err := w.cache.List(ctx, l); err != nil {
+			return 0, 0, err
+		}
+	}
+	var its []mcpv1alpha1.CatalogItem
+	for i := range ts.Items {
+		its = append(its, &ts.Items[i])
+	}
+	for i := range rs.Items {
+		its = append(its, &rs.Items[i])
+	}
+	for i := range ps.Items {
+		its = append(its, &ps.Items[i])
+	}
+	for _, it := range its {
+		if readyNow(it.GetGeneration(), it.GetConditions()) {
+			items++
+		}
+	}
+	return servers, items, nil
+}
+
+func readyNow(generation int64, conds []metav1.Condition) bool {
+	c := meta.FindStatusCondition(conds, string(mcpv1alpha1.ConditionReady))
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation
 }
 
 func (w *fleetWatch) stop() { w.cancel() }
@@ -221,12 +279,19 @@ func (b *bench) cold(ctx context.Context) error {
 	b.res.CreateSeconds = last.Sub(start).Seconds()
 	say("Created %d objects in %.1f s", b.res.Objects, b.res.CreateSeconds)
 
-	var catalogsAt, availableAt time.Time
+	var catalogsAt, availableAt, readyAt time.Time
+	reports := b.o.sidecarReports != reportsNone
 	progress := time.Now()
 	err = waitFor(ctx, b.o.timeout, "every catalog and Deployment", func() (bool, error) {
 		catalogs, available, err := b.watch.state(ctx, "")
 		if err != nil {
 			return false, err
+		}
+		var servers, items int
+		if reports {
+			if servers, items, err = b.watch.ready(ctx); err != nil {
+				return false, err
+			}
 		}
 		now := time.Now()
 		if catalogs == b.o.servers && catalogsAt.IsZero() {
@@ -235,12 +300,22 @@ func (b *bench) cold(ctx context.Context) error {
 		if available == b.o.servers && availableAt.IsZero() {
 			availableAt = now
 		}
+		if reports && servers == b.o.servers && items == b.items() && readyAt.IsZero() {
+			readyAt = now
+		}
 		if now.Sub(progress) > 5*time.Second {
 			progress = now
-			say("  %.0f s after the last create: %d/%d catalogs complete, %d/%d Deployments available",
+			msg := fmt.Sprintf("  %.0f s after the last create: %d/%d catalogs complete, %d/%d Deployments available",
 				now.Sub(last).Seconds(), catalogs, b.o.servers, available, b.o.servers)
+			if reports {
+				msg += fmt.Sprintf(", %d/%d servers and %d/%d items Ready", servers, b.o.servers, items, b.items())
+			}
+			say("%s", msg)
+			if reports && servers < b.o.servers {
+				say("    e.g. %s", b.watch.notReady)
+			}
 		}
-		return !catalogsAt.IsZero() && !availableAt.IsZero(), nil
+		return !catalogsAt.IsZero() && !availableAt.IsZero() && (!reports || !readyAt.IsZero()), nil
 	})
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, m.Tail(10))
@@ -248,8 +323,12 @@ func (b *bench) cold(ctx context.Context) error {
 	b.res.ColdCatalogsSeconds = catalogsAt.Sub(last).Seconds()
 	b.res.ColdAvailableSeconds = availableAt.Sub(last).Seconds()
 	b.res.ColdSeconds = max(b.res.ColdCatalogsSeconds, b.res.ColdAvailableSeconds)
-	say("Last create → every catalog complete %.1f s, every Deployment available %.1f s",
-		b.res.ColdCatalogsSeconds, b.res.ColdAvailableSeconds)
+	if reports {
+		b.res.ColdReadySeconds = readyAt.Sub(last).Seconds()
+		b.res.ColdSeconds = max(b.res.ColdSeconds, b.res.ColdReadySeconds)
+	}
+	say("Last create → every catalog complete %.1f s, every Deployment available %.1f s, every server and item Ready %.1f s",
+		b.res.ColdCatalogsSeconds, b.res.ColdAvailableSeconds, b.res.ColdReadySeconds)
 	idle, err := b.waitIdle(ctx, m)
 	if err != nil {
 		return err
@@ -331,6 +410,17 @@ func (b *bench) edit(ctx context.Context) error {
 	}
 	b.res.EditSeconds = time.Since(last).Seconds()
 	say("Last edit → every catalog has it: %.1f s", b.res.EditSeconds)
+	if b.o.sidecarReports != reportsNone {
+		err = waitFor(ctx, b.o.timeout, "every server and item Ready after the edit", func() (bool, error) {
+			servers, items, err := b.watch.ready(ctx)
+			return servers == b.o.servers && items == b.items(), err
+		})
+		if err != nil {
+			return err
+		}
+		b.res.EditReadySeconds = time.Since(last).Seconds()
+		say("Last edit → every server and item Ready again: %.1f s", b.res.EditReadySeconds)
+	}
 	if _, err := b.waitIdle(ctx, m); err != nil {
 		return err
 	}
@@ -427,9 +517,10 @@ type auditLog struct {
 }
 
 type auditEvent struct {
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	ObjectRef struct {
+	Verb       string `json:"verb"`
+	UserAgent  string `json:"userAgent"`
+	RequestURI string `json:"requestURI"`
+	ObjectRef  struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
@@ -438,17 +529,40 @@ type auditEvent struct {
 // managerUserAgent prefixes the user agent of the manager binary (client-go's default).
 const managerUserAgent = "manager/"
 
-// since counts the manager's writes, by "verb resource[/subresource]", since the last call.
+// writer names who wrote, for the count by field manager: the request's fieldManager
+// parameter, else the client's program (the user agent's first word: client-go defaults the
+// field manager to it). Sidecars (switchboard-sidecar-<pod>) count as one writer.
+func (e *auditEvent) writer() string {
+	if u, err := url.Parse(e.RequestURI); err == nil {
+		if fm := u.Query().Get("fieldManager"); fm != "" {
+			if strings.HasPrefix(fm, catalog.ReportFieldManagerPrefix) {
+				return catalog.ReportFieldManagerPrefix + "*"
+			}
+			return fm
+		}
+	}
+	prog, _, _ := strings.Cut(e.UserAgent, " ")
+	prog, _, _ = strings.Cut(prog, "/")
+	return prog
+}
+
+// since counts the manager's writes, by "verb resource[/subresource]", and every client's
+// writes, by writer, since the last call.
 func (a *auditLog) since() (map[string]int, error) {
+	out, _, err := a.sinceAll()
+	return out, err
+}
+
+func (a *auditLog) sinceAll() (manager, byWriter map[string]int, err error) {
 	f, err := os.Open(a.path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() { _ = f.Close() }()
 	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]int{}
+	manager, byWriter = map[string]int{}, map[string]int{}
 	r := bufio.NewReaderSize(f, 1<<20)
 	for {
 		line, err := r.ReadBytes('\n')
@@ -456,20 +570,25 @@ func (a *auditLog) since() (map[string]int, error) {
 			break // an unfinished line is read next time
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		a.offset += int64(len(line))
 		var e auditEvent
-		if json.Unmarshal(line, &e) != nil || !strings.HasPrefix(e.UserAgent, managerUserAgent) {
+		if json.Unmarshal(line, &e) != nil {
 			continue
 		}
 		res := e.ObjectRef.Resource
 		if e.ObjectRef.Subresource != "" {
 			res += "/" + e.ObjectRef.Subresource
 		}
-		out[e.Verb+" "+res]++
+		if res != "leases" {
+			byWriter[e.writer()]++
+		}
+		if strings.HasPrefix(e.UserAgent, managerUserAgent) {
+			manager[e.Verb+" "+res]++
+		}
 	}
-	return out, nil
+	return manager, byWriter, nil
 }
 
 // phase is what one phase cost the manager (the replica that led during it).
@@ -481,11 +600,16 @@ type phase struct {
 	ManagerWrites   int                `json:"managerWrites"` // without Lease renewals
 	LeaseWrites     int                `json:"leaseWrites"`
 	Writes          map[string]int     `json:"writes"` // "verb resource" -> count
-	ManagerCPU      float64            `json:"managerCpuSeconds"`
-	ManagerRSSMB    float64            `json:"managerRssMB"`
-	ManagerPeakMB   float64            `json:"managerPeakRssMB"`
-	APIServerCPU    float64            `json:"apiserverCpuSeconds"`
-	APIServerRSSMB  float64            `json:"apiserverRssMB"`
+	// WritesByWriter are every client's writes but Lease renewals, by field manager (writer).
+	WritesByWriter map[string]int `json:"writesByWriter"`
+	// EventsByReason are the fleet namespace's Events recorded during the phase (a repeat of an
+	// Event counts again), by type and reason.
+	EventsByReason map[string]int `json:"eventsByReason"`
+	ManagerCPU     float64        `json:"managerCpuSeconds"`
+	ManagerRSSMB   float64        `json:"managerRssMB"`
+	ManagerPeakMB  float64        `json:"managerPeakRssMB"`
+	APIServerCPU   float64        `json:"apiserverCpuSeconds"`
+	APIServerRSSMB float64        `json:"apiserverRssMB"`
 
 	m         *managerproc.Manager
 	start     time.Time
@@ -520,11 +644,12 @@ func (b *bench) endPhase(p *phase) error {
 			p.ReconcilesTotal += d
 		}
 	}
-	writes, err := b.audit.since()
+	p.EventsByReason = b.eventsSince()
+	writes, byWriter, err := b.audit.sinceAll()
 	if err != nil {
 		return err
 	}
-	p.Writes = writes
+	p.Writes, p.WritesByWriter = writes, byWriter
 	for k, n := range writes {
 		if strings.HasSuffix(k, " leases") {
 			p.LeaseWrites += n // leader election renews its Lease every 2 s
@@ -559,12 +684,42 @@ func reconcilesByController(m *managerproc.Manager) map[string]float64 {
 	return out
 }
 
+// eventsSince counts the Events of the fleet's namespace by "type/reason", occurrences
+// included (series.count), less what the last call counted.
+func (b *bench) eventsSince() map[string]int {
+	var list eventsv1.EventList
+	if err := b.c.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
+		say("Listing Events: %v", err)
+		return nil
+	}
+	now := map[string]int{}
+	for _, e := range list.Items {
+		n := 1
+		if e.Series != nil {
+			n = int(e.Series.Count)
+		}
+		now[e.Type+"/"+e.Reason] += n
+	}
+	out := map[string]int{}
+	for k, v := range now {
+		if d := v - b.events[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	b.events = now
+	return out
+}
+
+// items is how many tools, resources and prompts the fleet has.
+func (b *bench) items() int { return b.o.servers * (b.o.tools + 2) }
+
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
 
 // results is the benchmark's outcome (one JSON line with -json).
 type results struct {
 	Started              string        `json:"started"`
 	Servers              int           `json:"servers"`
+	SidecarReports       string        `json:"sidecarReports"`
 	ToolsPerServer       int           `json:"toolsPerServer"`
 	Nodes                int           `json:"nodes"`
 	PodsPerNode          int           `json:"podsPerNode"`
@@ -573,10 +728,12 @@ type results struct {
 	ColdCatalogsSeconds  float64       `json:"coldCatalogsSeconds"`
 	ColdAvailableSeconds float64       `json:"coldAvailableSeconds"`
 	ColdSeconds          float64       `json:"coldSeconds"`
+	ColdReadySeconds     float64       `json:"coldReadySeconds"`
 	ColdIdleSeconds      float64       `json:"coldIdleSeconds"`
 	SteadySeconds        float64       `json:"steadySeconds"`
 	SteadyWrites         int           `json:"steadyWrites"`
 	EditSeconds          float64       `json:"editSeconds"`
+	EditReadySeconds     float64       `json:"editReadySeconds"`
 	DeleteSeconds        float64       `json:"deleteSeconds"`
 	Sidecars             int           `json:"sidecars"`
 	SidecarWatches       sidecarResult `json:"sidecarWatches"`
@@ -593,9 +750,11 @@ func (b *bench) report() {
 	fmt.Printf("create (first → last)                     %7.1f s\n", r.CreateSeconds)
 	fmt.Printf("cold: last create → every catalog        %7.1f s\n", r.ColdCatalogsSeconds)
 	fmt.Printf("cold: last create → every Deployment available %5.1f s\n", r.ColdAvailableSeconds)
+	fmt.Printf("cold: last create → every server and item Ready %5.1f s (simulated sidecar reports: %s)\n", r.ColdReadySeconds, r.SidecarReports)
 	fmt.Printf("cold: last create → manager idle          %7.1f s\n", r.ColdIdleSeconds)
 	fmt.Printf("steady: manager writes in %.0f s (no Lease) %7d\n", r.SteadySeconds, r.SteadyWrites)
 	fmt.Printf("edit: last edit → every catalog has it    %7.1f s\n", r.EditSeconds)
+	fmt.Printf("edit: last edit → every server and item Ready %6.1f s\n", r.EditReadySeconds)
 	fmt.Printf("delete: → nothing left                    %7.1f s\n", r.DeleteSeconds)
 	fmt.Printf("\n%-8s %8s %12s %12s %14s %10s %10s %10s %10s %10s\n", "phase", "seconds", "srv rec/srv", "item rec/item", "manager writes", "mgr CPU s", "mgr RSS MB", "mgr peak", "api CPU s", "api RSS MB")
 	for _, p := range r.Phases {
@@ -611,6 +770,25 @@ func (b *bench) report() {
 			parts = append(parts, fmt.Sprintf("%s=%d", k, p.Writes[k]))
 		}
 		fmt.Printf("writes %-8s %s\n", p.Name+":", strings.Join(parts, " "))
+	}
+	fmt.Printf("\nwrites per server at the API server, by field manager (Events included, Lease renewals not):\n")
+	for _, p := range r.Phases {
+		keys := slices.Sorted(maps.Keys(p.WritesByWriter))
+		var parts []string
+		total := 0
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s=%.2f", k, float64(p.WritesByWriter[k])/float64(r.Servers)))
+			total += p.WritesByWriter[k]
+		}
+		fmt.Printf("  %-8s total %.2f: %s\n", p.Name+":", float64(total)/float64(r.Servers), strings.Join(parts, " "))
+	}
+	for _, p := range r.Phases {
+		keys := slices.Sorted(maps.Keys(p.EventsByReason))
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, p.EventsByReason[k]))
+		}
+		fmt.Printf("events %-8s %s\n", p.Name+":", strings.Join(parts, " "))
 	}
 	if r.Sidecars > 0 {
 		s := r.SidecarWatches

@@ -7,7 +7,9 @@
 //
 //	cold      create -servers MCPServers with -tools MCPTools, one MCPResource and one MCPPrompt
 //	          each; time from the last create until every server has its complete compiled
-//	          catalog and an available Deployment
+//	          catalog and an available Deployment, and (with -sidecar-reports) every server and
+//	          item is Ready: each pod's sidecar reports are simulated with the sidecar's own
+//	          Reporter (reports.go), since kwok pods run no containers
 //	steady    -steady of quiet: the manager's writes (audit log) and reconciles
 //	edit      one MCPTool edited on every server: time until every catalog has the edit
 //	sidecars  -sidecars sidecars (the sidecar package's own code, in one child process) watch
@@ -64,6 +66,10 @@ type options struct {
 	profile     string
 	phases      string
 	managerEnv  string
+
+	sidecarReports string
+	reportLag      time.Duration
+	checkLag       time.Duration
 }
 
 func main() {
@@ -92,6 +98,11 @@ func main() {
 	flag.StringVar(&o.phases, "phases", "cold,steady,edit,sidecars,ha,delete", "The phases to run, in their order (cold always runs).")
 	flag.StringVar(&o.profile, "profile", "", "Save the manager's CPU profile of each phase and its heap at each phase's end in this folder "+
 		"(the manager's --pprof-bind-address on 127.0.0.1).")
+	flag.StringVar(&o.sidecarReports, "sidecar-reports", reportsBefore, "When each pod's simulated sidecar writes its propagation reports "+
+		"(the sidecar package's Reporter, as the real sidecar does): before (from the pod's start, as the real sidecar, whose readiness waits "+
+		"for the catalog), after (once the pod is Ready), or none (no replica ever reports: items stay Reconciling).")
+	flag.DurationVar(&o.reportLag, "report-lag", 100*time.Millisecond, "Simulated sidecars: from the pod's start (or readiness) or a new catalog revision to the report.")
+	flag.DurationVar(&o.checkLag, "check-lag", 50*time.Millisecond, "Simulated sidecars: from the report to the second one, with the MCP server's tools checked.")
 	flag.Parse()
 	if o.sidecars < 0 {
 		o.sidecars = 2 * o.servers
@@ -119,6 +130,7 @@ type bench struct {
 	audit    *auditLog
 	prof     *profiler // nil without -profile
 	res      results
+	events   map[string]int // Events by type/reason, as eventsSince last counted them
 }
 
 const namespace = "fleet"
@@ -237,6 +249,10 @@ func (b *bench) start() error {
 		}
 	}
 	if b.watch, err = startFleetWatch(ctx, b.cfg, env.Scheme, b.o); err != nil {
+		return err
+	}
+	b.res.SidecarReports = b.o.sidecarReports
+	if err := startSidecarSim(b.watch.ctx, b.watch.cache, b.cfg, b.o); err != nil {
 		return err
 	}
 	m, err := b.startManager(ctx, "manager-0")

@@ -15,6 +15,13 @@ const (
 
 	ComponentMCPServer = "mcp-server"
 	ManagedBy          = "switchboard"
+
+	// LabelShard assigns an MCPServer, its MCPTools, MCPResources, MCPPrompts and the
+	// MCPAccessPolicies that target it to one manager shard (the manager's
+	// --watch-label-selector, after Flux's sharding.fluxcd.io/key). The controller copies it
+	// from the server onto every child except the pods, so a shard's cache holds its servers'
+	// children only; pods keep their labels, so moving a server between shards rolls none.
+	LabelShard = "sharding.switchboard.dev/key"
 )
 
 // ObjectNames holds the names of one server's children, all derived here and nowhere else: the
@@ -69,8 +76,18 @@ func ServiceSelectorFor(s *mcpv1alpha1.MCPServer) map[string]string {
 	return sel
 }
 
-// LabelsFor are the labels of every child of s and of its managed pods.
+// LabelsFor are the labels of every child of s: PodLabelsFor, and the server's LabelShard
+// when it has one.
 func LabelsFor(s *mcpv1alpha1.MCPServer) map[string]string {
+	l := PodLabelsFor(s)
+	if shard, ok := s.Labels[LabelShard]; ok {
+		l[LabelShard] = shard
+	}
+	return l
+}
+
+// PodLabelsFor are the labels of the pods of a Managed server (its Deployment's pod template).
+func PodLabelsFor(s *mcpv1alpha1.MCPServer) map[string]string {
 	return map[string]string{
 		LabelName:      s.Name,
 		LabelInstance:  s.Name,

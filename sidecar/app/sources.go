@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,11 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar"
@@ -56,7 +53,7 @@ type catalogWiring struct {
 	file     string
 	cm       *kubeObjectRef
 	refs     *kubeContents
-	reporter *reporter
+	reporter *Reporter
 }
 
 type kubeObjectRef struct{ namespace, name string }
@@ -83,6 +80,13 @@ func kubeClient(kubeconfig string) (rest.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading Kubernetes client configuration: %w", err)
 	}
+	return NewKubeClient(cfg)
+}
+
+// NewKubeClient returns the sidecar's REST client for the core/v1 API from a client
+// configuration: its rate limits, user agent and codec (kubeClient; the fleet benchmark's
+// simulated sidecars use it too).
+func NewKubeClient(cfg *rest.Config) (rest.Interface, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = kubeQPS, kubeBurst
 	cfg.UserAgent = "switchboard-sidecar"
@@ -140,8 +144,8 @@ func newCatalogWiring(cfg Config, hub *hub.Hub, up *upstream.Client, m *sidecar.
 		if cfg.PodName == "" {
 			return nil, errors.New("--report-configmap needs --pod-name")
 		}
-		w.reporter = &reporter{client: client, ref: *ref, pod: cfg.PodName, log: cfg.Logger, m: m, kick: make(chan struct{}, 1)}
-		opts.Report = w.reporter.set
+		w.reporter = newReporter(client, *ref, cfg.PodName, cfg.Logger, m)
+		opts.Report = w.reporter.Set
 	}
 	w.overlay = sidecar.NewOverlay(opts)
 	if w.refs != nil {
@@ -155,7 +159,7 @@ func (w *catalogWiring) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.overlay.Run(ctx) })
 	if w.reporter != nil {
-		wg.Go(func() { w.reporter.run(ctx) })
+		wg.Go(func() { w.reporter.Run(ctx) })
 	}
 	if w.refs != nil {
 		wg.Go(func() { w.refs.run(ctx) })
@@ -354,93 +358,6 @@ func (k *kubeContents) Content(secret bool, name, key string) ([]byte, bool) {
 		return v, ok
 	}
 	return nil, false
-}
-
-// reporter writes the propagation report (catalog.Report) into the status
-// ConfigMap under the pod's name, by server-side apply with the field
-// manager switchboard-sidecar-<pod>. The newest report wins; failures are
-// retried with backoff. mu guards latest and sent.
-type reporter struct {
-	client rest.Interface
-	ref    kubeObjectRef
-	pod    string
-	log    *slog.Logger
-	m      *sidecar.Metrics
-	kick   chan struct{}
-
-	mu     sync.Mutex
-	latest *catalog.Report
-}
-
-func (r *reporter) set(rep catalog.Report) {
-	r.mu.Lock()
-	r.latest = &rep
-	r.mu.Unlock()
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (r *reporter) run(ctx context.Context) {
-	var sent *catalog.Report
-	backoff := reportBackoffFloor
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.kick:
-		case <-retry:
-		}
-		retry = nil
-		r.mu.Lock()
-		rep := r.latest
-		r.mu.Unlock()
-		if rep == nil || (sent != nil && sent.Equal(*rep)) {
-			continue
-		}
-		if err := r.write(ctx, *rep); err != nil {
-			r.m.ReportFailed()
-			r.log.Warn("Writing the catalog report failed; retrying", "configMap", r.ref.namespace+"/"+r.ref.name, "err", err, "backoff", backoff)
-			retry = time.After(backoff)
-			backoff = min(backoff*2, reportBackoffCeiling)
-			continue
-		}
-		backoff = reportBackoffFloor
-		sent = rep
-		r.log.Debug("Catalog report written", "revision", rep.Revision, "rejectedRevision", rep.RejectedRevision)
-	}
-}
-
-func (r *reporter) write(ctx context.Context, rep catalog.Report) error {
-	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
-	defer cancel()
-	body, err := json.Marshal(reportApply{
-		APIVersion: "v1", Kind: "ConfigMap",
-		Metadata: reportMeta{Name: r.ref.name, Namespace: r.ref.namespace},
-		Data:     map[string]string{r.pod: rep.String()},
-	})
-	if err != nil {
-		return err
-	}
-	return r.client.Patch(types.ApplyPatchType).Namespace(r.ref.namespace).Resource("configmaps").Name(r.ref.name).
-		VersionedParams(&metav1.PatchOptions{FieldManager: catalog.ReportFieldManagerPrefix + r.pod, Force: ptr.To(true)}, metav1.ParameterCodec).
-		Body(body).Do(ctx).Error()
-}
-
-// reportApply is the apply configuration of the report: only this pod's
-// key in the status ConfigMap's data.
-type reportApply struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Metadata   reportMeta        `json:"metadata"`
-	Data       map[string]string `json:"data"`
-}
-
-type reportMeta struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
 }
 
 // tokenReviews returns a client for TokenReviews, loaded as kubeClient loads its own: a REST

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -362,3 +363,77 @@ func assertRestricted(t *testing.T, d *appsv1.Deployment) {
 		}
 	}
 }
+
+// TestChartShards: shards={shard1,shard2} renders one more manager Deployment per shard, each
+// selecting its shard and running no webhook, with its own pods and metrics Service; the default
+// Deployment selects the unlabelled objects and alone serves the webhook, whose Service selects
+// its pods only.
+func TestChartShards(t *testing.T) {
+	objs, _ := render(t, "shards={shard1,shard2}")
+	deployments := kinds(objs, "Deployment")
+	if len(deployments) != 3 {
+		t.Fatalf("want 3 manager Deployments, got %d", len(deployments))
+	}
+	want := map[string]struct{ selector, webhook string }{
+		"switchboard-manager":        {"--watch-label-selector=!sharding.switchboard.dev/key", "--webhook-cert-mode=self-signed"},
+		"switchboard-manager-shard1": {"--watch-label-selector=sharding.switchboard.dev/key=shard1", "--webhook-cert-mode=none"},
+		"switchboard-manager-shard2": {"--watch-label-selector=sharding.switchboard.dev/key=shard2", "--webhook-cert-mode=none"},
+	}
+	podLabels := map[string]map[string]string{}
+	for _, u := range deployments {
+		var d appsv1.Deployment
+		into(t, u, &d)
+		assertRestricted(t, &d)
+		w, ok := want[d.Name]
+		if !ok {
+			t.Errorf("unexpected Deployment %s", d.Name)
+			continue
+		}
+		args := d.Spec.Template.Spec.Containers[0].Args
+		for _, a := range []string{w.selector, w.webhook, "--leader-elect=true"} {
+			if !slices.Contains(args, a) {
+				t.Errorf("%s args %v lack %s", d.Name, args, a)
+			}
+		}
+		podLabels[d.Name] = d.Spec.Template.Labels
+	}
+	// No Deployment's selector, nor the webhook Service's, selects another Deployment's pods.
+	for _, u := range deployments {
+		var d appsv1.Deployment
+		into(t, u, &d)
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, l := range podLabels {
+			if got := sel.Matches(labelsSet(l)); got != (name == d.Name) {
+				t.Errorf("the selector of %s selects the pods of %s: %t", d.Name, name, got)
+			}
+		}
+	}
+	var svc corev1.Service
+	into(t, find(objs, "Service", "switchboard-webhook"), &svc)
+	for name, l := range podLabels {
+		if got := labelsSet(svc.Spec.Selector).AsSelector().Matches(labelsSet(l)); got != (name == "switchboard-manager") {
+			t.Errorf("the webhook Service selects the pods of %s: %t", name, got)
+		}
+	}
+	for _, shard := range []string{"shard1", "shard2"} {
+		m := find(objs, "Service", "switchboard-metrics-"+shard)
+		if m == nil {
+			t.Fatalf("no metrics Service of %s", shard)
+		}
+		var ms corev1.Service
+		into(t, m, &ms)
+		if !labelsSet(ms.Spec.Selector).AsSelector().Matches(labelsSet(podLabels["switchboard-manager-"+shard])) {
+			t.Errorf("the metrics Service of %s does not select its pods", shard)
+		}
+	}
+	// Invalid shard names fail the render.
+	out, err := exec.Command(helmBin(t), "template", "sb", chartDir(t), "--set", "shards={Shard_1}").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not a lowercase DNS label") {
+		t.Errorf("shards={Shard_1} rendered: %v\n%s", err, out)
+	}
+}
+
+func labelsSet(m map[string]string) labels.Set { return labels.Set(m) }
