@@ -24,8 +24,8 @@ if [[ -f $B/iptables.txt ]] && ! diff <(iptables-save | grep -v '^#') "$B/iptabl
 	left+=("iptables differ from before the node: $(diff <(iptables-save | grep -v '^#') "$B/iptables.txt" | head -5 | tr '\n' ' ')")
 fi
 if command -v ipset >/dev/null; then
-	s=$(ipset list -n 2>/dev/null | grep -c '^KUBE-')
-	((s == 0)) || left+=("$s ipsets")
+	s=$(ipset list -n 2>/dev/null | grep -cE '^(KUBE-|kube-router)')
+	((s == 0)) || left+=("$s ipsets of kube-router: $(ipset list -n | grep -E '^(KUBE-|kube-router)' | head -5 | tr '\n' ' ')")
 fi
 ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("bridge $BRIDGE")
 v=$(ip -br link | grep -c '^veth')

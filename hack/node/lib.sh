@@ -5,6 +5,10 @@ K8S_VERSION=${K8S_VERSION:-1.37.2}
 NODE_DIR=${NODE_DIR:-/var/tmp/switchboard-node}
 # kubelet and kube-proxy, built once from Go modules (bins.sh), like the control plane's cache.
 NODE_BINS=${NODE_BINS:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-node-bins/k8s-v$K8S_VERSION}
+# kube-router (NetworkPolicy enforcement, firewall controller only), built once from its Go
+# module (bins.sh); v2.1.0 is the newest version the Go module proxy lists.
+KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-2.1.0}
+KUBE_ROUTER_BINS=${KUBE_ROUTER_BINS:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-node-bins/kube-router-v$KUBE_ROUTER_VERSION}
 NODE_NAME=switchboard-node
 # The pod bridge: its address is the node IP and the API server's, since the API server may not
 # advertise a loopback address and this kernel has no dummy interfaces.
@@ -17,8 +21,8 @@ API_PORT=16443
 ETCD_PORT=23790 ETCD_PEER_PORT=23800 KUBELET_PORT=20250 KUBELET_HEALTHZ_PORT=20248
 KCM_PORT=20257 SCHEDULER_PORT=20259 PROXY_METRICS_PORT=20249 PROXY_HEALTHZ_PORT=20256
 GUARD=SBNODE-GUARD
-# Debian packages (bookworm): containerd 1.6, runc, CNI bridge/host-local/portmap, iptables.
-APT_PACKAGES="containerd runc containernetworking-plugins iptables conntrack"
+# Debian packages (bookworm): containerd 1.6, runc, CNI bridge/host-local/portmap, iptables, ipset (kube-router).
+APT_PACKAGES="containerd runc containernetworking-plugins iptables conntrack ipset"
 CNI_BIN=/usr/lib/cni
 KUBECONFIG_ADMIN=$NODE_DIR/pki/admin.kubeconfig
 CTR="ctr -a $NODE_DIR/run/containerd/containerd.sock -n k8s.io"
