@@ -34,3 +34,16 @@ since() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
 # The control plane's cache folder (hack/k8s-test-bins.sh), without building it.
 cp_bin() { ls -d "${XDG_CACHE_HOME:-$HOME/.cache}"/k8s-test-bins/k8s-v"$K8S_VERSION"-*/ 2>/dev/null | head -n 1; }
 alive() { [[ -s $NODE_DIR/run/$1.pid ]] && kill -0 "$(cat "$NODE_DIR/run/$1.pid")" 2>/dev/null; }
+# prepare (test.sh, dev.sh; from the repository's root): the node's binaries (bins.sh, cached),
+# the control plane's (hack/k8s-test-bins.sh, cached), and the images from the binaries of
+# `make build` (and the pause program) in IMAGES_DIR. Sets CP_BIN, KUBECTL and IMAGES_DIR.
+prepare() {
+	hack/node/bins.sh >/dev/null
+	CP_BIN=${CP_BIN:-$(WHAT="etcd kube-apiserver kube-controller-manager kube-scheduler kubectl" hack/k8s-test-bins.sh | tail -n 1)}
+	KUBECTL=${KUBECTL:-$CP_BIN/kubectl}
+	export CP_BIN KUBECTL
+	IMAGES_DIR=${IMAGES_DIR:-$PWD/bin/node-images}
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/pause ./hack/node/pause
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/everything-server github.com/modelcontextprotocol/go-sdk/conformance/everything-server
+	go run ./hack/node/images -bin bin -out "$IMAGES_DIR" >&2
+}
