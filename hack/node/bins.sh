@@ -18,12 +18,14 @@ fi
 
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 mkdir -p "$NODE_BINS"
+works=()
+trap 'rm -rf "${works[@]}"' EXIT
 bins=()
 for b in kubelet kube-proxy; do [[ -x $NODE_BINS/$b ]] || bins+=("$b"); done
 if ((${#bins[@]})); then
 	log "building ${bins[*]} v$K8S_VERSION from k8s.io/kubernetes into $NODE_BINS (minutes, once)"
 	work=$(mktemp -d)
-	trap 'rm -rf "$work"' EXIT
+	works+=("$work")
 	cd "$work"
 	{
 		printf 'module local/k8snodebins\n\ngo 1.26.0\n\ntool (\n'
@@ -49,7 +51,7 @@ if [[ ! -x $KUBE_ROUTER_BINS/kube-router ]]; then
 	log "building kube-router v$KUBE_ROUTER_VERSION from its Go module into $KUBE_ROUTER_BINS (minutes, once)"
 	mkdir -p "$KUBE_ROUTER_BINS"
 	work=$(mktemp -d)
-	trap 'rm -rf "$work"' EXIT
+	works+=("$work")
 	cd "$work"
 	printf 'module local/kuberouter\n\ngo 1.26.0\n\ntool github.com/cloudnativelabs/kube-router/v2/cmd/kube-router\n\nrequire github.com/cloudnativelabs/kube-router/v2 v%s\n' \
 		"$KUBE_ROUTER_VERSION" >go.mod
