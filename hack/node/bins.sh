@@ -56,7 +56,7 @@ if [[ ! -x $KUBE_ROUTER_BINS/kube-router ]]; then
 	printf 'module local/kuberouter\n\ngo 1.26.0\n\ntool github.com/cloudnativelabs/kube-router/v2/cmd/kube-router\n\nrequire github.com/cloudnativelabs/kube-router/v2 v%s\n' \
 		"$KUBE_ROUTER_VERSION" >go.mod
 	go mod tidy
-	go build -trimpath -ldflags="-s -w" -o "$KUBE_ROUTER_BINS/kube-router.tmp" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+	go build -trimpath -ldflags="-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v$KUBE_ROUTER_VERSION" -o "$KUBE_ROUTER_BINS/kube-router.tmp" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 	mv "$KUBE_ROUTER_BINS/kube-router.tmp" "$KUBE_ROUTER_BINS/kube-router"
 fi
 echo "$NODE_BINS"

@@ -64,14 +64,17 @@ for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
 	done
 done
 # 7. iptables: every KUBE-*, CNI-* and guard chain and the rules that jump to them.
+# (The rules are read whole first: `iptables-save | grep -q` would let grep's early exit kill
+# iptables-save with SIGPIPE on a long rule set, and pipefail would then skip the restore.)
 for x in iptables ip6tables; do
-	if $x-save 2>/dev/null | grep -qE -- "(KUBE-|CNI-|$GUARD)"; then
-		$x-save | grep -vE -- "(KUBE-|CNI-|$GUARD)" | $x-restore
+	rules=$($x-save 2>/dev/null)
+	if grep -qE -- "(KUBE-|CNI-|$GUARD)" <<<"$rules"; then
+		grep -vE -- "(KUBE-|CNI-|$GUARD)" <<<"$rules" | $x-restore || log "$x-restore failed: rules of the node are left (check-clean.sh lists them)"
 	fi
 done
 # kube-router's ipsets, once no rule refers to them (any left by --cleanup-config).
 if command -v ipset >/dev/null; then
-	for n in $(ipset list -n 2>/dev/null | grep -E '^(KUBE-|kube-router)'); do ipset destroy "$n" 2>/dev/null; done
+	for n in $(ipset list -n 2>/dev/null | grep -E '^(KUBE-|kube-router)'); do ipset destroy "$n" || log "ipset destroy $n failed"; done
 fi
 # iptables-nft creates (empty) tables on first use: drop them if the host had none.
 # Only tables that are empty now, so that nobody else's rules go with them.
@@ -80,7 +83,8 @@ if [[ ! -s $NODE_DIR/baseline/iptables.txt ]] && command -v nft >/dev/null; then
 		x=iptables
 		[[ $f == ip6 ]] && x=ip6tables
 		for t in mangle filter nat raw security; do
-			if ! $x-save -t $t 2>/dev/null | grep -qE '^(-A |:[^ ]+ - )'; then nft delete table $f $t 2>/dev/null; fi
+			rules=$($x-save -t $t 2>/dev/null)
+			if ! grep -qE '^(-A |:[^ ]+ - )' <<<"$rules"; then nft delete table $f $t 2>/dev/null; fi
 		done
 	done
 fi
