@@ -30,7 +30,8 @@ fi
 ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("bridge $BRIDGE")
 v=$(ip -br link | grep -c '^veth')
 ((v == 0)) || left+=("$v veth interfaces")
-ip route | grep -qE '^10\.96\.|^10\.244\.' && left+=("routes: $(ip route | grep -E '^10\.96\.|^10\.244\.' | tr '\n' ' ')")
+routes=$(ip route | grep -E '^10\.96\.|^10\.244\.')
+[[ -n $routes ]] && left+=("routes: $(tr '\n' ' ' <<<"$routes")")
 if [[ -s $B/sysctl.txt ]]; then
 	while IFS== read -r k val; do
 		[[ "$(sysctl -n "$k")" == "$val" ]] || left+=("sysctl $k=$(sysctl -n "$k") (was $val)")

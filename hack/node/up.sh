@@ -144,7 +144,9 @@ wait_for containerd 30 "containerd did not start with $NODE_DIR/etc/containerd.t
 for f in "$IMAGES_DIR"/*.tar; do
 	$CTR images import "$f" >/dev/null || die "ctr images import $f failed (an OCI archive from hack/node/images)"
 done
-$CTR images ls -q | grep -qx "$PAUSE_IMAGE" || die "the pause image $PAUSE_IMAGE is not among the imported images ($($CTR images ls -q | tr '\n' ' '))"
+# (The list is read whole first: with pipefail, grep -q's early exit could SIGPIPE ctr and fail.)
+images=$($CTR images ls -q)
+grep -qx "$PAUSE_IMAGE" <<<"$images" || die "the pause image $PAUSE_IMAGE is not among the imported images ($(tr '\n' ' ' <<<"$images"))"
 log "containerd up, images imported $(since "$t0") s"
 start kubelet "$NODE_BINS/kubelet" --config="$NODE_DIR/etc/kubelet-config.yaml" --kubeconfig="$P/kubelet.kubeconfig" \
 	--root-dir="$NODE_DIR/var/kubelet" --cert-dir="$NODE_DIR/var/kubelet/pki" --hostname-override="$NODE_NAME" \
