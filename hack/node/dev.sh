@@ -9,14 +9,17 @@ source hack/node/lib.sh
 HELM=${HELM:?HELM: the helm binary (make sets it)}
 t0=$(now)
 prepare
+sleeper=
 finish() {
 	rc=$?
+	[[ -n $sleeper ]] && kill "$sleeper" 2>/dev/null
 	hack/node/down.sh
 	hack/node/check-clean.sh || rc=1
 	exit $rc
 }
 trap finish EXIT
-trap "exit 130" INT TERM HUP
+trap "exit 0" INT # Ctrl-C is how it ends
+trap "exit 143" TERM HUP
 IMAGES_DIR=$IMAGES_DIR hack/node/up.sh
 export KUBECONFIG=$KUBECONFIG_ADMIN
 R=localhost/switchboard
@@ -47,4 +50,5 @@ MCPServer default/weather is Ready on real pods ($(since "$t0") s). In another s
 Component logs: $NODE_DIR/logs. Ctrl-C tears the node down.
 MSG
 sleep infinity &
-wait $!
+sleeper=$!
+wait $sleeper
