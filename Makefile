@@ -88,11 +88,18 @@ test-e2e: $(HELM) manifests generate ## Run the e2e tier (control plane, process
 test-node: build $(HELM) ## Real pods: a kubelet + containerd node on this machine (root; builds cached), test/node on it, then teardown and a clean-host check (docs/real-node.md).
 	HELM="$(HELM)" hack/node/test.sh
 
+# NODE=real: the same loop on real pods (the test node of make test-node; root, docs/real-node.md).
+NODE ?= kwok
+
 .PHONY: dev
-dev: build ## The main job on this machine: control plane, manager, samples, sample server and sidecar (Ctrl-C stops all).
+dev: build $(if $(filter real,$(NODE)),$(HELM)) ## The main job on this machine: control plane, manager, samples, sample server and sidecar (Ctrl-C stops all); NODE=real runs them on real pods.
+ifeq ($(NODE),real)
+	HELM="$(HELM)" exec hack/node/dev.sh
+else
 	go build -o $(LOCALBIN)/dev ./hack/dev
 	@assets="$$(hack/k8s-test-bins.sh | tail -n 1)"; \
 	KUBEBUILDER_ASSETS="$$assets" exec $(LOCALBIN)/dev --bin=$(LOCALBIN) $(DEV_FLAGS)
+endif
 
 .PHONY: chart-lint
 chart-lint: $(HELM) ## Lint the Helm chart.

@@ -195,7 +195,8 @@ func TestServerReconcilesIntoChildren(t *testing.T) {
 	// the other objects arrived: TestEditWritesOnlyTheEditedItem), and the current one has it.
 	published := findCondition(tool, mcpv1alpha1.ConditionPublished)
 	if tool.Status.PublishedRevision == "" || !strings.HasSuffix(published.Message, tool.Status.PublishedRevision) ||
-		tool.Status.CatalogRevision != tool.Status.PublishedRevision || tool.Status.ObservedGeneration != tool.Generation {
+		tool.Status.CatalogRevision != tool.Status.PublishedRevision || //nolint:staticcheck // SA1019: the deprecated field still carries the value
+		tool.Status.ObservedGeneration != tool.Generation {
 		t.Fatalf("tool status %+v", tool.Status)
 	}
 	if c, _ := getCatalog(t, ns, "weather"); !slices.ContainsFunc(c.Tools, func(ct catalog.Tool) bool { return ct.Name == tool.Spec.Name }) {

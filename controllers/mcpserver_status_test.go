@@ -330,7 +330,7 @@ func TestItemStatuses(t *testing.T) {
 // different reason or a first publication records the current revision.
 func TestPublishedSince(t *testing.T) {
 	published := func(gen int64, rev string) *mcpv1alpha1.CatalogItemStatus {
-		return &mcpv1alpha1.CatalogItemStatus{ObservedGeneration: gen, PublishedRevision: rev, CatalogRevision: rev, Conditions: []metav1.Condition{{
+		return &mcpv1alpha1.CatalogItemStatus{ObservedGeneration: gen, PublishedRevision: rev, CatalogRevision: rev, Conditions: []metav1.Condition{{ //nolint:staticcheck // SA1019: as the controller writes it
 			Type: string(mcpv1alpha1.ConditionPublished), Status: metav1.ConditionTrue, Reason: string(mcpv1alpha1.ReasonPublished),
 			ObservedGeneration: gen, Message: publishedMessage(rev)}}}
 	}
@@ -353,7 +353,7 @@ func TestPublishedSince(t *testing.T) {
 		"source now missing":          {published(2, "r1"), 2, missing, "r2"},
 		"source still missing":        {sourceMissing, 2, missing, "r1"},
 		"source found again":          {sourceMissing, 2, sourceProblem{}, "r2"},
-		"written before this release": {&mcpv1alpha1.CatalogItemStatus{ObservedGeneration: 2, CatalogRevision: "r1"}, 2, sourceProblem{}, "r2"},
+		"written before this release": {&mcpv1alpha1.CatalogItemStatus{ObservedGeneration: 2, CatalogRevision: "r1"}, 2, sourceProblem{}, "r2"}, //nolint:staticcheck // SA1019: an older manager's status
 		// A manager that wrote only the deprecated catalogRevision: the revision is kept.
 		"only catalogRevision written": {legacy, 2, sourceProblem{}, "r1"},
 	} {

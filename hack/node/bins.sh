@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Installs what the real test node needs: Debian packages (apt) and kubelet + kube-proxy built
+# Installs what the real test node needs: Debian packages (apt), kubelet + kube-proxy built
 # from Go modules into a versioned cache folder outside the work tree (NODE_BINS), the way
-# hack/k8s-test-bins.sh builds the control plane. Each part is skipped when present: warm, ~0 s.
-# Cold, the kubelet build is the expensive part (~6 min after the control plane's build, whose
-# packages it shares through the Go build cache; ~18 min with an empty one on 2 busy cores).
+# hack/k8s-test-bins.sh builds the control plane, and kube-router (NetworkPolicy, firewall
+# only) built from its Go module into KUBE_ROUTER_BINS. Each part is skipped when present:
+# warm, ~0 s. Cold, see docs/real-node.md ("Cold build") for the measured times.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 missing=()
-for c in containerd runc ctr iptables conntrack; do command -v "$c" >/dev/null || missing+=("$c"); done
+for c in containerd runc ctr iptables conntrack ipset; do command -v "$c" >/dev/null || missing+=("$c"); done
 for p in bridge host-local portmap loopback; do [[ -x $CNI_BIN/$p ]] || missing+=("$CNI_BIN/$p"); done
 if ((${#missing[@]})); then
 	log "installing Debian packages ($APT_PACKAGES): missing ${missing[*]}"
@@ -18,12 +18,14 @@ fi
 
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 mkdir -p "$NODE_BINS"
+works=()
+trap 'rm -rf "${works[@]}"' EXIT
 bins=()
 for b in kubelet kube-proxy; do [[ -x $NODE_BINS/$b ]] || bins+=("$b"); done
 if ((${#bins[@]})); then
 	log "building ${bins[*]} v$K8S_VERSION from k8s.io/kubernetes into $NODE_BINS (minutes, once)"
 	work=$(mktemp -d)
-	trap 'rm -rf "$work"' EXIT
+	works+=("$work")
 	cd "$work"
 	{
 		printf 'module local/k8snodebins\n\ngo 1.26.0\n\ntool (\n'
@@ -44,5 +46,17 @@ if ((${#bins[@]})); then
 		go build -trimpath -tags=selinux,notest,grpcnotrace -ldflags="$ldf" -o "$NODE_BINS/$b.tmp" "k8s.io/kubernetes/cmd/$b"
 		mv "$NODE_BINS/$b.tmp" "$NODE_BINS/$b"
 	done
+fi
+if [[ ! -x $KUBE_ROUTER_BINS/kube-router ]]; then
+	log "building kube-router v$KUBE_ROUTER_VERSION from its Go module into $KUBE_ROUTER_BINS (minutes, once)"
+	mkdir -p "$KUBE_ROUTER_BINS"
+	work=$(mktemp -d)
+	works+=("$work")
+	cd "$work"
+	printf 'module local/kuberouter\n\ngo 1.26.0\n\ntool github.com/cloudnativelabs/kube-router/v2/cmd/kube-router\n\nrequire github.com/cloudnativelabs/kube-router/v2 v%s\n' \
+		"$KUBE_ROUTER_VERSION" >go.mod
+	go mod tidy
+	go build -trimpath -ldflags="-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v$KUBE_ROUTER_VERSION" -o "$KUBE_ROUTER_BINS/kube-router.tmp" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+	mv "$KUBE_ROUTER_BINS/kube-router.tmp" "$KUBE_ROUTER_BINS/kube-router"
 fi
 echo "$NODE_BINS"

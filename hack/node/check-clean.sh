@@ -24,13 +24,14 @@ if [[ -f $B/iptables.txt ]] && ! diff <(iptables-save | grep -v '^#') "$B/iptabl
 	left+=("iptables differ from before the node: $(diff <(iptables-save | grep -v '^#') "$B/iptables.txt" | head -5 | tr '\n' ' ')")
 fi
 if command -v ipset >/dev/null; then
-	s=$(ipset list -n 2>/dev/null | grep -c '^KUBE-')
-	((s == 0)) || left+=("$s ipsets")
+	s=$(ipset list -n 2>/dev/null | grep -cE '^(KUBE-|kube-router)')
+	((s == 0)) || left+=("$s ipsets of kube-router: $(ipset list -n | grep -E '^(KUBE-|kube-router)' | head -5 | tr '\n' ' ')")
 fi
 ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("bridge $BRIDGE")
 v=$(ip -br link | grep -c '^veth')
 ((v == 0)) || left+=("$v veth interfaces")
-ip route | grep -qE '^10\.96\.|^10\.244\.' && left+=("routes: $(ip route | grep -E '^10\.96\.|^10\.244\.' | tr '\n' ' ')")
+routes=$(ip route | grep -E '^10\.96\.|^10\.244\.')
+[[ -n $routes ]] && left+=("routes: $(tr '\n' ' ' <<<"$routes")")
 if [[ -s $B/sysctl.txt ]]; then
 	while IFS== read -r k val; do
 		[[ "$(sysctl -n "$k")" == "$val" ]] || left+=("sysctl $k=$(sysctl -n "$k") (was $val)")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tears the test node down and puts the host back as up.sh found it: workloads deleted while the
-# kubelet still runs (so CNI releases every sandbox), then kube-proxy and its rules, kubelet,
+# kubelet still runs (so CNI releases every sandbox), then kube-router and kube-proxy and their
+# rules and ipsets, kubelet,
 # containerd and its shims, mounts, control plane, cgroups, iptables rules, the bridge, paths the
 # kubelet and containerd hard-code, sysctls; then the node folder (KEEP_STATE=1 keeps it).
 # Safe to run twice, and on a node that came up only halfway.
@@ -30,7 +31,11 @@ if alive kube-apiserver && alive kubelet && [[ -x $KUBECTL ]]; then
 	done
 	$K delete pods --all -A --grace-period=2 --wait=true --timeout=60s >/dev/null 2>&1
 fi
-# 2. kube-proxy and its rules.
+# 2. kube-router (NetworkPolicy) and its rules and ipsets, kube-proxy and its rules.
+stop kube-router
+if [[ -x $KUBE_ROUTER_BINS/kube-router ]]; then
+	"$KUBE_ROUTER_BINS/kube-router" --cleanup-config >"$NODE_DIR/logs/kube-router-cleanup.log" 2>&1
+fi
 stop kube-proxy
 "$NODE_BINS/kube-proxy" --cleanup --config="$NODE_DIR/etc/kube-proxy-config.yaml" >/dev/null 2>&1
 # 3. kubelet, leftover sandboxes, containerd and its shims (found by their socket path).
@@ -59,11 +64,18 @@ for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
 	done
 done
 # 7. iptables: every KUBE-*, CNI-* and guard chain and the rules that jump to them.
+# (The rules are read whole first: `iptables-save | grep -q` would let grep's early exit kill
+# iptables-save with SIGPIPE on a long rule set, and pipefail would then skip the restore.)
 for x in iptables ip6tables; do
-	if $x-save 2>/dev/null | grep -qE -- "(KUBE-|CNI-|$GUARD)"; then
-		$x-save | grep -vE -- "(KUBE-|CNI-|$GUARD)" | $x-restore
+	rules=$($x-save 2>/dev/null)
+	if grep -qE -- "(KUBE-|CNI-|$GUARD)" <<<"$rules"; then
+		grep -vE -- "(KUBE-|CNI-|$GUARD)" <<<"$rules" | $x-restore || log "$x-restore failed: rules of the node are left (check-clean.sh lists them)"
 	fi
 done
+# kube-router's ipsets, once no rule refers to them (any left by --cleanup-config).
+if command -v ipset >/dev/null; then
+	for n in $(ipset list -n 2>/dev/null | grep -E '^(KUBE-|kube-router)'); do ipset destroy "$n" || log "ipset destroy $n failed"; done
+fi
 # iptables-nft creates (empty) tables on first use: drop them if the host had none.
 # Only tables that are empty now, so that nobody else's rules go with them.
 if [[ ! -s $NODE_DIR/baseline/iptables.txt ]] && command -v nft >/dev/null; then
@@ -71,7 +83,8 @@ if [[ ! -s $NODE_DIR/baseline/iptables.txt ]] && command -v nft >/dev/null; then
 		x=iptables
 		[[ $f == ip6 ]] && x=ip6tables
 		for t in mangle filter nat raw security; do
-			if ! $x-save -t $t 2>/dev/null | grep -qE '^(-A |:[^ ]+ - )'; then nft delete table $f $t 2>/dev/null; fi
+			rules=$($x-save -t $t 2>/dev/null)
+			if ! grep -qE '^(-A |:[^ ]+ - )' <<<"$rules"; then nft delete table $f $t 2>/dev/null; fi
 		done
 	done
 fi

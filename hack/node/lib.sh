@@ -5,6 +5,10 @@ K8S_VERSION=${K8S_VERSION:-1.37.2}
 NODE_DIR=${NODE_DIR:-/var/tmp/switchboard-node}
 # kubelet and kube-proxy, built once from Go modules (bins.sh), like the control plane's cache.
 NODE_BINS=${NODE_BINS:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-node-bins/k8s-v$K8S_VERSION}
+# kube-router (NetworkPolicy enforcement, firewall controller only), built once from its Go
+# module (bins.sh); v2.1.0 is the newest version the Go module proxy lists.
+KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-2.1.0}
+KUBE_ROUTER_BINS=${KUBE_ROUTER_BINS:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-node-bins/kube-router-v$KUBE_ROUTER_VERSION}
 NODE_NAME=switchboard-node
 # The pod bridge: its address is the node IP and the API server's, since the API server may not
 # advertise a loopback address and this kernel has no dummy interfaces.
@@ -17,8 +21,8 @@ API_PORT=16443
 ETCD_PORT=23790 ETCD_PEER_PORT=23800 KUBELET_PORT=20250 KUBELET_HEALTHZ_PORT=20248
 KCM_PORT=20257 SCHEDULER_PORT=20259 PROXY_METRICS_PORT=20249 PROXY_HEALTHZ_PORT=20256
 GUARD=SBNODE-GUARD
-# Debian packages (bookworm): containerd 1.6, runc, CNI bridge/host-local/portmap, iptables.
-APT_PACKAGES="containerd runc containernetworking-plugins iptables conntrack"
+# Debian packages (bookworm): containerd 1.6, runc, CNI bridge/host-local/portmap, iptables, ipset (kube-router).
+APT_PACKAGES="containerd runc containernetworking-plugins iptables conntrack ipset"
 CNI_BIN=/usr/lib/cni
 KUBECONFIG_ADMIN=$NODE_DIR/pki/admin.kubeconfig
 CTR="ctr -a $NODE_DIR/run/containerd/containerd.sock -n k8s.io"
@@ -30,3 +34,16 @@ since() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
 # The control plane's cache folder (hack/k8s-test-bins.sh), without building it.
 cp_bin() { ls -d "${XDG_CACHE_HOME:-$HOME/.cache}"/k8s-test-bins/k8s-v"$K8S_VERSION"-*/ 2>/dev/null | head -n 1; }
 alive() { [[ -s $NODE_DIR/run/$1.pid ]] && kill -0 "$(cat "$NODE_DIR/run/$1.pid")" 2>/dev/null; }
+# prepare (test.sh, dev.sh; from the repository's root): the node's binaries (bins.sh, cached),
+# the control plane's (hack/k8s-test-bins.sh, cached), and the images from the binaries of
+# `make build` (and the pause program) in IMAGES_DIR. Sets CP_BIN, KUBECTL and IMAGES_DIR.
+prepare() {
+	hack/node/bins.sh >/dev/null
+	CP_BIN=${CP_BIN:-$(WHAT="etcd kube-apiserver kube-controller-manager kube-scheduler kubectl" hack/k8s-test-bins.sh | tail -n 1)}
+	KUBECTL=${KUBECTL:-$CP_BIN/kubectl}
+	export CP_BIN KUBECTL
+	IMAGES_DIR=${IMAGES_DIR:-$PWD/bin/node-images}
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/pause ./hack/node/pause
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/everything-server github.com/modelcontextprotocol/go-sdk/conformance/everything-server
+	go run ./hack/node/images -bin bin -out "$IMAGES_DIR" >&2
+}

@@ -8,18 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source hack/node/lib.sh
 t0=$(now)
-hack/node/bins.sh >/dev/null
-export CP_BIN KUBECTL
-CP_BIN=${CP_BIN:-$(WHAT="etcd kube-apiserver kube-controller-manager kube-scheduler kubectl" hack/k8s-test-bins.sh | tail -n 1)}
-KUBECTL=${KUBECTL:-$CP_BIN/kubectl}
-log "binaries ready $(since "$t0") s"
-
-# Images from the static binaries of `make build` (and the pause program).
-IMAGES_DIR=${IMAGES_DIR:-$PWD/bin/node-images}
-CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/pause ./hack/node/pause
-CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/everything-server github.com/modelcontextprotocol/go-sdk/conformance/everything-server
-go run ./hack/node/images -bin bin -out "$IMAGES_DIR" >&2
-log "images written $(since "$t0") s"
+prepare
+log "binaries and images ready $(since "$t0") s"
 
 finish() {
 	rc=$?

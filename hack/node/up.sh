@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Brings up the real single-node test cluster: pod bridge and guard rules, etcd + kube-apiserver +
 # kube-controller-manager + kube-scheduler (the test control plane's binaries), containerd + runc +
-# CNI (apt), the images in IMAGES_DIR imported, kubelet and kube-proxy (bins.sh); waits for a Ready
-# node. Every step has a bound: a part that does not come up stops the script with the reason and
+# CNI (apt), the images in IMAGES_DIR imported, kubelet, kube-proxy and kube-router (NetworkPolicy,
+# firewall only) (bins.sh); waits for a Ready node. Every step has a bound: a part that does not come up stops the script with the reason and
 # the fix, and down.sh puts the host back. Usage: IMAGES_DIR=<dir of OCI archives> hack/node/up.sh
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -19,7 +19,8 @@ done
 for b in kubelet kube-proxy; do
 	[[ -x $NODE_BINS/$b ]] || die "no $b in $NODE_BINS: run hack/node/bins.sh (builds it once from Go modules)"
 done
-for c in containerd runc ctr iptables iptables-save iptables-restore conntrack openssl jq curl bc; do
+[[ -x $KUBE_ROUTER_BINS/kube-router ]] || die "no kube-router in $KUBE_ROUTER_BINS: run hack/node/bins.sh (builds it once from its Go module)"
+for c in containerd runc ctr iptables iptables-save iptables-restore conntrack ipset openssl jq curl bc; do
 	command -v "$c" >/dev/null || die "$c not found: apt-get install $APT_PACKAGES jq curl openssl bc (hack/node/bins.sh installs them)"
 done
 for p in bridge host-local portmap loopback; do
@@ -143,7 +144,9 @@ wait_for containerd 30 "containerd did not start with $NODE_DIR/etc/containerd.t
 for f in "$IMAGES_DIR"/*.tar; do
 	$CTR images import "$f" >/dev/null || die "ctr images import $f failed (an OCI archive from hack/node/images)"
 done
-$CTR images ls -q | grep -qx "$PAUSE_IMAGE" || die "the pause image $PAUSE_IMAGE is not among the imported images ($($CTR images ls -q | tr '\n' ' '))"
+# (The list is read whole first: with pipefail, grep -q's early exit could SIGPIPE ctr and fail.)
+images=$($CTR images ls -q)
+grep -qx "$PAUSE_IMAGE" <<<"$images" || die "the pause image $PAUSE_IMAGE is not among the imported images ($(tr '\n' ' ' <<<"$images"))"
 log "containerd up, images imported $(since "$t0") s"
 start kubelet "$NODE_BINS/kubelet" --config="$NODE_DIR/etc/kubelet-config.yaml" --kubeconfig="$P/kubelet.kubeconfig" \
 	--root-dir="$NODE_DIR/var/kubelet" --cert-dir="$NODE_DIR/var/kubelet/pki" --hostname-override="$NODE_NAME" \
@@ -154,6 +157,14 @@ log "node Ready $(since "$t0") s"
 start kube-proxy "$NODE_BINS/kube-proxy" --config="$NODE_DIR/etc/kube-proxy-config.yaml"
 wait_for kube-proxy 30 "kube-proxy needs iptables and conntrack (apt-get install iptables conntrack)" \
 	curl -sf "http://127.0.0.1:$PROXY_HEALTHZ_PORT/healthz"
+# NetworkPolicy: kube-router's firewall controller only (no routing, no service proxy, no CNI),
+# as a host process with iptables + ipset. With --health-port=0 nothing of it listens; it is
+# up once its chains hook the filter table.
+start kube-router "$KUBE_ROUTER_BINS/kube-router" --kubeconfig="$KUBECONFIG_ADMIN" --hostname-override="$NODE_NAME" \
+	--run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false --enable-cni=false \
+	--enable-ipv6=false --health-port=0 --metrics-port=0 --service-cluster-ip-range="$SERVICE_CIDR"
+wait_for kube-router 60 "kube-router needs iptables and ipset (apt-get install iptables ipset)" \
+	sh -c 'iptables -S FORWARD | grep -q KUBE-ROUTER-FORWARD'
 # Pods need the default ServiceAccount of a namespace before they can be created.
 wait_for kube-controller-manager 60 "the controller-manager did not create the default ServiceAccount" api /api/v1/namespaces/default/serviceaccounts/default
 log "up $(since "$t0") s; KUBECONFIG=$KUBECONFIG_ADMIN"

@@ -150,13 +150,8 @@ func keysOf(m map[string][]byte) []string {
 // verified, tools served), and clients through the Service list and call the tools.
 func TestSamplesReadyFromSidecarReports(t *testing.T) {
 	installed(t)
-	s := serverReady(t, sampleNamespace, sampleServer)
-	for _, c := range []string{string(mcpv1alpha1.ConditionAvailable), string(mcpv1alpha1.ConditionCatalogPropagated),
-		string(mcpv1alpha1.ConditionToolsServed), string(mcpv1alpha1.ConditionVerified)} {
-		if st, reason := condition(s.Status.Conditions, c); st != metav1.ConditionTrue {
-			t.Errorf("%s=%s (%s)", c, st, reason)
-		}
-	}
+	s := serverConditions(t, sampleNamespace, sampleServer, mcpv1alpha1.ConditionAvailable, mcpv1alpha1.ConditionCatalogPropagated,
+		mcpv1alpha1.ConditionToolsServed, mcpv1alpha1.ConditionVerified)
 	if s.Status.ReadyReplicas != 2 || s.Status.CatalogUpToDateReplicas != 2 {
 		t.Errorf("readyReplicas %d, catalogUpToDateReplicas %d, want 2 and 2", s.Status.ReadyReplicas, s.Status.CatalogUpToDateReplicas)
 	}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,9 +89,10 @@ func restarts(p corev1.Pod) int32 {
 
 // exits records how every container of the watched pods ended, from a pod watch.
 type exits struct {
-	mu   sync.Mutex           // guards the maps
-	code map[string]int32     // pod/container -> exit code
-	at   map[string]time.Time // pod/container -> when the watch saw it end
+	mu      sync.Mutex           // guards the maps
+	code    map[string]int32     // pod/container -> exit code
+	at      map[string]time.Time // pod/container -> when the watch saw it end
+	deleted map[string]time.Time // pod -> when the watch first saw it being deleted
 }
 
 func watchExits(t *testing.T, ns, selector string) (*exits, func()) {
@@ -101,7 +101,7 @@ func watchExits(t *testing.T, ns, selector string) (*exits, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &exits{code: map[string]int32{}, at: map[string]time.Time{}}
+	e := &exits{code: map[string]int32{}, at: map[string]time.Time{}, deleted: map[string]time.Time{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -111,6 +111,9 @@ func watchExits(t *testing.T, ns, selector string) (*exits, func()) {
 				continue
 			}
 			e.mu.Lock()
+			if _, seen := e.deleted[p.Name]; !seen && p.DeletionTimestamp != nil {
+				e.deleted[p.Name] = time.Now()
+			}
 			for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
 				k := p.Name + "/" + c.Name
 				if term := c.State.Terminated; term != nil {
@@ -130,6 +133,15 @@ func watchExits(t *testing.T, ns, selector string) (*exits, func()) {
 		}
 	}()
 	return e, func() { w.Stop(); <-done }
+}
+
+// deletedToExit is how long after the watch saw pod being deleted it saw its sidecar end.
+func (e *exits) deletedToExit(pod string) (time.Duration, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	del, ok1 := e.deleted[pod]
+	exit, ok2 := e.at[pod+"/"+inject.ContainerName]
+	return exit.Sub(del), ok1 && ok2
 }
 
 // requireZero fails unless both containers of every pod in pods were seen ending, with 0.
@@ -232,102 +244,8 @@ func TestRollingUpdateUnderLoad(t *testing.T) {
 		direct[p.Name] = s
 	}
 
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	svc := serviceClient(t)
-	var (
-		wg                                         sync.WaitGroup
-		calls, failed, conns, completes, relistens atomic.Int64
-		badConns, listenErrs                       atomic.Int64
-		open                                       atomic.Int64
-		mu                                         sync.Mutex
-		failures                                   []string
-	)
-	opened := make(chan struct{}, listeners)
-	for i := range listeners {
-		wg.Go(func() {
-			first := true
-			for ctx.Err() == nil {
-				s, err := listenCtx(ctx, svc)
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					listenErrs.Add(1) // a pod between draining and leaving the endpoints; retried
-					time.Sleep(100 * time.Millisecond)
-					continue
-				}
-				conns.Add(1)
-				if first {
-					opened <- struct{}{}
-					first = false
-				} else {
-					relistens.Add(1)
-				}
-				open.Add(1)
-				n := 0
-				for f := range s.frames {
-					if f.Complete {
-						n++
-					}
-				}
-				open.Add(-1)
-				s.cancel()
-				time.Sleep(50 * time.Millisecond) // a draining pod answers a new listen with its complete at once
-				if ctx.Err() != nil {
-					return // ended by the test
-				}
-				completes.Add(int64(n))
-				if n != 1 {
-					badConns.Add(1)
-					mu.Lock()
-					failures = append(failures, fmt.Sprintf("listener %d: a stream ended with %d complete results", i, n))
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for range listeners {
-		select {
-		case <-opened:
-		case <-time.After(hang):
-			t.Fatal("the 100 listen streams did not open")
-		}
-	}
-	for range callers {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				resp, err := svc.Call(cctx, "tools/call", map[string]any{"name": "get_forecast", "arguments": map[string]any{"city": "Oslo", "days": 1}})
-				cancel()
-				if ctx.Err() != nil {
-					return
-				}
-				calls.Add(1)
-				if err != nil || resp.Status != 200 || resp.Error != nil {
-					failed.Add(1)
-					mu.Lock()
-					failures = append(failures, fmt.Sprintf("call: %v %+v", err, resp))
-					mu.Unlock()
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		})
-	}
-	// maxUnavailable 0: sample the Deployment's available replicas during the rollout.
-	minAvailable := atomic.Int32{}
-	minAvailable.Store(99)
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			if d, err := cs.AppsV1().Deployments(sampleNamespace).Get(ctx, sampleServer, metav1.GetOptions{}); err == nil {
-				if a := d.Status.AvailableReplicas; a < minAvailable.Load() {
-					minAvailable.Store(a)
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-
+	ld := startLoad(t, serviceClient(t), listeners, callers)
+	ctx := context.Background()
 	time.Sleep(2 * time.Second) // steady state before the rollout
 	rollout := time.Now()
 	kubectl(t, "-n", sampleNamespace, "patch", "mcpserver", sampleServer, "--type=merge", "-p",
@@ -353,30 +271,9 @@ func TestRollingUpdateUnderLoad(t *testing.T) {
 		return nil
 	})
 	fig("rollout of 2 replicas (patch -> old pods gone, new Ready)", time.Since(rollout))
-	waitFor(t, time.Minute, "every listener re-listening", func() error {
-		if n := open.Load(); n != listeners {
-			return fmt.Errorf("%d of %d streams open", n, listeners)
-		}
-		return nil
-	})
-	time.Sleep(2 * time.Second) // calls on the new pods
-	stop()
-	wg.Wait()
-
-	fmt.Printf("FIGURE rollout under load: %d calls, %d failed; %d stream connections, %d complete results, %d re-listens, %d listen retries; min available replicas %d\n",
-		calls.Load(), failed.Load(), conns.Load(), completes.Load(), relistens.Load(), listenErrs.Load(), minAvailable.Load())
-	if failed.Load() != 0 || badConns.Load() != 0 {
-		t.Errorf("%d failed calls, %d stream connections without exactly one complete; first: %v", failed.Load(), badConns.Load(), failures[:min(5, len(failures))])
-	}
-	if completes.Load() < listeners {
-		t.Errorf("%d complete results for %d streams: every first stream was on an old pod", completes.Load(), listeners)
-	}
-	if relistens.Load() < listeners {
-		t.Errorf("%d re-listens, want at least %d", relistens.Load(), listeners)
-	}
-	if minAvailable.Load() < 2 {
-		t.Errorf("the Deployment had %d available replicas during the rollout: maxUnavailable 0 broken", minAvailable.Load())
-	}
+	ld.finish(t, "rollout under load")
+	// maxUnavailable 0: never fewer than the 2 replicas available.
+	ld.requireNoLoss(t, 2)
 
 	// Order of events in each old pod.
 	var oldNames []string

@@ -152,6 +152,32 @@ func serverReady(t *testing.T, ns, name string) *mcpv1alpha1.MCPServer {
 	return s
 }
 
+// serverConditions waits for MCPServer ns/name to be Ready with its current generation and every
+// condition in conds True, and returns it. Ready does not wait for the conditions decided from
+// the sidecars' later reports (Verified: what the upstream announced), so a test that needs
+// them waits for them too.
+func serverConditions(t *testing.T, ns, name string, conds ...mcpv1alpha1.ConditionType) *mcpv1alpha1.MCPServer {
+	t.Helper()
+	var s *mcpv1alpha1.MCPServer
+	waitFor(t, hang, fmt.Sprintf("MCPServer %s/%s Ready with %v", ns, name, conds), func() error {
+		var err error
+		if s, err = mcpServer(t, ns, name); err != nil {
+			return err
+		}
+		var not []string
+		for _, c := range append([]mcpv1alpha1.ConditionType{mcpv1alpha1.ConditionReady}, conds...) {
+			if st, reason := condition(s.Status.Conditions, string(c)); st != metav1.ConditionTrue {
+				not = append(not, fmt.Sprintf("%s=%s (%s)", c, st, reason))
+			}
+		}
+		if len(not) > 0 || s.Status.ObservedGeneration != s.Generation {
+			return fmt.Errorf("%v, observedGeneration %d of %d", not, s.Status.ObservedGeneration, s.Generation)
+		}
+		return nil
+	})
+	return s
+}
+
 // runningPods lists the pods of MCPServer name that are Running and not being deleted.
 func runningPods(t *testing.T, ns, selector string) []corev1.Pod {
 	t.Helper()

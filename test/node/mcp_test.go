@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -101,6 +100,7 @@ type frame struct {
 type stream struct {
 	frames chan frame // closed when the stream ends
 	cancel context.CancelFunc
+	end    error // why it ended (io.EOF: closed by the server); set before frames is closed
 }
 
 // listen opens a listen stream for tool list changes and returns once it is acknowledged; it
@@ -145,6 +145,7 @@ func listenCtx(parent context.Context, c *mcptest.Client) (*stream, error) {
 		for {
 			ev, err := rd.Next()
 			if err != nil {
+				s.end = err
 				return
 			}
 			data := ev.Data
@@ -164,28 +165,17 @@ func listenCtx(parent context.Context, c *mcptest.Client) (*stream, error) {
 // rss is the resident memory of a container's main process, read from /proc on this node.
 func rss(t *testing.T, p corev1.Pod, container string) string {
 	t.Helper()
-	var id string
-	for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-		if c.Name == container {
-			id = strings.TrimPrefix(c.ContainerID, "containerd://")
-		}
-	}
-	out, err := exec.Command("ctr", "-a", os.Getenv("SWITCHBOARD_NODE_DIR")+"/run/containerd/containerd.sock", "-n", "k8s.io", "tasks", "ls").Output()
-	if err != nil || id == "" {
+	pid, err := containerPID(p, container)
+	if err != nil {
 		return fmt.Sprintf("unknown (%v)", err)
 	}
-	for line := range strings.SplitSeq(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == id {
-			status, err := os.ReadFile("/proc/" + f[1] + "/status")
-			if err != nil {
-				return "unknown"
-			}
-			for l := range strings.SplitSeq(string(status), "\n") {
-				if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-					return strings.TrimSpace(v)
-				}
-			}
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return "unknown"
+	}
+	for l := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			return strings.TrimSpace(v)
 		}
 	}
 	return "unknown"

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 )
 
@@ -36,11 +34,10 @@ func TestStdioServerInContainer(t *testing.T) {
 	defer func() {
 		_, _ = runErr("", kubectlBin, "-n", "default", "delete", "mcpserver", "everything", "--wait=false")
 	}()
-	s := serverReady(t, "default", "everything")
+	serverReady(t, "default", "everything")
 	fig("Stdio MCPServer applied -> Ready", time.Since(start))
-	if st, reason := condition(s.Status.Conditions, string(mcpv1alpha1.ConditionVerified)); st != metav1.ConditionTrue {
-		t.Errorf("Verified=%s (%s)", st, reason)
-	}
+	serverConditions(t, "default", "everything", mcpv1alpha1.ConditionVerified)
+	fig("Stdio MCPServer applied -> Verified", time.Since(start))
 	pods := runningPods(t, "default", "mcp.switchboard.dev/server=everything")
 	if len(pods) != 1 {
 		t.Fatalf("%d running pods, want 1", len(pods))
