@@ -11,6 +11,13 @@ import (
 // +kubebuilder:validation:Enum=user;assistant
 type PromptRole string
 
+const (
+	// PromptRoleUser: the message is the user's.
+	PromptRoleUser PromptRole = "user"
+	// PromptRoleAssistant: the message is the assistant's.
+	PromptRoleAssistant PromptRole = "assistant"
+)
+
 // MCPPromptSpec declares one prompt the sidecar serves.
 // +kubebuilder:validation:XValidation:rule="has(self.arguments) || self.messages.all(m, !m.text.contains('{{'))",message="messages use {{placeholders}} but spec.arguments declares none: declare every argument the messages reference"
 type MCPPromptSpec struct {
