@@ -55,8 +55,16 @@ func TestInjectedFlagsAreRegistered(t *testing.T) {
 		if id, ok := sel.X.(*ast.Ident); !ok || id.Name != "fs" {
 			return true
 		}
-		// fs.XVar(&v, "name", ...) or fs.X("name", ...).
+		// fs.XVar(&v, inject.FlagX, ...), fs.X(inject.FlagX, ...), or the same with a literal name.
 		for _, a := range call.Args[:min(2, len(call.Args))] {
+			if c, ok := a.(*ast.SelectorExpr); ok {
+				if pkg, ok := c.X.(*ast.Ident); ok && pkg.Name == "inject" {
+					if v, ok := injected[c.Sel.Name]; ok {
+						registered[v] = true
+					}
+					break
+				}
+			}
 			if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				if s, err := strconv.Unquote(lit.Value); err == nil {
 					registered[s] = true

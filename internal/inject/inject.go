@@ -26,7 +26,8 @@ import (
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 )
 
-// Sidecar command-line flags: the controller writes them, the sidecar parses them.
+// Sidecar command-line flags: the controller writes them, and cmd/sidecar registers them by these
+// names (TestInjectedFlagsAreRegistered checks that every one is).
 const (
 	FlagUpstream         = "upstream"
 	FlagListen           = "listen"
