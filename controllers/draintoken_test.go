@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
@@ -63,9 +62,7 @@ func TestDrainToken(t *testing.T) {
 
 	// Reconciling again keeps the token (a new one would fail the preStop of a pod whose
 	// mounted copy the kubelet has not refreshed yet).
-	if _, err := servers.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(s)}); err != nil {
-		t.Fatal(err)
-	}
+	reconcileServer(t, client.ObjectKeyFromObject(s))
 	if err := k8s.Get(ctx, key, sec); err != nil {
 		t.Fatal(err)
 	}

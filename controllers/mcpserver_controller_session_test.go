@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
@@ -48,9 +47,7 @@ func TestSessionSecret(t *testing.T) {
 	}
 	// Reconciling again keeps the key.
 	for range 3 {
-		if _, err := servers.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(a)}); err != nil {
-			t.Fatal(err)
-		}
+		reconcileServer(t, client.ObjectKeyFromObject(a))
 	}
 	if again := secret("alpha"); string(again.Data[inject.SessionKeySecretKey]) != keyA || again.ResourceVersion != sa.ResourceVersion {
 		t.Errorf("a reconcile rewrote the session key (resourceVersion %s -> %s)", sa.ResourceVersion, again.ResourceVersion)

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
@@ -122,9 +121,7 @@ func TestCatalogTooLarge(t *testing.T) {
 	if len(c.Resources) >= 17 || kept == before && len(c.Resources) != 0 {
 		t.Fatalf("the stored catalog holds %d resources", len(c.Resources))
 	}
-	if _, err := servers.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
-		t.Fatal(err)
-	}
+	reconcileServer(t, key)
 	if _, rev := getCatalog(t, ns, "big"); rev != kept {
 		t.Fatalf("the previous catalog must stay: %s -> %s", kept, rev)
 	}

@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -90,6 +91,24 @@ func itemCondition(t *testing.T, obj client.Object, typ mcpv1alpha1.ConditionTyp
 		}
 		return conditionIs(itemStatus(obj).Conditions, typ, status, reason)
 	})
+}
+
+// reconcileServer runs one reconcile of the server, as the manager would: the running manager may
+// write an item's status between the reconcile's read and its write, and the reconcile then
+// returns errItemChanged to be retried (the optimistic lock on item status).
+func reconcileServer(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	for range 10 {
+		_, err := servers.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+		if errors.Is(err, errItemChanged) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("reconciling %s: item status changed under 10 reconciles in a row", key)
 }
 
 // eventRecorded waits for an Event about obj with the given reason.
