@@ -12,9 +12,9 @@ import (
 type PromptRole string
 
 const (
-	// PromptRoleUser: the message is the user's.
+	// PromptRoleUser marks a message of the user.
 	PromptRoleUser PromptRole = "user"
-	// PromptRoleAssistant: the message is the assistant's.
+	// PromptRoleAssistant marks a message of the assistant.
 	PromptRoleAssistant PromptRole = "assistant"
 )
 
