@@ -76,17 +76,7 @@ func TestCallersGetTheirOwnUpstreamCredential(t *testing.T) {
 	}
 	server := &mcpv1alpha1.MCPServer{}
 	key := client.ObjectKey{Namespace: ns, Name: stack.Server}
-	setAuth := func(auth *mcpv1alpha1.AuthSpec) {
-		t.Helper()
-		if err := k8s.Get(ctx, key, server); err != nil {
-			t.Fatal(err)
-		}
-		patch := client.MergeFrom(server.DeepCopy())
-		server.Spec.Auth = auth
-		if err := k8s.Patch(ctx, server, patch); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setAuth := func(auth *mcpv1alpha1.AuthSpec) { t.Helper(); setServerAuth(t, key, auth) }
 	t.Cleanup(func() {
 		ctx := context.Background()
 		s := &mcpv1alpha1.MCPServer{}

@@ -70,17 +70,7 @@ func TestAgentsSeeTheirGrants(t *testing.T) {
 	}
 	server := &mcpv1alpha1.MCPServer{}
 	key := client.ObjectKey{Namespace: ns, Name: stack.Server}
-	setAuth := func(auth *mcpv1alpha1.AuthSpec) {
-		t.Helper()
-		if err := k8s.Get(ctx, key, server); err != nil {
-			t.Fatal(err)
-		}
-		patch := client.MergeFrom(server.DeepCopy())
-		server.Spec.Auth = auth
-		if err := k8s.Patch(ctx, server, patch); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setAuth := func(auth *mcpv1alpha1.AuthSpec) { t.Helper(); setServerAuth(t, key, auth) }
 	t.Cleanup(func() {
 		ctx := context.Background()
 		_ = k8s.Delete(ctx, policy)
@@ -263,4 +253,18 @@ func TestAgentsSeeTheirGrants(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// setServerAuth sets the MCPServer's spec.auth (nil: off) with a merge patch of that field alone.
+func setServerAuth(t *testing.T, key client.ObjectKey, auth *mcpv1alpha1.AuthSpec) {
+	t.Helper()
+	k8s, server := stack.Env.Client, &mcpv1alpha1.MCPServer{}
+	if err := k8s.Get(t.Context(), key, server); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(server.DeepCopy())
+	server.Spec.Auth = auth
+	if err := k8s.Patch(t.Context(), server, patch); err != nil {
+		t.Fatal(err)
+	}
 }
