@@ -54,6 +54,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	binDir = dir
 	bin := filepath.Join(dir, "sidecar")
 	sidecarBin = bin
 	build := exec.Command("go", "build", "-o", bin, "./cmd/sidecar")

@@ -27,16 +27,7 @@ import (
 // publishes an MCPTool edit made right after the kill, and its webhook answers every
 // AdmissionReview sent to it throughout.
 func TestLeaderFailover(t *testing.T) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "manager")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := managerBin(t)
 	env, err := testenv.Start(testenv.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -167,4 +158,32 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	t.Logf("failover after SIGKILL: the edit was published %v after the kill; standby webhook answered %d probes, failed none",
 		failover.Round(10*time.Millisecond), ok[standby])
+}
+
+// binDir holds the binaries TestMain and managerBin build, for the package's whole run.
+var binDir string
+
+var buildManager = sync.OnceValues(func() (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(binDir, "manager")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/manager: %w\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// managerBin is bin/manager built from this checkout, once per package run, for the tests that
+// run real manager processes.
+func managerBin(t *testing.T) string {
+	t.Helper()
+	bin, err := buildManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -38,16 +36,7 @@ import (
 // shards, the events of the other shards' pods included; each shard leads through its own Lease;
 // the children carry their server's shard label, the pods do not.
 func TestShardsDivideTheFleet(t *testing.T) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "manager")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := managerBin(t)
 	env, err := testenv.Start(testenv.Options{Controllers: true})
 	if err != nil {
 		t.Fatal(err)
