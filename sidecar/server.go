@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
@@ -34,11 +35,6 @@ const (
 // method and its raw params in, ttlMs and cacheScope ("public" or
 // "private") out. With an overlay, the overlay's (the catalog's cache hints) is used.
 type HintFunc func(method string, params []byte) (ttlMs int64, scope string)
-
-// DefaultHints is the conservative policy used until a catalog says
-// otherwise: immediately stale, and never shared across authorization
-// contexts.
-func DefaultHints(string, []byte) (int64, string) { return 0, "private" }
 
 // Options configure a Server.
 type Options struct {
@@ -71,13 +67,13 @@ type Options struct {
 	// request gets 503 with Retry-After (DefaultMaxInflightRequests when 0).
 	MaxInflightRequests int64
 	MaxResponseBytes    int // upstream.DefaultMaxResponseBytes when 0
-	// Hints stamps cache hints; DefaultHints when nil (the overlay's when
+	// Hints stamps cache hints; overlay.DefaultHints when nil (the overlay's when
 	// Overlay is set).
 	Hints HintFunc
 	// Overlay is the live catalog; nil keeps the sidecar a transparent
 	// proxy. With it the sidecar owns the lists, tools/call routing,
 	// resources/read and prompts/get.
-	Overlay *Overlay
+	Overlay *overlay.Overlay
 	// Authn verifies callers when the live catalog has Auth (auth.go); nil: never.
 	Authn  *authn.Authenticator
 	Hub    *hub.Hub
@@ -148,9 +144,9 @@ func NewServer(o Options) (*Server, error) {
 		o.MaxInflightRequests = DefaultMaxInflightRequests
 	}
 	if o.Hints == nil {
-		o.Hints = DefaultHints
+		o.Hints = overlay.DefaultHints
 		if o.Overlay != nil {
-			o.Hints = o.Overlay.hints
+			o.Hints = o.Overlay.Hints
 		}
 	}
 	if o.Logger == nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/stdio"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
@@ -72,7 +73,7 @@ func main() {
 	fs.StringVar(&cfg.ReportConfigMap, inject.FlagReportConfigMap, "", "NAMESPACE/NAME of the status ConfigMap the propagation report is applied into (key: --pod-name)")
 	fs.StringVar(&cfg.PodName, inject.FlagPodName, "", "this pod's name: the key of its propagation report")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, then in-cluster)")
-	fs.IntVar(&cfg.PageSize, "page-size", sidecar.DefaultPageSize, "entries per page of the merged lists")
+	fs.IntVar(&cfg.PageSize, "page-size", overlay.DefaultPageSize, "entries per page of the merged lists")
 	fs.DurationVar(&cfg.AuthRevalidateAfter, "auth-revalidate-after", authn.DefaultRevalidateAfter, "with the catalog's auth: how long a ServiceAccount token's TokenReview is reused before it is asked again (a deleted pod or ServiceAccount is refused at most this long after)")
 	fs.IntVar(&cfg.AuthCacheEntries, "auth-cache-entries", authn.DefaultMaxCacheEntries, "with the catalog's auth: verified and refused tokens remembered (by SHA-256), least recently used first out")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
@@ -219,10 +220,10 @@ func New(cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	var overlay *sidecar.Overlay
+	var ov *overlay.Overlay
 	var authenticator *authn.Authenticator
 	if cat != nil {
-		overlay = cat.overlay
+		ov = cat.overlay
 		// Callers are authenticated when the catalog says so (spec.auth); ServiceAccount
 		// tokens are reviewed with the sidecar's own Kubernetes client.
 		reviews, err := tokenReviews(cfg.Kubeconfig)
@@ -240,7 +241,7 @@ func New(cfg Config) (*App, error) {
 	}
 	srv, err := sidecar.NewServer(sidecar.Options{
 		Client:                     up,
-		Overlay:                    overlay,
+		Overlay:                    ov,
 		Authn:                      authenticator,
 		Upstream:                   cfg.Upstream,
 		AllowedOrigins:             cfg.AllowedOrigins,
@@ -271,8 +272,8 @@ func New(cfg Config) (*App, error) {
 	a := &App{cfg: cfg, log: cfg.Logger, Metrics: m, Hub: streams, Server: srv, catalog: cat, tracing: tracing,
 		relay:      upstream.NewRelay(srv.Upstream(), streams, cfg.Logger, m),
 		drainBegun: make(chan struct{}), drainWaiters: make(chan struct{}, maxDrainWaiters)}
-	if overlay != nil {
-		a.relay.SetPublisher(overlay)
+	if ov != nil {
+		a.relay.SetPublisher(ov)
 	}
 	if a.mcpLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, err
