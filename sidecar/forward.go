@@ -127,7 +127,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 	started := lc != nil && lc.Started
 	if !started {
 		copyHeaders(w.Header(), resp.Header)
-		if s.draining.Load() {
+		if s.gate.Draining() {
 			w.Header().Set("Connection", "close")
 		}
 	}

@@ -82,8 +82,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Past the in-flight cap the request is refused before its body is read.
-	if s.admitted.Add(1) > s.opts.MaxInflightRequests {
-		s.admitted.Add(-1)
+	if !s.gate.Admit() {
 		s.m.requestsRefused.Inc()
 		w.Header().Set("Retry-After", BusyRetryAfter)
 		s.fail(w, nil, errBusy())
@@ -92,7 +91,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	admitted := true
 	defer func() {
 		if admitted {
-			s.admitted.Add(-1)
+			s.gate.Release()
 		}
 	}()
 	// Read the whole (bounded) body first so that every error below can
@@ -146,7 +145,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.method == protocol.MethodListen && !req.legacy && !req.isNotification() {
 		// A stream, ended by the drain itself; streams have their own cap.
-		s.admitted.Add(-1)
+		s.gate.Release()
 		admitted = false
 		s.serveListen(w, r, req)
 		return
@@ -164,10 +163,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every other request is in flight until it is answered: the drain
 	// waits for it, and at the budget's end it is answered with an error.
-	s.inflight.Add(1)
+	s.gate.Begin()
 	s.m.inflight.Inc()
 	defer func() {
-		s.inflight.Add(-1)
+		s.gate.End()
 		s.m.inflight.Dec()
 	}()
 	// 4. Client generation: a 2025-era request comes back to dispatch
