@@ -6,8 +6,9 @@ package sidecar
 //  1. Caller identity (auth.go, package authn): with the catalog's auth, a
 //     caller without a valid token is refused before anything is read.
 //  2. Transport guards (this file): POST only (a 2025-era session's GET and
-//     DELETE branch off to legacyserve.go), the in-flight cap, the bounded body
-//     (readBody), Host and Origin (checkHostOrigin), Content-Type.
+//     DELETE branch off to legacyserve.go), the in-flight cap (sidecar/inflight),
+//     the bounded body (readBody), Host and Origin (checkHostOrigin),
+//     Content-Type.
 //  3. Decode (validate.go, on sidecar/wire's exact-key scanner and strict
 //     JSON checks): parseRequest, then validate (headers, _meta claim,
 //     version), then Accept. A subscriptions/listen leaves the path here
@@ -19,7 +20,7 @@ package sidecar
 //     generation stop at serveNotification (notify.go).
 //  5. The choke point (dispatch, below): the method table (methods.go)
 //     says who answers: the sidecar, the catalog, or the upstream.
-//  6. Catalog (catalogserve.go, authz.go, overlay.go, sidecar/rules): what
+//  6. Catalog (catalogserve.go, authz.go, sidecar/overlay, sidecar/rules): what
 //     the caller may use (package access) and the catalog's rules decide:
 //     answered from the catalog, refused as unknown, or renamed and sent on.
 //  7. Upstream (forward.go, and the client in sidecar/upstream; a 2025-era
