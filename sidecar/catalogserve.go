@@ -176,7 +176,7 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 		s.failReq(w, req, errUnknownTool(name))
 		return
 	}
-	markRouted(w) // a catalog name: it may name the span (tracing.go)
+	markRouted(w) // a catalog name: it may name the span (tracing.go, sidecar/tracing)
 	routedAs(w, upstream)
 	if why := rules.ToolWithheld(c, upstream, s.opts.Overlay.ObservedDigestOf(upstream)); why != "" {
 		// Withheld from tools/list too: refused like a tool clients cannot see,

@@ -57,7 +57,9 @@
 //
 // Beside them: access, a caller's grant under the catalog's access policies
 // (pure); authn, the verified caller; audit, the audit record, argument
-// redaction and a sink that never delays a call; inflight, what the replica
+// redaction and a sink that never delays a call; tracing, the tracer (OTLP
+// set-up, sampling, trace context in and out, the fan-out's and the drain's
+// spans; the hub's Tracer); inflight, what the replica
 // is serving (the in-flight cap's admitted POSTs, the requests a drain waits
 // for, the draining flag, the drain budget's abort context); stdio, the
 // stdio bridge (`sidecar stdio`); procs, how many OS threads run Go code
@@ -98,5 +100,5 @@
 //     upstream gets, the caller's upstream credential among them.
 //   - server.go, metrics.go, tracing.go, limits.go: the Server (the rooms'
 //     handles; the drain's exported handle on sidecar/inflight), metrics,
-//     traces, request limits.
+//     a request's span (on sidecar/tracing's tracer), request limits.
 package sidecar

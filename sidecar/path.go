@@ -158,7 +158,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.tr != nil {
 		var tw *tracedWriter
-		if w, tw = s.tr.startRequest(w, r, req); tw != nil {
+		if w, tw = s.startSpan(w, r, req); tw != nil {
 			defer tw.finish()
 		}
 	}

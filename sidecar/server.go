@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/tracing"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -80,8 +81,8 @@ type Options struct {
 	// Client is the upstream client, shared with the overlay (upstream.New when nil).
 	Client  *upstream.Client
 	Metrics *Metrics
-	// Tracing records a span per MCP request (nil: no traces; tracing.go).
-	Tracing *Tracing
+	// Tracing records a span per MCP request (nil: no traces; sidecar/tracing).
+	Tracing *tracing.Tracer
 	// InputTimeout bounds the wait for a 2025-era client's answers to one
 	// round of an upstream's input requests (legacy.DefaultInputTimeout when 0).
 	InputTimeout time.Duration
@@ -99,7 +100,7 @@ type Server struct {
 	m    *Metrics
 	up   *upstream.Client
 	hub  *hub.Hub
-	tr   *Tracing // nil when tracing is off
+	tr   *tracing.Tracer // nil when tracing is off
 	// gate is what is in flight: the POSTs admitted within opts.MaxInflightRequests, the
 	// requests the drain waits for, the draining flag, and the drain budget's abort context,
 	// the base of every request context (see BaseContext), so every forwarded request still
