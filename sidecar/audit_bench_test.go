@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 )
 
 // BenchmarkForwardAudit is BenchmarkForward through a catalog whose audit is off ("off"), on
@@ -41,7 +42,7 @@ func BenchmarkForwardAudit(b *testing.B) {
 				b.Fatal(err)
 			}
 			quiet := slog.New(slog.DiscardHandler)
-			ov := NewOverlay(OverlayOptions{Logger: quiet})
+			ov := overlay.New(overlay.Options{Logger: quiet})
 			if err := ov.Apply(data, ""); err != nil {
 				b.Fatal(err)
 			}

@@ -71,7 +71,7 @@ func auditedEnv(t *testing.T, a *catalog.Audit, queue int) (*authzEnv, *lockedBu
 func idle(t *testing.T, s *Server) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for s.admitted.Load() != 0 {
+	for s.gate.Admitted() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("requests still being served")
 		}

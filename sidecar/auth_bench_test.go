@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/testservers"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 )
 
 // BenchmarkForwardAuth is BenchmarkForward through a catalog, without auth ("off") and with
@@ -40,7 +41,7 @@ func BenchmarkForwardAuth(b *testing.B) {
 				b.Fatal(err)
 			}
 			quiet := slog.New(slog.DiscardHandler)
-			ov := NewOverlay(OverlayOptions{Logger: quiet})
+			ov := overlay.New(overlay.Options{Logger: quiet})
 			if err := ov.Apply(data, ""); err != nil {
 				b.Fatal(err)
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub/hubtest"
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
@@ -80,7 +81,7 @@ func authzCatalogText(a *catalog.Access, text string) *catalog.Catalog {
 type authzEnv struct {
 	t     testing.TB
 	front *httptest.Server
-	ov    *Overlay
+	ov    *overlay.Overlay
 	srv   *Server
 	hub   *hub.Hub
 	// calls counts the upstream's tool calls, prompt gets and reads by name or URI.
@@ -126,7 +127,7 @@ func newAuthzEnv(t testing.TB, access *catalog.Access) *authzEnv {
 	quiet := slog.New(slog.DiscardHandler)
 	streams := hub.New(hub.Options{Keepalive: -1, Logger: quiet})
 	upc := upstream.New(up.URL, 0)
-	ov := NewOverlay(OverlayOptions{Hub: streams, Upstream: upc, Logger: quiet})
+	ov := overlay.New(overlay.Options{Hub: streams, Upstream: upc, Logger: quiet})
 	srv, err := NewServer(Options{Upstream: up.URL, Client: upc, Overlay: ov, Hub: streams, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/benchkit"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
 
@@ -67,7 +68,7 @@ func BenchmarkForwardCredential(b *testing.B) {
 			// The Secret the process room's watch (sidecar/app) would serve, as a fixed source.
 			quiet := slog.New(slog.DiscardHandler)
 			contents := fixedSecrets{"keys": {"alice": []byte("sk-bench-alice-0123456789abcdef"), "bob": []byte("sk-bench-bob")}}
-			ov := NewOverlay(OverlayOptions{Logger: quiet, Contents: contents})
+			ov := overlay.New(overlay.Options{Logger: quiet, Contents: contents})
 			if err := ov.Apply(data, ""); err != nil {
 				b.Fatal(err)
 			}
@@ -184,7 +185,7 @@ func BenchmarkValidate(b *testing.B) {
 	h.Set("Mcp-Method", "tools/call")
 	h.Set("Mcp-Name", "echo")
 	p := versionPolicy{supported: []string{protocol.Version}}
-	s := &Server{opts: Options{Hints: DefaultHints}}
+	s := &Server{opts: Options{Hints: overlay.DefaultHints}}
 	b.ReportAllocs()
 	for b.Loop() {
 		r, e := parseRequest(body)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/audit"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
@@ -77,10 +78,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 	}
 	up := []json.RawMessage{}
 	private := false
-	if spec.capability(info) {
+	if spec.Capability(info) {
 		start := time.Now()
 		var pass *upstream.Answer
-		up, private, pass, err = s.up.List(method, spec.member, s.clientListRequest(r, req))
+		up, private, pass, err = s.up.List(method, spec.Member, s.clientListRequest(r, req))
 		s.m.observeUpstream(method, time.Since(start))
 		if we := (*wire.Error)(nil); errors.As(err, &we) {
 			s.failReq(w, req, we) // no upstream credential for the caller (credentials.go)
@@ -100,10 +101,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		}
 	}
 	if method == "tools/list" && c.Server.ToolPinning == catalog.ToolPinningEnforce {
-		s.opts.Overlay.checkDigests(c, up)
+		s.opts.Overlay.CheckDigests(c, up)
 	}
-	items, next, more := rules.Page(filterEntries(g, method, spec.merge(c, up)), offset, s.opts.Overlay.opts.PageSize)
-	h := req.spec.hint(&c.Server.Caching)
+	items, next, more := rules.Page(filterEntries(g, method, spec.Merge(c, up)), offset, s.opts.Overlay.PageSize())
+	h := overlay.DefaultHint(c, method)
 	if private || c.Access != nil {
 		// Something in the answer depends on the caller (with a policy, the whole list does).
 		h.CacheScope = catalog.ScopePrivate
@@ -116,7 +117,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		b.WriteString(`"resultType":"complete",`)
 	}
 	b.WriteByte('"')
-	b.WriteString(spec.member)
+	b.WriteString(spec.Member)
 	b.WriteString(`":[`)
 	for i, e := range items {
 		if i > 0 {
@@ -133,17 +134,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		b.WriteString(`,"ttlMs":`)
 		b.WriteString(strconv.FormatInt(max(h.TTLMs, 0), 10))
 		b.WriteString(`,"cacheScope":`)
-		b.Write(wire.JSONString(scopeOf(h.CacheScope)))
+		b.Write(wire.JSONString(overlay.ScopeOf(h.CacheScope)))
 	}
 	b.WriteString(`}}`)
 	writeMessage(w, http.StatusOK, b.Bytes())
-}
-
-func scopeOf(s string) string {
-	if s == catalog.ScopePublic {
-		return catalog.ScopePublic
-	}
-	return catalog.ScopePrivate
 }
 
 func writeMessage(w http.ResponseWriter, status int, b []byte) {
@@ -182,9 +176,9 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 		s.failReq(w, req, errUnknownTool(name))
 		return
 	}
-	markRouted(w) // a catalog name: it may name the span (tracing.go)
+	markRouted(w) // a catalog name: it may name the span (tracing.go, sidecar/tracing)
 	routedAs(w, upstream)
-	if why := rules.ToolWithheld(c, upstream, s.opts.Overlay.observedDigestOf(upstream)); why != "" {
+	if why := rules.ToolWithheld(c, upstream, s.opts.Overlay.ObservedDigestOf(upstream)); why != "" {
 		// Withheld from tools/list too: refused like a tool clients cannot see,
 		// saying why (the operator accepts a new definition in the MCPTool).
 		s.m.pinRefused.Inc()
@@ -281,7 +275,7 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 		s.forward(w, r, req)
 		return
 	}
-	body, mime, err := s.opts.Overlay.content(res)
+	body, mime, err := s.opts.Overlay.Content(res)
 	if err != nil {
 		s.failReq(w, req, errResourceNotFound(uri))
 		return
@@ -298,28 +292,14 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, req *request)
 	} else {
 		ct.Blob = base64.StdEncoding.EncodeToString(body)
 	}
-	h := readHint(c, res)
+	h := overlay.ReadHint(c, res)
 	out, _ := json.Marshal(struct {
 		ResultType string    `json:"resultType"`
 		Contents   []content `json:"contents"`
 		TTLMs      int64     `json:"ttlMs"`
 		CacheScope string    `json:"cacheScope"`
-	}{protocol.ResultComplete, []content{ct}, max(h.TTLMs, 0), scopeOf(h.CacheScope)})
+	}{protocol.ResultComplete, []content{ct}, max(h.TTLMs, 0), overlay.ScopeOf(h.CacheScope)})
 	s.writeResult(w, req, out)
-}
-
-// readHint is the hint of a read the sidecar answers: the resource's own, else the server's
-// default. A Secret's content is always private, whatever either says: the MCPResource's CEL
-// checks only its own hint, and a catalog may come from an older controller or a file.
-func readHint(c *catalog.Catalog, r *catalog.Resource) catalog.CacheHint {
-	h := c.Server.Caching.ResourceRead
-	if r != nil && r.Cache != nil {
-		h = *r.Cache
-	}
-	if r != nil && r.Source.Secret != nil {
-		h.CacheScope = catalog.ScopePrivate
-	}
-	return h
 }
 
 // servePromptGet renders declared prompts and forwards the rest.
@@ -350,27 +330,4 @@ func (s *Server) servePromptGet(w http.ResponseWriter, r *http.Request, req *req
 		return
 	}
 	s.writeResult(w, req, out)
-}
-
-// hints is the HintFunc of a server with an overlay: the catalog's
-// defaults, and for resources/read the matching resource's (or resource
-// template's) own hint.
-func (o *Overlay) hints(method string, params []byte) (int64, string) {
-	c, _ := o.Catalog()
-	d := &c.Server.Caching
-	var h catalog.CacheHint
-	spec := methodOf(method)
-	switch {
-	case spec != nil && spec.kind == protocol.KindResourceUpdated:
-		uri := ""
-		if raw, ok, _ := wire.Field(params, spec.nameMember); ok {
-			uri, _ = wire.StringValue(raw)
-		}
-		h = o.readHintFor(uri)
-	case spec != nil && spec.hint != nil:
-		h = spec.hint(d)
-	default:
-		return DefaultHints(method, params)
-	}
-	return h.TTLMs, scopeOf(h.CacheScope)
 }

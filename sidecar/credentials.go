@@ -66,7 +66,7 @@ func (s *Server) credentialFor(r *http.Request) (credential, *wire.Error) {
 	}
 	var v []byte
 	ok := false
-	if src := s.opts.Overlay.opts.Contents; src != nil {
+	if src := s.opts.Overlay.Contents(); src != nil {
 		v, ok = src.Content(true, u.Secret, key)
 	}
 	switch {

@@ -17,8 +17,20 @@
 //     the GC floor. It builds the Server and drives it through its exported
 //     handle; nothing below imports it.
 //   - sidecar (this package): the request path, the Server that holds the
-//     rooms' handles, and the room not yet cut out of it: the live catalog
-//     overlay and what serves it.
+//     rooms' handles, the method table, and what serves each method at the
+//     path's end (the catalog's methods, forwarding, the 2025-era methods,
+//     discover and listen), with the caller's identity, grant, audit record,
+//     upstream credential, metrics and traces on the way. Knows nothing of
+//     the process (flags, listeners, the admin port, the catalog's sources).
+//   - sidecar/overlay: the live catalog: the last good revision, its merge
+//     with the upstream's four lists (overlay.Lists, which the method table
+//     points at), the diff of every change into the notifications each
+//     caller could observe, the propagation report, the catalog's cache
+//     hints, the digests tool pinning checks. No I/O of its own (the
+//     upstream's lists through sidecar/upstream's client, ConfigMap and
+//     Secret content through a ContentSource); knows no HTTP routing, no
+//     method table, no client generation. What it counts goes to an
+//     overlay.Observer (Metrics).
 //   - sidecar/legacy: the 2025-era client generation, behind its Room
 //     handle: session ids and this replica's state of each session
 //     (subscriptions, log level, GET streams), the translation into the
@@ -45,10 +57,15 @@
 //
 // Beside them: access, a caller's grant under the catalog's access policies
 // (pure); authn, the verified caller; audit, the audit record, argument
-// redaction and a sink that never delays a call; stdio, the stdio bridge (`sidecar
-// stdio`); procs, how many OS threads run Go code (one for requests, more
-// for large fan-outs and queueing load). hub/hubtest and rules/rulestest
-// hold what the tests of two rooms share.
+// redaction and a sink that never delays a call; tracing, the tracer (OTLP
+// set-up, sampling, trace context in and out, the fan-out's and the drain's
+// spans; the hub's Tracer); inflight, what the replica
+// is serving (the in-flight cap's admitted POSTs, the requests a drain waits
+// for, the draining flag, the drain budget's abort context); stdio, the
+// stdio bridge (`sidecar stdio`); procs, how many OS threads run Go code
+// (one for requests, more for large fan-outs and queueing load).
+// hub/hubtest, overlay/overlaytest and rules/rulestest hold what the tests
+// of two rooms share.
 //
 // # Files of package sidecar, by concern
 //
@@ -72,9 +89,9 @@
 //     the translation before the choke point, a session's call through the
 //     input rounds.
 //   - catalogserve.go: the methods the catalog owns (lists, tools/call
-//     routing, resources/read, prompts/get, completion/complete) and hints.
-//   - overlay.go: the live catalog (its diff and notifications); its
-//     sources are the process room's (sidecar/app).
+//     routing, resources/read, prompts/get, completion/complete), answered
+//     from sidecar/overlay's live catalog; catalogmetrics.go: what the
+//     overlay counts (Metrics as its overlay.Observer).
 //   - discover.go, listen.go, notify.go: server/discover and the merged
 //     capabilities; subscriptions/listen and the stream transports; the
 //     notifications clients send.
@@ -82,6 +99,6 @@
 //     (through sidecar/upstream), relaying SSE, stamping; the headers the
 //     upstream gets, the caller's upstream credential among them.
 //   - server.go, metrics.go, tracing.go, limits.go: the Server (the rooms'
-//     handles, the in-flight count and the drain's abort), metrics, traces,
-//     request limits.
+//     handles; the drain's exported handle on sidecar/inflight), metrics,
+//     a request's span (on sidecar/tracing's tracer), request limits.
 package sidecar

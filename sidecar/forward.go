@@ -105,7 +105,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 	setUpstreamHeaders(ureq, r)
 	cred.set(ureq.Header)
 	if s.tr != nil {
-		s.tr.injectUpstream(ureq.Header, req)
+		s.injectUpstream(ureq.Header, req)
 	}
 	noteSent(w)
 	start := time.Now()
@@ -127,7 +127,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 	started := lc != nil && lc.Started
 	if !started {
 		copyHeaders(w.Header(), resp.Header)
-		if s.draining.Load() {
+		if s.gate.Draining() {
 			w.Header().Set("Connection", "close")
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -39,7 +40,7 @@ func FuzzRequest(f *testing.F) {
 		{supported: []string{"2026-07-28", "2025-11-25"}, serveLegacy: true},
 		{supported: []string{"2026-07-28"}},
 	}
-	srv := &Server{opts: Options{Hints: DefaultHints}}
+	srv := &Server{opts: Options{Hints: overlay.DefaultHints}}
 	f.Fuzz(func(t *testing.T, body []byte, pv, method, name string) {
 		h := http.Header{}
 		h.Set(protocol.HeaderProtocolVersion, pv)

@@ -132,7 +132,7 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *hub.St
 			s.hub.EndAttach()
 		}
 	}()
-	draining := s.draining.Load()
+	draining := s.gate.Draining()
 	if !draining && !s.hub.Reserve() {
 		if s.hub.Closing() {
 			draining = true

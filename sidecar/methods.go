@@ -1,19 +1,17 @@
 package sidecar
 
 import (
-	"encoding/json"
 	"net/http"
 
-	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
-	"github.com/switchboard-mcp/switchboard/sidecar/rules"
-	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
 // This file describes every MCP method the sidecar knows, once. Validation
 // (Mcp-Name, removed methods), the choke point (who answers), stamping
-// (cache hints), the catalog overlay (lists, their capabilities and
-// notifications) and the metrics' method label all read this one table.
+// (cacheable) and the metrics' method label all read this one table; the
+// merged lists' entries point at the overlay's description of them
+// (overlay.Lists), and the catalog's cache hints are the overlay's.
 
 // owner says who answers a method.
 type owner uint8
@@ -51,13 +49,8 @@ type methodSpec struct {
 	cacheable bool
 	// nameMember is the params member Mcp-Name mirrors ("" for none).
 	nameMember string
-	// kind is the change kind whose notification covers the method's
-	// answer: a list's list_changed (lists) or resources/updated (read).
-	kind protocol.Kind
 	// list is set for the four merged lists.
-	list *listSpec
-	// hint picks the catalog's default cache hint for the method.
-	hint func(*catalog.CacheDefaults) catalog.CacheHint
+	list *overlay.List
 	// serve answers the method when the sidecar owns it (ownSidecar), or
 	// applies the catalog (ownCatalog, only when a catalog is served).
 	serve handler
@@ -77,62 +70,23 @@ type methodSpec struct {
 	methodValue []string
 }
 
-// listSpec describes one merged list.
-type listSpec struct {
-	member string // result member holding the entries
-	// capability is the server capability that says the upstream serves it.
-	capability func(*upstream.Info) bool
-	merge      func(c *catalog.Catalog, up []json.RawMessage) []rules.Entry
-}
-
 // methods is the table. It is filled in init (its handlers refer back to
 // it through the Server).
 var methods map[string]*methodSpec
 
-// listOrder is the merged lists in a fixed order (the overlay reads and
-// diffs them in this order; tools/list first).
-var listOrder = []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"}
-
 func init() {
-	toolsCap := func(i *upstream.Info) bool { return i.Caps.Tools != nil }
-	promptsCap := func(i *upstream.Info) bool { return i.Caps.Prompts != nil }
-	resourcesCap := func(i *upstream.Info) bool { return i.Caps.Resources != nil }
-	// resourcesBy merges a resource list keyed by keyMember ("uri" or "uriTemplate").
-	resourcesBy := func(keyMember string) func(*catalog.Catalog, []json.RawMessage) []rules.Entry {
-		return func(c *catalog.Catalog, up []json.RawMessage) []rules.Entry {
-			return rules.MergeResources(c, up, keyMember)
-		}
-	}
 	methods = map[string]*methodSpec{
-		protocol.MethodDiscover: {owner: ownSidecar, era: eraModern, cacheable: true,
-			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Discover }, serve: (*Server).serveDiscover},
-		protocol.MethodListen: {owner: ownSidecar, era: eraModern, serve: (*Server).serveListen},
+		protocol.MethodDiscover: {owner: ownSidecar, era: eraModern, cacheable: true, serve: (*Server).serveDiscover},
+		protocol.MethodListen:   {owner: ownSidecar, era: eraModern, serve: (*Server).serveListen},
 
-		"tools/list": {owner: ownCatalog, cacheable: true, kind: protocol.KindTools,
-			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Tools },
-			list: &listSpec{member: "tools", capability: toolsCap,
-				merge: func(c *catalog.Catalog, up []json.RawMessage) []rules.Entry {
-					l, _ := rules.MergeTools(c, up)
-					return l
-				}},
-			serve: (*Server).serveList},
-		"prompts/list": {owner: ownCatalog, cacheable: true, kind: protocol.KindPrompts,
-			hint:  func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Prompts },
-			list:  &listSpec{member: "prompts", capability: promptsCap, merge: rules.MergePrompts},
-			serve: (*Server).serveList},
-		"resources/list": {owner: ownCatalog, cacheable: true, kind: protocol.KindResources,
-			hint:  func(d *catalog.CacheDefaults) catalog.CacheHint { return d.Resources },
-			list:  &listSpec{member: "resources", capability: resourcesCap, merge: resourcesBy("uri")},
-			serve: (*Server).serveList},
-		"resources/templates/list": {owner: ownCatalog, cacheable: true, kind: protocol.KindResources,
-			hint:  func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceTemplates },
-			list:  &listSpec{member: "resourceTemplates", capability: resourcesCap, merge: resourcesBy("uriTemplate")},
-			serve: (*Server).serveList},
-		"resources/read": {owner: ownCatalog, cacheable: true, nameMember: "uri", kind: protocol.KindResourceUpdated, inputRequired: true,
-			hint: func(d *catalog.CacheDefaults) catalog.CacheHint { return d.ResourceRead }, serve: (*Server).serveRead},
-		"tools/call":          {owner: ownCatalog, nameMember: "name", inputRequired: true, serve: (*Server).serveToolCall},
-		"prompts/get":         {owner: ownCatalog, nameMember: "name", inputRequired: true, serve: (*Server).servePromptGet},
-		"completion/complete": {owner: ownCatalog, serve: (*Server).serveComplete},
+		"tools/list":               {owner: ownCatalog, cacheable: true, list: overlay.ListOf("tools/list"), serve: (*Server).serveList},
+		"prompts/list":             {owner: ownCatalog, cacheable: true, list: overlay.ListOf("prompts/list"), serve: (*Server).serveList},
+		"resources/list":           {owner: ownCatalog, cacheable: true, list: overlay.ListOf("resources/list"), serve: (*Server).serveList},
+		"resources/templates/list": {owner: ownCatalog, cacheable: true, list: overlay.ListOf("resources/templates/list"), serve: (*Server).serveList},
+		"resources/read":           {owner: ownCatalog, cacheable: true, nameMember: "uri", inputRequired: true, serve: (*Server).serveRead},
+		"tools/call":               {owner: ownCatalog, nameMember: "name", inputRequired: true, serve: (*Server).serveToolCall},
+		"prompts/get":              {owner: ownCatalog, nameMember: "name", inputRequired: true, serve: (*Server).servePromptGet},
+		"completion/complete":      {owner: ownCatalog, serve: (*Server).serveComplete},
 
 		// Removed in 2026-07-28; a 2025-era session has them from the
 		// sidecar (legacyserve.go, sidecar/legacy).

@@ -6,8 +6,9 @@ package sidecar
 //  1. Caller identity (auth.go, package authn): with the catalog's auth, a
 //     caller without a valid token is refused before anything is read.
 //  2. Transport guards (this file): POST only (a 2025-era session's GET and
-//     DELETE branch off to legacyserve.go), the in-flight cap, the bounded body
-//     (readBody), Host and Origin (checkHostOrigin), Content-Type.
+//     DELETE branch off to legacyserve.go), the in-flight cap (sidecar/inflight),
+//     the bounded body (readBody), Host and Origin (checkHostOrigin),
+//     Content-Type.
 //  3. Decode (validate.go, on sidecar/wire's exact-key scanner and strict
 //     JSON checks): parseRequest, then validate (headers, _meta claim,
 //     version), then Accept. A subscriptions/listen leaves the path here
@@ -19,7 +20,7 @@ package sidecar
 //     generation stop at serveNotification (notify.go).
 //  5. The choke point (dispatch, below): the method table (methods.go)
 //     says who answers: the sidecar, the catalog, or the upstream.
-//  6. Catalog (catalogserve.go, authz.go, overlay.go, sidecar/rules): what
+//  6. Catalog (catalogserve.go, authz.go, sidecar/overlay, sidecar/rules): what
 //     the caller may use (package access) and the catalog's rules decide:
 //     answered from the catalog, refused as unknown, or renamed and sent on.
 //  7. Upstream (forward.go, and the client in sidecar/upstream; a 2025-era
@@ -82,8 +83,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Past the in-flight cap the request is refused before its body is read.
-	if s.admitted.Add(1) > s.opts.MaxInflightRequests {
-		s.admitted.Add(-1)
+	if !s.gate.Admit() {
 		s.m.requestsRefused.Inc()
 		w.Header().Set("Retry-After", BusyRetryAfter)
 		s.fail(w, nil, errBusy())
@@ -92,7 +92,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	admitted := true
 	defer func() {
 		if admitted {
-			s.admitted.Add(-1)
+			s.gate.Release()
 		}
 	}()
 	// Read the whole (bounded) body first so that every error below can
@@ -146,7 +146,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.method == protocol.MethodListen && !req.legacy && !req.isNotification() {
 		// A stream, ended by the drain itself; streams have their own cap.
-		s.admitted.Add(-1)
+		s.gate.Release()
 		admitted = false
 		s.serveListen(w, r, req)
 		return
@@ -158,16 +158,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.tr != nil {
 		var tw *tracedWriter
-		if w, tw = s.tr.startRequest(w, r, req); tw != nil {
+		if w, tw = s.startSpan(w, r, req); tw != nil {
 			defer tw.finish()
 		}
 	}
 	// Every other request is in flight until it is answered: the drain
 	// waits for it, and at the budget's end it is answered with an error.
-	s.inflight.Add(1)
+	s.gate.Begin()
 	s.m.inflight.Inc()
 	defer func() {
-		s.inflight.Add(-1)
+		s.gate.End()
 		s.m.inflight.Dec()
 	}()
 	// 4. Client generation: a 2025-era request comes back to dispatch

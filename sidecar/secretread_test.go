@@ -5,6 +5,10 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay/overlaytest"
+	"github.com/switchboard-mcp/switchboard/sidecar/rules"
+	"github.com/switchboard-mcp/switchboard/sidecar/rules/rulestest"
 )
 
 // TestSecretReadIsAlwaysPrivate (security review F15): the server's default for resources/read
@@ -15,8 +19,8 @@ import (
 // catalog keeps the server's Public, and the TTL of both is the server's.
 func TestSecretReadIsAlwaysPrivate(t *testing.T) {
 	up, _ := tracedUpstream(t, `{}`)
-	o := NewOverlay(OverlayOptions{Hub: &recorder{}, Contents: mapContents{"creds/token": "s3cret", "cm/k": "hello"}})
-	c := testCatalog(catalog.ToolPolicyAll)
+	o := overlay.New(overlay.Options{Hub: &overlaytest.Recorder{}, Contents: overlaytest.Contents{"creds/token": "s3cret", "cm/k": "hello"}})
+	c := rulestest.Catalog(rules.EmptyCatalog, catalog.ToolPolicyAll)
 	c.Server.Caching.ResourceRead = catalog.CacheHint{TTLMs: 60000, CacheScope: catalog.ScopePublic}
 	c.Resources = []catalog.Resource{
 		{URI: "secret://token", Name: "token", Source: catalog.Source{Secret: &catalog.KeyRef{Name: "creds", Key: "token"}}},

@@ -9,15 +9,16 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/access"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/inflight"
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/tracing"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -34,11 +35,6 @@ const (
 // method and its raw params in, ttlMs and cacheScope ("public" or
 // "private") out. With an overlay, the overlay's (the catalog's cache hints) is used.
 type HintFunc func(method string, params []byte) (ttlMs int64, scope string)
-
-// DefaultHints is the conservative policy used until a catalog says
-// otherwise: immediately stale, and never shared across authorization
-// contexts.
-func DefaultHints(string, []byte) (int64, string) { return 0, "private" }
 
 // Options configure a Server.
 type Options struct {
@@ -71,13 +67,13 @@ type Options struct {
 	// request gets 503 with Retry-After (DefaultMaxInflightRequests when 0).
 	MaxInflightRequests int64
 	MaxResponseBytes    int // upstream.DefaultMaxResponseBytes when 0
-	// Hints stamps cache hints; DefaultHints when nil (the overlay's when
+	// Hints stamps cache hints; overlay.DefaultHints when nil (the overlay's when
 	// Overlay is set).
 	Hints HintFunc
 	// Overlay is the live catalog; nil keeps the sidecar a transparent
 	// proxy. With it the sidecar owns the lists, tools/call routing,
 	// resources/read and prompts/get.
-	Overlay *Overlay
+	Overlay *overlay.Overlay
 	// Authn verifies callers when the live catalog has Auth (auth.go); nil: never.
 	Authn  *authn.Authenticator
 	Hub    *hub.Hub
@@ -85,8 +81,8 @@ type Options struct {
 	// Client is the upstream client, shared with the overlay (upstream.New when nil).
 	Client  *upstream.Client
 	Metrics *Metrics
-	// Tracing records a span per MCP request (nil: no traces; tracing.go).
-	Tracing *Tracing
+	// Tracing records a span per MCP request (nil: no traces; sidecar/tracing).
+	Tracing *tracing.Tracer
 	// InputTimeout bounds the wait for a 2025-era client's answers to one
 	// round of an upstream's input requests (legacy.DefaultInputTimeout when 0).
 	InputTimeout time.Duration
@@ -104,23 +100,13 @@ type Server struct {
 	m    *Metrics
 	up   *upstream.Client
 	hub  *hub.Hub
-	tr   *Tracing // nil when tracing is off
-
-	inflight atomic.Int64 // requests in progress, listen streams aside (for drain)
-	// admitted counts the POSTs being served, from their headers on (a body still arriving
-	// included), within opts.MaxInflightRequests.
-	admitted atomic.Int64
-	draining atomic.Bool
-	// abortCtx ends with errDrainBudget when the drain budget is over
-	// (AbortInflight). It is the base of every request context (see
-	// BaseContext), so every forwarded request still waiting on the upstream
-	// is then answered with a JSON-RPC error carrying its id instead of
-	// being cut.
-	// abortMu guards abortCtx and abort, which a drained replica that recovers replaces.
-	abortMu  sync.Mutex
-	abortCtx context.Context
-	abort    context.CancelCauseFunc
-	aborted  atomic.Int64 // forwarded requests answered by AbortInflight
+	tr   *tracing.Tracer // nil when tracing is off
+	// gate is what is in flight: the POSTs admitted within opts.MaxInflightRequests, the
+	// requests the drain waits for, the draining flag, and the drain budget's abort context,
+	// the base of every request context (see BaseContext), so every forwarded request still
+	// waiting on the upstream is answered with a JSON-RPC error carrying its id instead of
+	// being cut (sidecar/inflight).
+	gate *inflight.Gate
 	// pol is the protocol versions served.
 	pol versionPolicy
 	// legacy is the 2025-era client generation: its sessions and their
@@ -148,9 +134,9 @@ func NewServer(o Options) (*Server, error) {
 		o.MaxInflightRequests = DefaultMaxInflightRequests
 	}
 	if o.Hints == nil {
-		o.Hints = DefaultHints
+		o.Hints = overlay.DefaultHints
 		if o.Overlay != nil {
-			o.Hints = o.Overlay.hints
+			o.Hints = o.Overlay.Hints
 		}
 	}
 	if o.Logger == nil {
@@ -172,14 +158,14 @@ func NewServer(o Options) (*Server, error) {
 		up:   o.Client,
 		hub:  o.Hub,
 		tr:   o.Tracing,
+		gate: inflight.New(o.MaxInflightRequests),
 	}
 	// Read at scrape time: the hot path only moves the counter it checks anyway.
-	o.Metrics.admitted(func() float64 { return float64(s.admitted.Load()) })
+	o.Metrics.admitted(func() float64 { return float64(s.gate.Admitted()) })
 	s.pol = newPolicy(!o.RejectLegacy)
 	s.legacy = legacy.New(legacy.Options{Key: o.SessionKey, Server: o.SessionServer, TTL: o.SessionTTL,
 		InputTimeout: o.InputTimeout, Hub: s.hub, Upstream: s.up, Observer: s.m})
 	s.audit = newAuditor(o.AuditOutput, o.PodName, o.Logger, o.Metrics.auditDropped.Inc)
-	s.abortCtx, s.abort = context.WithCancelCause(context.Background())
 	return s, nil
 }
 
@@ -187,35 +173,16 @@ func NewServer(o Options) (*Server, error) {
 // progress (and any started later): each is answered with a JSON-RPC error
 // that carries its id, on its JSON or SSE response. The drain calls it when
 // its budget is over, so no client sees a reset.
-func (s *Server) AbortInflight() {
-	s.abortMu.Lock()
-	defer s.abortMu.Unlock()
-	s.abort(errDrainBudget)
-}
+func (s *Server) AbortInflight() { s.gate.Abort() }
 
 // ResetAbort gives connections accepted from now on a fresh abort context (a drained replica
 // that recovers); connections accepted during the drain were told Connection: close.
-func (s *Server) ResetAbort() {
-	s.abortMu.Lock()
-	defer s.abortMu.Unlock()
-	if s.abortCtx.Err() != nil {
-		s.abortCtx, s.abort = context.WithCancelCause(context.Background())
-	}
-}
-
-// errDrainBudget is the cause of the request contexts AbortInflight ends.
-var errDrainBudget = errors.New("drain budget over")
+func (s *Server) ResetAbort() { s.gate.ResetAbort() }
 
 // abortedByDrain reports (and counts) a request whose context the drain
 // budget ended, rather than its client going away: then the connection's
 // own cancellation is the cause, and nobody is left to tell.
-func (s *Server) abortedByDrain(r *http.Request) bool {
-	if !errors.Is(context.Cause(r.Context()), errDrainBudget) {
-		return false
-	}
-	s.aborted.Add(1)
-	return true
-}
+func (s *Server) abortedByDrain(r *http.Request) bool { return s.gate.AbortedByDrain(r.Context()) }
 
 // endedByDrain answers a request whose upstream call the drain budget ended
 // (see AbortInflight) and reports whether it did.
@@ -231,11 +198,7 @@ func (s *Server) endedByDrain(w http.ResponseWriter, r *http.Request, req *reque
 // every request context then derives from the drain's abort context, which
 // costs nothing per request (a per-request context joined to it did, on
 // the forwarding path).
-func (s *Server) BaseContext(net.Listener) context.Context {
-	s.abortMu.Lock()
-	defer s.abortMu.Unlock()
-	return s.abortCtx
-}
+func (s *Server) BaseContext(net.Listener) context.Context { return s.gate.Context() }
 
 // ConnContext is BaseContext per connection, for an http.Server whose replica may recover from
 // a drain (App): each connection's requests derive from the abort context current when it was
@@ -245,7 +208,7 @@ func (s *Server) ConnContext(ctx context.Context, _ net.Conn) context.Context {
 }
 
 // Aborted returns how many requests AbortInflight answered.
-func (s *Server) Aborted() int64 { return s.aborted.Load() }
+func (s *Server) Aborted() int64 { return s.gate.Aborted() }
 
 // errDrained is the answer to a forwarded request the drain budget cut short.
 func errDrained() *wire.Error {
@@ -261,17 +224,17 @@ func (s *Server) Hub() *hub.Hub { return s.hub }
 
 // SetDraining says whether the replica is draining: every response then asks its client to
 // close the connection, and a listen is answered with its complete result at once.
-func (s *Server) SetDraining(on bool) { s.draining.Store(on) }
+func (s *Server) SetDraining(on bool) { s.gate.SetDraining(on) }
 
 // Draining reports whether the replica is draining.
-func (s *Server) Draining() bool { return s.draining.Load() }
+func (s *Server) Draining() bool { return s.gate.Draining() }
 
 // CloseAudit flushes and closes the audit trail's file sink, if the catalog named one; the
 // process calls it last, once no request is served any more.
 func (s *Server) CloseAudit() { s.audit.close() }
 
 // Inflight returns the number of forwarded requests in progress.
-func (s *Server) Inflight() int64 { return s.inflight.Load() }
+func (s *Server) Inflight() int64 { return s.gate.Inflight() }
 
 // policy returns the protocol versions the sidecar accepts.
 func (s *Server) policy() versionPolicy { return s.pol }

@@ -6,6 +6,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/switchboard-mcp/switchboard/sidecar/tracing"
 )
 
 // BenchmarkForwardTraced1Pct is BenchmarkForward with tracing on at the default sampling (1% of
@@ -16,9 +18,9 @@ func BenchmarkForwardTraced1Pct(b *testing.B) {
 	up := benchUpstream()
 	defer up.Close()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()),
-		sdktrace.WithSampler(Sampler()))
+		sdktrace.WithSampler(tracing.Sampler()))
 	defer func() { _ = tp.Shutdown(b.Context()) }()
-	s, err := NewServer(Options{Upstream: up.URL + "/mcp", Tracing: NewTracingWith(tp, DefaultTraceSamplingPerMillion)})
+	s, err := NewServer(Options{Upstream: up.URL + "/mcp", Tracing: tracing.NewWith(tp, tracing.DefaultSamplingPerMillion)})
 	if err != nil {
 		b.Fatal(err)
 	}

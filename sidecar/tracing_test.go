@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -17,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/tracing"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -66,9 +65,9 @@ func answerDiscover(w http.ResponseWriter, b []byte) bool {
 func tracedServer(t *testing.T, upstream string, perMillion int) (*Server, *tracetest.InMemoryExporter) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(Sampler()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(tracing.Sampler()))
 	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
-	s, err := NewServer(Options{Upstream: upstream, Tracing: NewTracingWith(tp, perMillion)})
+	s, err := NewServer(Options{Upstream: upstream, Tracing: tracing.NewWith(tp, perMillion)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,22 +237,6 @@ func TestRequestSpanErrors(t *testing.T) {
 	}
 }
 
-// TestSampler: the client's sampled flag wins, the sidecar's own traces follow the ratio, and the
-// drain is always sampled.
-func TestSampler(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(Sampler()))
-	tr := NewTracingWith(tp, 0)
-	if sp := tr.startFanout(protocol.NotifToolsListChanged, ""); sp != nil {
-		t.Error("sampling 0 started a fan-out span")
-	}
-	tr.DrainSpan(time.Now(), 3, 0)
-	spans := exp.GetSpans()
-	if len(spans) != 1 || spans[0].Name != drainSpanName || attrs(spans[0])["switchboard.drain.streams_ended"] != "3" {
-		t.Fatalf("with sampling 0 only the drain is recorded: %+v", spans)
-	}
-}
-
 // allSpanText is every string an exported span carries: name, status, attributes, events.
 func allSpanText(spans tracetest.SpanStubs) string {
 	var b strings.Builder
@@ -316,9 +299,9 @@ func TestSessionIDNotExported(t *testing.T) {
 func TestClientSampledFlagIsRateLimited(t *testing.T) {
 	up, _ := tracedUpstream(t, `{"resultType":"complete","tools":[]}`)
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(Sampler()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(tracing.Sampler()))
 	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
-	s, err := NewServer(Options{Upstream: up.URL + "/mcp", Tracing: NewTracingWith(tp, 0).WithClientSampledPerSecond(1)})
+	s, err := NewServer(Options{Upstream: up.URL + "/mcp", Tracing: tracing.NewWith(tp, 0).WithClientSampledPerSecond(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +363,7 @@ func TestSpanRedaction(t *testing.T) {
 	t.Cleanup(up.Close)
 	s, exp := tracedServer(t, up.URL, 1_000_000)
 	call(t, s, "tools/call", "t", `,"name":"t"`, "", nil)
-	if sp := onlySpan(t, exp); len(sp.Status.Description) > maxTraceValueBytes+len("…") || sp.Status.Code != codes.Error {
+	if sp := onlySpan(t, exp); len(sp.Status.Description) > tracing.MaxValueBytes+len("…") || sp.Status.Code != codes.Error {
 		t.Errorf("status description of %d bytes: %+v", len(sp.Status.Description), sp.Status.Code)
 	}
 	call(t, s, "resources/read", "docs://a/b?token=s3cret#frag", `,"uri":"docs://a/b?token=s3cret#frag"`, "", nil)

@@ -20,8 +20,10 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/stdio"
+	"github.com/switchboard-mcp/switchboard/sidecar/tracing"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
@@ -72,13 +74,13 @@ func main() {
 	fs.StringVar(&cfg.ReportConfigMap, inject.FlagReportConfigMap, "", "NAMESPACE/NAME of the status ConfigMap the propagation report is applied into (key: --pod-name)")
 	fs.StringVar(&cfg.PodName, inject.FlagPodName, "", "this pod's name: the key of its propagation report")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, then in-cluster)")
-	fs.IntVar(&cfg.PageSize, "page-size", sidecar.DefaultPageSize, "entries per page of the merged lists")
+	fs.IntVar(&cfg.PageSize, "page-size", overlay.DefaultPageSize, "entries per page of the merged lists")
 	fs.DurationVar(&cfg.AuthRevalidateAfter, "auth-revalidate-after", authn.DefaultRevalidateAfter, "with the catalog's auth: how long a ServiceAccount token's TokenReview is reused before it is asked again (a deleted pod or ServiceAccount is refused at most this long after)")
 	fs.IntVar(&cfg.AuthCacheEntries, "auth-cache-entries", authn.DefaultMaxCacheEntries, "with the catalog's auth: verified and refused tokens remembered (by SHA-256), least recently used first out")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&cfg.OTLPEndpoint, inject.FlagOTLPEndpoint, "", "OTLP/HTTP traces URL (e.g. http://collector:4318/v1/traces); empty: no traces")
-	fs.IntVar(&cfg.TraceSamplingPerMillion, inject.FlagTraceSampling, sidecar.DefaultTraceSamplingPerMillion, "traces sampled per million of those the sidecar starts (a client's sampled flag is followed, up to --trace-client-sampled-per-second)")
-	fs.IntVar(&cfg.TraceClientSampledPerSecond, "trace-client-sampled-per-second", sidecar.DefaultTraceClientSampledPerSecond, "requests per second a client's sampled flag may have traced; beyond it the sampling ratio decides (negative: never)")
+	fs.IntVar(&cfg.TraceSamplingPerMillion, inject.FlagTraceSampling, tracing.DefaultSamplingPerMillion, "traces sampled per million of those the sidecar starts (a client's sampled flag is followed, up to --trace-client-sampled-per-second)")
+	fs.IntVar(&cfg.TraceClientSampledPerSecond, "trace-client-sampled-per-second", tracing.DefaultClientSampledPerSecond, "requests per second a client's sampled flag may have traced; beyond it the sampling ratio decides (negative: never)")
 	maxProcs := fs.Int(inject.FlagMaxProcs, procs.DefaultMax, "OS threads running Go code at once (GOMAXPROCS) while serving requests; large notification fan-outs, and a load that queues on them, use the container's CPUs (0 = Go's default throughout; ignored when GOMAXPROCS is set)")
 	minHeap := fs.Uint64("min-heap-bytes", app.DefaultMinHeapBytes, "heap size below which the garbage collector does not run (0 = Go's default; ignored when GOGC is set)")
 	_ = fs.Parse(os.Args[1:])

@@ -17,6 +17,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
+	"github.com/switchboard-mcp/switchboard/sidecar/tracing"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
@@ -120,12 +122,12 @@ type Config struct {
 
 	// OTLPEndpoint turns traces on: spans go over OTLP/HTTP to this URL
 	// (e.g. http://collector:4318/v1/traces), TraceSamplingPerMillion of the
-	// traces the sidecar starts itself (DefaultTraceSamplingPerMillion when
-	// 0). tracing.go has what is traced.
+	// traces the sidecar starts itself (tracing.DefaultSamplingPerMillion when
+	// 0). Package tracing has what is traced.
 	OTLPEndpoint            string
 	TraceSamplingPerMillion int
 	// TraceClientSampledPerSecond caps the requests per second a client's
-	// sampled flag has recorded (DefaultTraceClientSampledPerSecond when 0;
+	// sampled flag has recorded (tracing.DefaultClientSampledPerSecond when 0;
 	// negative: the flag never forces a span).
 	TraceClientSampledPerSecond int
 
@@ -142,8 +144,8 @@ type App struct {
 	Hub     *hub.Hub
 	Server  *sidecar.Server
 	relay   *upstream.Relay
-	tracing *sidecar.Tracing // nil when traces are off
-	catalog *catalogWiring   // nil without a catalog source
+	tracing *tracing.Tracer // nil when traces are off
+	catalog *catalogWiring  // nil without a catalog source
 
 	mcpLn, adminLn net.Listener
 
@@ -188,18 +190,18 @@ func New(cfg Config) (*App, error) {
 		cfg.MaxHeaderBytes = sidecar.DefaultMaxHeaderBytes
 	}
 	m := sidecar.NewMetrics()
-	var tracing *sidecar.Tracing
+	var tr *tracing.Tracer
 	if cfg.OTLPEndpoint != "" {
 		perMillion := cfg.TraceSamplingPerMillion
 		if perMillion == 0 {
-			perMillion = sidecar.DefaultTraceSamplingPerMillion
+			perMillion = tracing.DefaultSamplingPerMillion
 		}
 		var err error
-		if tracing, err = sidecar.NewTracing(context.Background(), cfg.OTLPEndpoint, perMillion, "switchboard-sidecar"); err != nil {
+		if tr, err = tracing.New(context.Background(), cfg.OTLPEndpoint, perMillion, "switchboard-sidecar"); err != nil {
 			return nil, err
 		}
 		if n := cfg.TraceClientSampledPerSecond; n != 0 {
-			tracing.WithClientSampledPerSecond(n)
+			tr.WithClientSampledPerSecond(n)
 		}
 	}
 	if cfg.MaxListenStreams <= 0 {
@@ -211,7 +213,7 @@ func New(cfg Config) (*App, error) {
 	if cfg.BodyReadTimeout <= 0 {
 		cfg.BodyReadTimeout = sidecar.DefaultBodyReadTimeout
 	}
-	streams := hub.New(hub.Options{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Observer: m, Tracer: tracing,
+	streams := hub.New(hub.Options{MaxStreams: cfg.MaxListenStreams, Keepalive: cfg.Keepalive, Logger: cfg.Logger, Observer: m, Tracer: tr,
 		MaxSubscriptions: cfg.MaxSubscriptions, MaxSubscriptionBytes: cfg.MaxSubscriptionBytes})
 	up := upstream.NewWith(cfg.Upstream, cfg.MaxResponseBytes, cfg.UpstreamTransport)
 	up.SetLogger(cfg.Logger)
@@ -219,10 +221,10 @@ func New(cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	var overlay *sidecar.Overlay
+	var ov *overlay.Overlay
 	var authenticator *authn.Authenticator
 	if cat != nil {
-		overlay = cat.overlay
+		ov = cat.overlay
 		// Callers are authenticated when the catalog says so (spec.auth); ServiceAccount
 		// tokens are reviewed with the sidecar's own Kubernetes client.
 		reviews, err := tokenReviews(cfg.Kubeconfig)
@@ -240,7 +242,7 @@ func New(cfg Config) (*App, error) {
 	}
 	srv, err := sidecar.NewServer(sidecar.Options{
 		Client:                     up,
-		Overlay:                    overlay,
+		Overlay:                    ov,
 		Authn:                      authenticator,
 		Upstream:                   cfg.Upstream,
 		AllowedOrigins:             cfg.AllowedOrigins,
@@ -258,7 +260,7 @@ func New(cfg Config) (*App, error) {
 		Hub:                        streams,
 		Logger:                     cfg.Logger,
 		Metrics:                    m,
-		Tracing:                    tracing,
+		Tracing:                    tr,
 		AuditOutput:                cfg.AuditOutput,
 		PodName:                    cfg.PodName,
 	})
@@ -268,11 +270,11 @@ func New(cfg Config) (*App, error) {
 	if cfg.DrainRecoverAfter == 0 {
 		cfg.DrainRecoverAfter = cfg.DrainDelay + cfg.DrainJitter + cfg.DrainBudget + drainRecoverMargin
 	}
-	a := &App{cfg: cfg, log: cfg.Logger, Metrics: m, Hub: streams, Server: srv, catalog: cat, tracing: tracing,
+	a := &App{cfg: cfg, log: cfg.Logger, Metrics: m, Hub: streams, Server: srv, catalog: cat, tracing: tr,
 		relay:      upstream.NewRelay(srv.Upstream(), streams, cfg.Logger, m),
 		drainBegun: make(chan struct{}), drainWaiters: make(chan struct{}, maxDrainWaiters)}
-	if overlay != nil {
-		a.relay.SetPublisher(overlay)
+	if ov != nil {
+		a.relay.SetPublisher(ov)
 	}
 	if a.mcpLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, err

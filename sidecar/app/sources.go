@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
@@ -48,7 +49,7 @@ const (
 // ConfigMap (or file), the watched ConfigMaps/Secrets resources read, and
 // the propagation reporter.
 type catalogWiring struct {
-	overlay  *sidecar.Overlay
+	overlay  *overlay.Overlay
 	log      *slog.Logger
 	file     string
 	cm       *kubeObjectRef
@@ -126,7 +127,7 @@ func newCatalogWiring(cfg Config, hub *hub.Hub, up *upstream.Client, m *sidecar.
 			return nil, err
 		}
 	}
-	opts := sidecar.OverlayOptions{Hub: hub, Upstream: up, Logger: cfg.Logger, Metrics: m, PageSize: cfg.PageSize}
+	opts := overlay.Options{Hub: hub, Upstream: up, Logger: cfg.Logger, Observer: m, PageSize: cfg.PageSize}
 	if cfg.CatalogConfigMap != "" {
 		ref, err := parseNamespacedName(cfg.CatalogConfigMap)
 		if err != nil {
@@ -147,7 +148,7 @@ func newCatalogWiring(cfg Config, hub *hub.Hub, up *upstream.Client, m *sidecar.
 		w.reporter = newReporter(client, *ref, cfg.PodName, cfg.Logger, m)
 		opts.Report = w.reporter.Set
 	}
-	w.overlay = sidecar.NewOverlay(opts)
+	w.overlay = overlay.New(opts)
 	if w.refs != nil {
 		w.refs.changed = w.overlay.ContentChanged
 	}

@@ -1,13 +1,13 @@
-package sidecar
+package overlay
 
 import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/overlay/overlaytest"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules/rulestest"
@@ -18,8 +18,8 @@ func testCatalog(policy string, tools ...catalog.Tool) *catalog.Catalog {
 }
 
 func TestHints(t *testing.T) {
-	o := NewOverlay(OverlayOptions{})
-	if ttl, scope := o.hints("tools/list", nil); ttl != 0 || scope != "private" {
+	o := New(Options{})
+	if ttl, scope := o.Hints("tools/list", nil); ttl != 0 || scope != "private" {
 		t.Errorf("before a catalog: %d %s", ttl, scope)
 	}
 	c := testCatalog(catalog.ToolPolicyAll)
@@ -57,46 +57,16 @@ func TestHints(t *testing.T) {
 		{"resources/read", `{"uri":"logs://2026-11-29"}`, 5, "private"},              // a template without a hint: the default
 	}
 	for _, tt := range tests {
-		if ttl, scope := o.hints(tt.method, []byte(tt.params)); ttl != tt.ttl || scope != tt.scope {
+		if ttl, scope := o.Hints(tt.method, []byte(tt.params)); ttl != tt.ttl || scope != tt.scope {
 			t.Errorf("hints(%s %s) = %d %s, want %d %s", tt.method, tt.params, ttl, scope, tt.ttl, tt.scope)
 		}
 	}
 }
 
-// recorder is a upstream.Publisher that remembers what it was told.
-type recorder struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (r *recorder) Publish(k protocol.Kind, uri string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, k.Method()+" "+uri)
-	return 1
-}
-
-func (r *recorder) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	g := r.got
-	r.got = nil
-	slices.Sort(g)
-	return g
-}
-
-type mapContents map[string]string
-
-func (m mapContents) Content(secret bool, name, key string) ([]byte, bool) {
-	v, ok := m[name+"/"+key]
-	return []byte(v), ok
-}
-func (mapContents) SetRefs(_, _ []string) {}
-
 func TestOverlayDiff(t *testing.T) {
-	rec := &recorder{}
-	contents := mapContents{"cm/k": "v1"}
-	o := NewOverlay(OverlayOptions{Hub: rec, Contents: contents})
+	rec := &overlaytest.Recorder{}
+	contents := overlaytest.Contents{"cm/k": "v1"}
+	o := New(Options{Hub: rec, Contents: contents})
 	o.upLists = map[string][]json.RawMessage{"tools/list": rulestest.UpstreamTools, "prompts/list": {}, "resources/list": rulestest.Raws(`{"uri":"up://a","name":"a"}`), "resources/templates/list": {}}
 	base := testCatalog(catalog.ToolPolicyAll, catalog.Tool{Name: "get_alerts", Disabled: true, Description: "one"})
 	base.Resources = []catalog.Resource{{URI: "docs://h", Name: "h", Source: catalog.Source{ConfigMap: &catalog.KeyRef{Name: "cm", Key: "k"}}}}
@@ -118,7 +88,7 @@ func TestOverlayDiff(t *testing.T) {
 		next := o.compute()
 		o.publishDiff(o.last, next, upURIs, 0)
 		o.last = next
-		return rec.take()
+		return rec.Take()
 	}
 	apply(func(*catalog.Catalog) {})
 	o.last = o.compute()
@@ -145,7 +115,7 @@ func TestOverlayDiff(t *testing.T) {
 			[]string{protocol.NotifResourcesUpdated + " up://a"}},
 		{"upstream tool change that is hidden", func() {
 			apply(func(c *catalog.Catalog) { c.Tools[0].Disabled = true })
-			rec.take()
+			rec.Take()
 			step()
 			o.upLists["tools/list"] = rulestest.Raws(`{"name":"get_alerts","description":"changed"}`, string(rulestest.UpstreamTools[0]), string(rulestest.UpstreamTools[2]))
 		}, nil, nil},
@@ -162,7 +132,7 @@ func TestOverlayDiff(t *testing.T) {
 
 func TestApplyRejectsAndKeepsServing(t *testing.T) {
 	var reports []catalog.Report
-	o := NewOverlay(OverlayOptions{Report: func(r catalog.Report) { reports = append(reports, r) }})
+	o := New(Options{Report: func(r catalog.Report) { reports = append(reports, r) }})
 	good, _ := catalog.Encode(testCatalog(catalog.ToolPolicyDeclared))
 	if err := o.Apply(good, "r1"); err != nil {
 		t.Fatal(err)
@@ -181,23 +151,23 @@ func TestApplyRejectsAndKeepsServing(t *testing.T) {
 }
 
 func TestObserveDigests(t *testing.T) {
-	o := NewOverlay(OverlayOptions{})
-	if o.observedDigestOf("get_forecast") != "" {
+	o := New(Options{})
+	if o.ObservedDigestOf("get_forecast") != "" {
 		t.Fatal("a digest before any read")
 	}
 	c := testCatalog(catalog.ToolPolicyAll, catalog.Tool{Name: "forecast", UpstreamName: "get_forecast"}, catalog.Tool{Name: "ghost"})
 	r := o.observeDigests(c, rulestest.UpstreamTools)
-	if want := rulestest.Digest(t, rulestest.UpstreamTools[0]); r.digests["forecast"] != want || o.observedDigestOf("get_forecast") != want {
-		t.Fatalf("report %v, observed %q; want %s", r.digests, o.observedDigestOf("get_forecast"), want)
+	if want := rulestest.Digest(t, rulestest.UpstreamTools[0]); r.digests["forecast"] != want || o.ObservedDigestOf("get_forecast") != want {
+		t.Fatalf("report %v, observed %q; want %s", r.digests, o.ObservedDigestOf("get_forecast"), want)
 	}
 	if _, ok := r.digests["ghost"]; ok || len(r.digests) != 1 {
 		t.Fatalf("only declared tools the upstream serves are reported: %v", r.digests)
 	}
-	if o.observedDigestOf("get_alerts") != rulestest.Digest(t, rulestest.UpstreamTools[1]) {
+	if o.ObservedDigestOf("get_alerts") != rulestest.Digest(t, rulestest.UpstreamTools[1]) {
 		t.Fatal("an undeclared tool's digest is recorded for tools/call")
 	}
 	o.observeDigests(c, nil)
-	if o.observedDigestOf("get_forecast") != "" {
+	if o.ObservedDigestOf("get_forecast") != "" {
 		t.Fatal("an unread list still gives digests")
 	}
 }

@@ -1,4 +1,4 @@
-package sidecar
+package overlay
 
 import (
 	"context"
@@ -52,12 +52,13 @@ type ContentSource interface {
 	SetRefs(configMaps, secrets []string)
 }
 
-// OverlayOptions configure an Overlay.
-type OverlayOptions struct {
+// Options configure an Overlay.
+type Options struct {
 	Hub      upstream.Publisher // the listen hub (or a recorder in tests)
 	Upstream *upstream.Client
 	Logger   *slog.Logger
-	Metrics  *Metrics
+	// Observer counts what the overlay does (the sidecar's metrics; nil: nothing is counted).
+	Observer Observer
 	// PageSize is the page size of merged lists (DefaultPageSize when 0).
 	PageSize int
 	// Contents serves ConfigMap/Secret-backed resources (none when nil).
@@ -76,9 +77,9 @@ type OverlayOptions struct {
 // handlers, swapped by Apply). pendMu guards the pending changes. Run's
 // goroutine alone owns the upstream lists and the last published snapshot.
 type Overlay struct {
-	opts OverlayOptions
+	opts Options
 	log  *slog.Logger
-	m    *Metrics
+	m    Observer
 
 	cur atomic.Pointer[appliedCatalog]
 	// digests are the upstream digests of the upstream's tools by their
@@ -145,18 +146,18 @@ func compileHintTemplates(c *catalog.Catalog, log *slog.Logger) []hintTemplate {
 // DefaultPageSize is the number of entries on one page of a merged list.
 const DefaultPageSize = rules.DefaultPageSize
 
-// NewOverlay returns an overlay serving the empty catalog until Apply.
-func NewOverlay(o OverlayOptions) *Overlay {
+// New returns an overlay serving the empty catalog until Apply.
+func New(o Options) *Overlay {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Metrics == nil {
-		o.Metrics = NewMetrics()
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
 	}
 	if o.PageSize <= 0 {
 		o.PageSize = rules.DefaultPageSize
 	}
-	return &Overlay{opts: o, log: o.Logger, m: o.Metrics, kick: make(chan struct{}, 1),
+	return &Overlay{opts: o, log: o.Logger, m: o.Observer, kick: make(chan struct{}, 1),
 		appliedC: make(chan struct{}), upURIs: map[string]bool{}}
 }
 
@@ -178,7 +179,7 @@ func (o *Overlay) readHintFor(uri string) catalog.CacheHint {
 		return rules.EmptyCatalog.Server.Caching.ResourceRead
 	}
 	if r := rules.FindResource(a.cat, uri); r != nil {
-		return readHint(a.cat, r)
+		return ReadHint(a.cat, r)
 	}
 	for _, t := range a.templates {
 		if t.re.MatchString(uri) {
@@ -211,7 +212,7 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 	if a := o.cur.Load(); a != nil && a.rev == revision {
 		// The newest revision seen is the one being served (e.g. a bad
 		// edit was reverted): nothing to apply, but no longer rejecting.
-		o.m.catalogRejectedNow.Set(0)
+		o.m.CatalogRejecting(false)
 		return nil
 	}
 	c, err := catalog.Decode(data)
@@ -220,22 +221,22 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 		o.report.RejectedRevision, o.report.Reason = revision, err.Error()
 		rep := o.report
 		o.pendMu.Unlock()
-		o.m.catalogRejected.Inc()
-		o.m.catalogRejectedNow.Set(1)
+		o.m.CatalogRejected()
+		o.m.CatalogRejecting(true)
 		o.log.Error("Catalog revision rejected; still serving the last good one", "revision", revision, "serving", rep.Revision, "err", err)
 		o.sendReport(rep)
 		return err
 	}
 	o.cur.Store(&appliedCatalog{cat: c, rev: revision, templates: compileHintTemplates(c, o.log)})
 	o.report.Revision = revision
-	o.m.servingRevision(revision)
+	o.m.ServingRevision(revision)
 	// Not known for the new revision until the next computation.
 	o.report.ToolsChecked, o.report.MissingTools, o.report.MissingToolCount = false, nil, 0
 	o.report.ToolDigests, o.report.WithheldTools, o.report.WithheldToolCount = nil, nil, 0
 	rep := o.report
 	o.pendMu.Unlock()
-	o.m.catalogApplied.Inc()
-	o.m.catalogRejectedNow.Set(0)
+	o.m.CatalogApplied()
+	o.m.CatalogRejecting(false)
 	o.log.Info("Catalog revision applied", "revision", revision, "tools", len(c.Tools), "resources", len(c.Resources), "prompts", len(c.Prompts))
 	if o.opts.Contents != nil {
 		cms, secrets := refsOf(c)
@@ -342,16 +343,16 @@ func (o *Overlay) fetchUpstream(ctx context.Context, kinds protocol.Kind) protoc
 		return kinds
 	}
 	var failed protocol.Kind
-	for _, method := range listOrder {
-		spec := methods[method]
-		if kinds&spec.kind == 0 {
+	for _, l := range Lists {
+		method := l.Method
+		if kinds&l.Kind == 0 {
 			continue
 		}
-		if !spec.list.capability(info) {
+		if !l.Capability(info) {
 			o.upLists[method] = []json.RawMessage{}
 			continue
 		}
-		items, _, pass, err := o.opts.Upstream.List(method, spec.list.member, func(cursor string) (*http.Request, error) {
+		items, _, pass, err := o.opts.Upstream.List(method, l.Member, func(cursor string) (*http.Request, error) {
 			extra := ""
 			if cursor != "" {
 				extra = `,"cursor":` + string(wire.JSONString(cursor))
@@ -363,7 +364,7 @@ func (o *Overlay) fetchUpstream(ctx context.Context, kinds protocol.Kind) protoc
 		}
 		if err != nil {
 			o.log.Debug("Overlay: reading upstream list failed", "method", method, "err", err)
-			failed |= spec.kind
+			failed |= l.Kind
 			continue
 		}
 		o.upLists[method] = items
@@ -452,8 +453,9 @@ func (o *Overlay) compute() *snapshot {
 		missing: missing,
 	}
 	s.entries[access.Tools] = accessEntries(tools, false)
-	for _, method := range listOrder[1:] {
-		list := methods[method].list.merge(c, o.upLists[method])
+	for _, l := range Lists[1:] {
+		method := l.Method
+		list := l.Merge(c, o.upLists[method])
 		s.lists[method] = hashEntries(list)
 		k := access.Resources
 		if method == "prompts/list" {
@@ -466,7 +468,7 @@ func (o *Overlay) compute() *snapshot {
 		if r.URI == "" {
 			continue
 		}
-		body, mime, err := o.content(r)
+		body, mime, err := o.Content(r)
 		switch {
 		case r.Source.Upstream:
 			s.content[r.URI] = "upstream"
@@ -478,13 +480,13 @@ func (o *Overlay) compute() *snapshot {
 	}
 	s.withheld = withheld
 	if !slices.Equal(missing, o.lastMissing()) {
-		o.m.catalogMissingTools.Set(float64(len(missing)))
+		o.m.MissingTools(len(missing))
 		if len(missing) > 0 {
 			o.log.Warn("Declared tools are missing upstream; they are not listed", "tools", missing)
 		}
 	}
 	if o.last == nil || !slices.Equal(withheld, o.last.withheld) {
-		o.m.catalogWithheldTools.Set(float64(len(withheld)))
+		o.m.WithheldTools(len(withheld))
 		if len(withheld) > 0 {
 			o.log.Warn("Tool pinning withholds tools from clients (toolPinning Enforce)", "tools", withheld)
 		}
@@ -537,11 +539,11 @@ func (o *Overlay) observeDigests(c *catalog.Catalog, upTools []json.RawMessage) 
 	return r
 }
 
-// checkDigests compares the pinned tools of a tools/list a client's request
+// CheckDigests compares the pinned tools of a tools/list a client's request
 // read from the upstream with the overlay's last read: when one differs (the
 // upstream changed a tool without notifying), the overlay re-reads the list,
 // so tools/call, the report and listeners catch up with what the list showed.
-func (o *Overlay) checkDigests(c *catalog.Catalog, up []json.RawMessage) {
+func (o *Overlay) CheckDigests(c *catalog.Catalog, up []json.RawMessage) {
 	known := o.digests.Load()
 	if known == nil {
 		return // the overlay's own read is pending or failing and retried
@@ -566,9 +568,9 @@ func (o *Overlay) checkDigests(c *catalog.Catalog, up []json.RawMessage) {
 	}
 }
 
-// observedDigestOf is the digest of the upstream tool called name, as the
+// ObservedDigestOf is the digest of the upstream tool called name, as the
 // overlay last read it ("" when unknown).
-func (o *Overlay) observedDigestOf(name string) string {
+func (o *Overlay) ObservedDigestOf(name string) string {
 	if m := o.digests.Load(); m != nil {
 		return (*m)[name]
 	}
@@ -609,8 +611,8 @@ func (o *Overlay) lastMissing() []string {
 
 var errNoContent = errors.New("resource content not found")
 
-// content returns the bytes a declared, sidecar-served resource has now.
-func (o *Overlay) content(r *catalog.Resource) ([]byte, string, error) {
+// Content returns the bytes a declared, sidecar-served resource has now.
+func (o *Overlay) Content(r *catalog.Resource) ([]byte, string, error) {
 	switch {
 	case r.Source.Inline != nil:
 		return []byte(r.Source.Inline.Text), r.MimeType, nil
@@ -632,9 +634,9 @@ func (o *Overlay) content(r *catalog.Resource) ([]byte, string, error) {
 // published as they came.
 func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservative protocol.Kind) {
 	var kinds protocol.Kind
-	for _, method := range listOrder {
-		if prev.lists[method] != next.lists[method] {
-			kinds |= methods[method].kind
+	for _, l := range Lists {
+		if prev.lists[l.Method] != next.lists[l.Method] {
+			kinds |= l.Kind
 		}
 	}
 	kinds |= conservative
