@@ -2,7 +2,6 @@ package audit
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -19,7 +18,7 @@ const DefaultQueue = 4096
 type Sink struct {
 	q       chan *Record
 	out     *bufio.Writer
-	enc     *json.Encoder
+	line    []byte // the record being written, reused
 	onDrop  func()
 	dropped atomic.Uint64 // since the last record written
 	mu      sync.RWMutex  // guards closed against a send on the closed queue
@@ -34,10 +33,7 @@ func NewSink(w io.Writer, queue int, onDrop func()) *Sink {
 	if queue <= 0 {
 		queue = DefaultQueue
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	s := &Sink{q: make(chan *Record, queue), out: bw, enc: enc, onDrop: onDrop, done: make(chan struct{})}
+	s := &Sink{q: make(chan *Record, queue), out: bufio.NewWriterSize(w, 64<<10), onDrop: onDrop, done: make(chan struct{})}
 	go s.run()
 	return s
 }
@@ -80,7 +76,8 @@ func (s *Sink) write(r *Record) {
 		r.Schema = Schema
 	}
 	r.DroppedBefore += s.dropped.Swap(0)
-	if err := s.enc.Encode(r); err != nil && s.err == nil {
+	s.line = AppendJSON(s.line[:0], r)
+	if _, err := s.out.Write(s.line); err != nil && s.err == nil {
 		s.err = err
 	}
 }
