@@ -2,11 +2,14 @@ package sidecar
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +43,7 @@ type auditor struct {
 	out    io.Writer // stdout
 	queue  int       // records waiting per sink (audit.DefaultQueue when 0)
 	pod    string
+	dir    string // the directory an audit file must be in (catalog.AuditDir when empty)
 	log    *slog.Logger
 	onDrop func()
 
@@ -54,10 +58,22 @@ type auditor struct {
 type auditState struct {
 	cfg  *catalog.Audit // the catalog's, compared by pointer
 	red  *audit.Redactor
-	sink *audit.Sink
+	sink *audit.Sink // JSON lines: the file's or stdout's; nil when records go over OTLP only
 	// file is the open audit file (nil: sink is the stdout sink); the state that opened it
 	// hands it on to the next state with the same path, and the last one closes it.
 	file *os.File
+	// otlp exports records to cfg.OTLPEndpoint; handed on like file.
+	otlp *audit.Sink
+}
+
+// emit hands r to the state's sinks.
+func (st *auditState) emit(r *audit.Record) {
+	if st.sink != nil {
+		st.sink.Emit(r)
+	}
+	if st.otlp != nil {
+		st.otlp.Emit(r)
+	}
 }
 
 func newAuditor(out io.Writer, pod string, log *slog.Logger, onDrop func()) *auditor {
@@ -98,25 +114,16 @@ func (a *auditor) swap(cfg *catalog.Audit) *auditState {
 			red, _ = audit.NewRedactor(audit.ModeOff, nil, 0)
 		}
 		next = &auditState{cfg: cfg, red: red}
-		switch {
-		case old != nil && old.file != nil && old.file.Name() == cfg.File:
-			next.sink, next.file = old.sink, old.file
-		case cfg.File != "":
-			f, err := os.OpenFile(cfg.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-			if err != nil {
-				a.log.Error("Opening the audit file failed; audit records go to stdout", "file", cfg.File, "err", err)
-				break
-			}
-			next.sink, next.file = audit.NewSink(f, a.queue, a.onDrop), f
-		}
-		if next.sink == nil {
+		a.openFile(old, next)
+		a.openOTLP(old, next)
+		if next.sink == nil && next.otlp == nil {
 			if a.stdout == nil {
 				a.stdout = audit.NewSink(a.out, a.queue, a.onDrop)
 			}
 			next.sink = a.stdout
 		}
 		a.log.Info("Auditing requests", "methods", cfg.Methods, "denials", cfg.Denials, "arguments", cfg.Arguments,
-			"file", cfg.File)
+			"file", cfg.File, "otlpEndpoint", cfg.OTLPEndpoint)
 	} else {
 		a.log.Info("Auditing off")
 	}
@@ -124,7 +131,69 @@ func (a *auditor) swap(cfg *catalog.Audit) *auditState {
 	if old != nil && old.file != nil && (next == nil || next.file != old.file) {
 		a.closing.Go(func() { closeAuditFile(a.log, old) })
 	}
+	if old != nil && old.otlp != nil && (next == nil || next.otlp != old.otlp) {
+		a.closing.Go(func() { closeOTLP(a.log, old.otlp) })
+	}
 	return next
+}
+
+// openFile gives next the file sink its Audit names: old's when the path is the same, else
+// a newly opened file. A file outside the audit directory is refused, and one that cannot be
+// opened is left out: either way the records go to stdout (openOTLP aside), said in the log.
+func (a *auditor) openFile(old, next *auditState) {
+	file := next.cfg.File
+	switch {
+	case file == "":
+		return
+	case old != nil && old.file != nil && old.file.Name() == file:
+		next.sink, next.file = old.sink, old.file
+		return
+	case !inDir(cmp.Or(a.dir, catalog.AuditDir), file):
+		a.log.Error("Refusing an audit file outside the audit directory; audit records go to stdout", "file", file,
+			"dir", cmp.Or(a.dir, catalog.AuditDir))
+	default:
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			a.log.Error("Opening the audit file failed; audit records go to stdout", "file", file, "err", err)
+			break
+		}
+		next.sink, next.file = audit.NewSink(f, a.queue, a.onDrop), f
+		return
+	}
+	if a.stdout == nil {
+		a.stdout = audit.NewSink(a.out, a.queue, a.onDrop)
+	}
+	next.sink = a.stdout
+}
+
+// inDir reports whether the clean, absolute path file lies below dir.
+func inDir(dir, file string) bool {
+	rel, err := filepath.Rel(dir, file)
+	return err == nil && filepath.IsAbs(file) && filepath.Clean(file) == file && rel != "." && rel != ".." &&
+		!strings.HasPrefix(rel, "../")
+}
+
+// openOTLP gives next the OTLP sink its Audit names: old's when the endpoint is the same.
+func (a *auditor) openOTLP(old, next *auditState) {
+	ep := next.cfg.OTLPEndpoint
+	switch {
+	case ep == "":
+	case old != nil && old.otlp != nil && old.cfg.OTLPEndpoint == ep:
+		next.otlp = old.otlp
+	default:
+		s, err := audit.NewOTLPSink(ep, a.pod, a.queue, a.onDrop)
+		if err != nil {
+			a.log.Error("Starting the audit OTLP export failed", "otlpEndpoint", ep, "err", err)
+			return
+		}
+		next.otlp = s
+	}
+}
+
+func closeOTLP(log *slog.Logger, s *audit.Sink) {
+	if err := s.Close(); err != nil {
+		log.Error("Exporting audit records over OTLP failed", "err", err)
+	}
 }
 
 func closeAuditFile(log *slog.Logger, st *auditState) {
@@ -142,8 +211,12 @@ func (a *auditor) close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	defer a.closing.Wait()
-	if st := a.cur.Swap(nil); st != nil && st.file != nil {
+	st := a.cur.Swap(nil)
+	if st != nil && st.file != nil {
 		closeAuditFile(a.log, st)
+	}
+	if st != nil && st.otlp != nil {
+		closeOTLP(a.log, st.otlp)
 	}
 	if a.stdout != nil {
 		if err := a.stdout.Close(); err != nil {
@@ -417,7 +490,7 @@ func (w *auditWriter) finish() {
 			rec.Arguments, rec.ArgumentsTruncated = w.st.red.Arguments(raw)
 		}
 	}
-	w.st.sink.Emit(rec)
+	w.st.emit(rec)
 }
 
 // policy names the access policy rule that let the request through (none without policies).

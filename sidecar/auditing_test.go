@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -236,6 +237,7 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 func TestAuditFileSinkLive(t *testing.T) {
 	env, out := auditedEnv(t, nil, 0)
 	dir := t.TempDir()
+	env.srv.audit.dir = dir
 	call := func(id string) {
 		env.post("a", modernBody(id, "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
 	}
@@ -277,5 +279,42 @@ func TestAuditFileSinkLive(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "a.jsonl")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("audit file mode: %v %v", fi.Mode(), err)
+	}
+}
+
+// TestAuditFileOutsideTheAuditDir: a catalog naming a file outside the audit directory (which
+// the API server's rules refuse; a hand-written catalog file may not) gets no file: the records
+// go to stdout, and the file is never created.
+func TestAuditFileOutsideTheAuditDir(t *testing.T) {
+	env, out := auditedEnv(t, nil, 0)
+	allowed, outside := t.TempDir(), t.TempDir()
+	env.srv.audit.dir = allowed
+	for i, file := range []string{filepath.Join(outside, "a.jsonl"), allowed, allowed + "x/b.jsonl"} {
+		c := authzCatalog(authzAccess())
+		c.Audit = &catalog.Audit{Arguments: catalog.AuditArgumentsOff, Methods: []string{"tools/call"}, File: file}
+		env.applyCatalog(c)
+		env.post("a", modernBody(strconv.Itoa(i+1), "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
+	}
+	idle(t, env.srv)
+	env.srv.audit.close()
+	if got := out.records(t); len(got) != 3 {
+		t.Fatalf("stdout has %d records, want 3", len(got))
+	}
+	for _, dir := range []string{outside, allowed} {
+		if files, _ := os.ReadDir(dir); len(files) != 0 {
+			t.Fatalf("%s has %v: the refused file was written", dir, files)
+		}
+	}
+	for _, tc := range []struct {
+		file string
+		want bool
+	}{
+		{"/var/log/switchboard/audit.jsonl", true}, {"/var/log/switchboard/sub/a.jsonl", true},
+		{"/var/log/switchboard", false}, {"/var/log/switchboard/", false}, {"/var/log/switchboard/../x", false},
+		{"/var/log/switchboardx/a", false}, {"/tmp/a.jsonl", false}, {"audit.jsonl", false}, {"/var/log/switchboard/..a", true},
+	} {
+		if got := inDir(catalog.AuditDir, tc.file); got != tc.want {
+			t.Errorf("inDir(%q) = %v, want %v", tc.file, got, tc.want)
+		}
 	}
 }
