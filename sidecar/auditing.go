@@ -229,7 +229,7 @@ func (a *auditor) close() {
 // audited, their requests are watched whatever the audited methods.
 func deniable(method string) bool {
 	switch method {
-	case "tools/call", "prompts/get", "resources/read", "completion/complete":
+	case "tools/call", "prompts/get", "resources/read", "completion/complete", "resources/subscribe":
 		return true
 	}
 	return false
@@ -351,6 +351,42 @@ func (s *Server) deny(w http.ResponseWriter, reason string) {
 	}
 }
 
+// denyListen notes a subscriptions/listen refused because the caller may not read uri (the
+// first of the URIs it was refused): a listen has no auditWriter, it streams.
+func (s *Server) denyListen(r *http.Request, req *request, uri string, e *wire.Error) {
+	s.m.accessDenied.WithLabelValues(audit.ReasonNotGranted).Inc()
+	s.auditRefusal(r, req, audit.ReasonNotGranted, uri, e.Code)
+}
+
+// auditUnauthenticated notes a request answered 401 (no token, or one not valid). Its body
+// was not read: the method and name are those of the Mcp-Method and Mcp-Name headers a
+// 2026-07-28 client sends, if any.
+func (s *Server) auditUnauthenticated(r *http.Request, noToken bool) {
+	reason := audit.ReasonInvalidToken
+	if noToken {
+		reason = audit.ReasonNoToken
+	}
+	req := &request{method: truncateString(wire.HeaderValue(r.Header, protocol.HeaderMethod), maxAuditNameBytes)}
+	s.auditRefusal(r, req, reason, wire.HeaderValue(r.Header, protocol.HeaderName), wire.CodeInvalidRequest)
+}
+
+// auditRefusal writes the record of a request refused outside the audited path (ServeHTTP's
+// auditWriter), when the catalog audits denials.
+func (s *Server) auditRefusal(r *http.Request, req *request, reason, name string, code int64) {
+	if s.opts.Overlay == nil {
+		return
+	}
+	c, rev := s.opts.Overlay.Catalog()
+	st := s.audit.state(c)
+	if st == nil || !st.cfg.Denials {
+		return
+	}
+	aw := &auditWriter{s: s, st: st, c: c, rev: rev, r: r, req: req, start: time.Now(), reason: reason, code: code}
+	aw.name = truncateString(name, maxAuditNameBytes)
+	aw.version = wire.HeaderValue(r.Header, protocol.HeaderProtocolVersion)
+	aw.finish()
+}
+
 // routedAs notes the name the catalog sends a call to the upstream with (a rename).
 func routedAs(w http.ResponseWriter, upstreamName string) {
 	if aw := auditFrom(w); aw != nil {
@@ -455,7 +491,7 @@ func (w *auditWriter) finish() {
 	case req.legacy:
 		rec.ProtocolVersion = w.version
 	default:
-		rec.ProtocolVersion = req.metaVersion
+		rec.ProtocolVersion = cmp.Or(req.metaVersion, w.version)
 	}
 	if w.sent {
 		rec.UpstreamName = w.upstreamName
