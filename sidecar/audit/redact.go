@@ -124,11 +124,11 @@ func (r *Redactor) Arguments(args json.RawMessage) (json.RawMessage, bool) {
 
 // Characters, by what the walk needs to know of them.
 const (
-	cStop   = 1 << iota // ends a string's plain run: '"', '\\' or a control character
-	cUpper              // A-Z
-	cLower              // a-z
-	cDigit              // 0-9
-	cOther              // outside the token alphabet of secretValue (A-Z a-z 0-9 + / = _ -)
+	cStop  = 1 << iota // ends a string's plain run: '"', '\\' or a control character
+	cUpper             // A-Z
+	cLower             // a-z
+	cDigit             // 0-9
+	cOther             // outside the token alphabet of secretValue (A-Z a-z 0-9 + / = _ -)
 )
 
 var class = func() (t [256]uint8) {
