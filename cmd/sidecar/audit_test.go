@@ -343,23 +343,14 @@ func TestAuditTrail(t *testing.T) {
 
 	// No secret anywhere: the sidecars' logs and records, their metrics, the spans.
 	time.Sleep(300 * time.Millisecond) // two export intervals
-	var exported strings.Builder
-	rc.mu.Lock()
-	for _, s := range rc.spans {
-		exported.WriteString(s.GetName())
-		for k, v := range spanAttrs(s) {
-			exported.WriteString(" " + k + "=" + v)
-		}
-		exported.WriteString("\n")
-	}
-	nspans := len(rc.spans)
-	rc.mu.Unlock()
+	exported := rc.Text()
+	nspans := len(rc.Spans())
 	if nspans == 0 {
 		t.Fatal("no span exported: the span check would check nothing")
 	}
 	for _, x := range []*env{e, b} {
 		_, _, metrics := send(t, mustGet(t, x.admin+"/metrics"))
-		for what, text := range map[string]string{"output": x.sc.output(), "metrics": string(metrics), "spans": exported.String()} {
+		for what, text := range map[string]string{"output": x.sc.output(), "metrics": string(metrics), "spans": exported} {
 			for _, secret := range []string{tok, "sk-live-0123456789abcdef"} {
 				if strings.Contains(text, secret) {
 					t.Errorf("a secret is in the sidecar's %s", what)
