@@ -19,6 +19,7 @@ const DefaultQueue = 4096
 type Sink struct {
 	q       chan *Record
 	out     output
+	cur     Record // the record being written (the writer goroutine's)
 	onDrop  func()
 	dropped atomic.Uint64 // since the last record written
 	mu      sync.RWMutex  // guards closed against a send on the closed queue
@@ -29,7 +30,7 @@ type Sink struct {
 
 // output is where a Sink's goroutine writes records.
 type output interface {
-	// write writes r (or buffers it); r is the sink's own copy.
+	// write writes r (or buffers it); r is the sink's, reused for the next record.
 	write(r *Record) error
 	// flush writes what is buffered, when no record waits; it returns how many buffered
 	// records were lost.
@@ -92,12 +93,12 @@ func (s *Sink) run() {
 
 // write writes the sink's copy of r: other sinks may hold the same record.
 func (s *Sink) write(r *Record) {
-	rc := *r
-	if rc.Schema == "" {
-		rc.Schema = Schema
+	s.cur = *r
+	if s.cur.Schema == "" {
+		s.cur.Schema = Schema
 	}
-	rc.DroppedBefore += s.dropped.Swap(0)
-	if err := s.out.write(&rc); err != nil && s.err == nil {
+	s.cur.DroppedBefore += s.dropped.Swap(0)
+	if err := s.out.write(&s.cur); err != nil && s.err == nil {
 		s.err = err
 	}
 }
