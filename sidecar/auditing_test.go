@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/audit"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // These tests drive the audit trail in process, against the real go-sdk upstream of the authz
@@ -316,5 +317,41 @@ func TestAuditFileOutsideTheAuditDir(t *testing.T) {
 		if got := inDir(catalog.AuditDir, tc.file); got != tc.want {
 			t.Errorf("inDir(%q) = %v, want %v", tc.file, got, tc.want)
 		}
+	}
+}
+
+// TestAuditRefusedSubscriptions: with denials audited, a listen whose filter names a resource
+// the caller may not read and a 2025-era resources/subscribe of it have NotGranted records;
+// a granted subscribe has none (resources/subscribe is not an audited method).
+func TestAuditRefusedSubscriptions(t *testing.T) {
+	env, out := auditedEnv(t, &catalog.Audit{Arguments: catalog.AuditArgumentsOff, Methods: catalog.DefaultAuditMethods, Denials: true}, 0)
+	listen := env.post("b", modernBody("1", "subscriptions/listen", `"notifications":{"resourceSubscriptions":["db://tables/users","db://tables/x"]}`),
+		modernHeaders("subscriptions/listen", ""))
+	if listen.Error == nil || listen.Error.Code != wire.CodeInvalidParams {
+		t.Fatalf("listen: %+v", listen)
+	}
+	sid := env.legacyInit("b")
+	if a := env.legacy("b", sid, "resources/subscribe", `{"uri":"db://tables/users"}`); a.Error == nil {
+		t.Fatalf("subscribe of a resource not granted: %+v", a)
+	}
+	if a := env.legacy("b", sid, "resources/subscribe", `{"uri":"db://tables/orders"}`); a.Error != nil {
+		t.Fatalf("subscribe of a granted resource: %+v", a.Error)
+	}
+	idle(t, env.srv)
+	env.srv.audit.close()
+	got := out.records(t)
+	if len(got) != 2 {
+		t.Fatalf("%d records, want 2: %+v", len(got), got)
+	}
+	for i, w := range []struct{ version, method, id string }{{"2026-07-28", "subscriptions/listen", "1"}, {"2025-11-25", "resources/subscribe", ""}} {
+		r := got[i]
+		if r.Method != w.method || r.Name != "db://tables/users" || r.ProtocolVersion != w.version || r.Decision.Allowed ||
+			r.Decision.Reason != audit.ReasonNotGranted || r.Outcome.Status != audit.StatusError || r.Outcome.ErrorCode != wire.CodeInvalidParams ||
+			r.UpstreamName != "" || r.Caller == nil || r.Caller.ServiceAccount != "team-b/agent-b" || (w.id != "" && string(r.RequestID) != w.id) {
+			t.Errorf("record %d: %+v", i, r)
+		}
+	}
+	if v := counterValue(t, env.srv.m.accessDenied.WithLabelValues(audit.ReasonNotGranted)); v != 2 {
+		t.Errorf("access_denied_total{NotGranted} = %v, want 2", v)
 	}
 }
