@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/audit"
@@ -353,5 +358,57 @@ func TestAuditRefusedSubscriptions(t *testing.T) {
 	}
 	if v := counterValue(t, env.srv.m.accessDenied.WithLabelValues(audit.ReasonNotGranted)); v != 2 {
 		t.Errorf("access_denied_total{NotGranted} = %v, want 2", v)
+	}
+}
+
+// TestAuditOTLPOnly: with an OTLP endpoint and no file, the records go to the collector and
+// not to stdout; the endpoint unchanged across a catalog edit keeps its exporter.
+func TestAuditOTLPOnly(t *testing.T) {
+	var mu sync.Mutex
+	var names []string
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req collogs.ExportLogsServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		for _, rl := range req.GetResourceLogs() {
+			for _, sl := range rl.GetScopeLogs() {
+				for _, l := range sl.GetLogRecords() {
+					for _, a := range l.GetAttributes() {
+						if a.GetKey() == "requestId" {
+							names = append(names, a.GetValue().GetStringValue())
+						}
+					}
+				}
+			}
+		}
+		mu.Unlock()
+	}))
+	defer collector.Close()
+	audited := &catalog.Audit{Arguments: catalog.AuditArgumentsOff, Methods: []string{"tools/call"}, OTLPEndpoint: collector.URL + "/v1/logs"}
+	env, out := auditedEnv(t, audited, 0)
+	env.post("a", modernBody("1", "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
+	first := env.srv.audit.cur.Load().otlp
+	c := authzCatalog(authzAccess())
+	edited := *audited
+	edited.Methods = []string{"resources/read", "tools/call"}
+	c.Audit = &edited
+	env.applyCatalog(c)
+	env.post("a", modernBody("2", "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
+	idle(t, env.srv)
+	if st := env.srv.audit.cur.Load(); st.otlp != first || st.sink != nil {
+		t.Fatalf("after the edit: OTLP sink %p (was %p), stream sink %v", st.otlp, first, st.sink)
+	}
+	env.srv.audit.close()
+	if got := out.records(t); len(got) != 0 {
+		t.Fatalf("stdout has %d records with OTLP only", len(got))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(names, ",") != "1,2" {
+		t.Fatalf("the collector got request ids %v, want 1,2", names)
 	}
 }
