@@ -117,10 +117,7 @@ func (a *auditor) swap(cfg *catalog.Audit) *auditState {
 		a.openFile(old, next)
 		a.openOTLP(old, next)
 		if next.sink == nil && next.otlp == nil {
-			if a.stdout == nil {
-				a.stdout = audit.NewSink(a.out, a.queue, a.onDrop)
-			}
-			next.sink = a.stdout
+			next.sink = a.stdoutSink()
 		}
 		a.log.Info("Auditing requests", "methods", cfg.Methods, "denials", cfg.Denials, "arguments", cfg.Arguments,
 			"file", cfg.File, "otlpEndpoint", cfg.OTLPEndpoint)
@@ -160,10 +157,15 @@ func (a *auditor) openFile(old, next *auditState) {
 		next.sink, next.file = audit.NewSink(f, a.queue, a.onDrop), f
 		return
 	}
+	next.sink = a.stdoutSink()
+}
+
+// stdoutSink is the one sink of stdout, started with its first use; a.mu is held.
+func (a *auditor) stdoutSink() *audit.Sink {
 	if a.stdout == nil {
 		a.stdout = audit.NewSink(a.out, a.queue, a.onDrop)
 	}
-	next.sink = a.stdout
+	return a.stdout
 }
 
 // inDir reports whether the clean, absolute path file lies below dir.
