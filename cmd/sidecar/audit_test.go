@@ -97,12 +97,7 @@ func waitRecords(t *testing.T, p *proc, n int) []audit.Record {
 func TestAuditTrail(t *testing.T) {
 	cluster, tokenOf := serviceAccountCluster(t)
 	tok := tokenOf("team-a", "agent-a", authAudience)
-	rc := &otlpReceiver{}
-	recvAddr := freePort(t)
-	recv := &http.Server{Addr: recvAddr, Handler: rc}
-	go recv.ListenAndServe()
-	t.Cleanup(func() { recv.Close() })
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	rc, traces := startTraceReceiver(t)
 
 	data := auditCatalog(t)
 	rev := catalog.Revision(data)
@@ -110,7 +105,7 @@ func TestAuditTrail(t *testing.T) {
 	writeFile(t, path, data)
 	args := func(pod string) []string {
 		return []string{"--catalog-file", path, "--kubeconfig", cluster.KubeconfigPath, "--pod-name", pod,
-			"--otlp-endpoint", "http://" + recvAddr + "/v1/traces", "--trace-sampling-per-million", "1000000"}
+			"--otlp-endpoint", traces, "--trace-sampling-per-million", "1000000"}
 	}
 	e := &env{upAddr: freePort(t)}
 	startUpstream(t, e.upAddr)

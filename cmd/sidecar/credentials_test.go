@@ -81,14 +81,9 @@ func TestUpstreamCredentialsLegacyUpstream(t *testing.T) {
 	front, rec := recordHeaders(t, up, "tools/call")
 	e := &env{upAddr: front}
 	// Every request traced, to a receiver whose spans are grepped for the keys at the end.
-	rc := &otlpReceiver{}
-	recvAddr := freePort(t)
-	recv := &http.Server{Addr: recvAddr, Handler: rc}
-	go recv.ListenAndServe()
-	t.Cleanup(func() { recv.Close() })
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	rc, traces := startTraceReceiver(t)
 	e.startSidecar(t, "--catalog-configmap", ns+"/everything-catalog", "--kubeconfig", cluster.KubeconfigPath,
-		"--otlp-endpoint", "http://"+recvAddr+"/v1/traces", "--trace-sampling-per-million", "1000000")
+		"--otlp-endpoint", traces, "--trace-sampling-per-million", "1000000")
 
 	// call calls test_simple_text as tok, sending X-Api-Key: forged; it returns the HTTP
 	// status, the JSON-RPC message and the X-Api-Key values of the upstream calls it caused.

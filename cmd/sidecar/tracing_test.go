@@ -24,6 +24,19 @@ import (
 // otlpReceiver is the test's OTLP/HTTP traces endpoint.
 type otlpReceiver struct{ otlptest.TraceReceiver }
 
+// startTraceReceiver serves an otlpReceiver on a free port until the test ends and returns it
+// with its traces URL (for --otlp-endpoint); spans are exported every 100 ms.
+func startTraceReceiver(t *testing.T) (*otlpReceiver, string) {
+	t.Helper()
+	rc := &otlpReceiver{}
+	addr := freePort(t)
+	recv := &http.Server{Addr: addr, Handler: rc}
+	go recv.ListenAndServe()
+	t.Cleanup(func() { recv.Close() })
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100") // export batches every 100 ms instead of 5 s
+	return rc, "http://" + addr + "/v1/traces"
+}
+
 // span waits for a span of that name.
 func (rc *otlpReceiver) span(t *testing.T, name string) *tracepb.Span {
 	t.Helper()
@@ -48,12 +61,7 @@ var spanAttrs = otlptest.SpanAttrs
 // the client's traceparent (params._meta), carries the MCP semantic-convention attributes, and
 // is the parent the upstream receives.
 func TestTracesOverOTLP(t *testing.T) {
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100") // export batches every 100 ms instead of 5 s
-	rc := &otlpReceiver{}
-	recvAddr := freePort(t)
-	recv := &http.Server{Addr: recvAddr, Handler: rc}
-	go recv.ListenAndServe()
-	t.Cleanup(func() { recv.Close() })
+	rc, traces := startTraceReceiver(t)
 
 	srv := mcp.NewServer(&mcp.Implementation{Name: "traced-upstream", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
@@ -80,7 +88,7 @@ func TestTracesOverOTLP(t *testing.T) {
 	writeFile(t, path, encodeCatalog(t, catalog.Tool{Name: "echo", Description: "Echo v1."}))
 	e := &env{upAddr: upAddr}
 	// The flags the injection gives the sidecar for spec.sidecar.tracing.
-	e.startSidecar(t, "--catalog-file", path, "--"+inject.FlagOTLPEndpoint, "http://"+recvAddr+"/v1/traces",
+	e.startSidecar(t, "--catalog-file", path, "--"+inject.FlagOTLPEndpoint, traces,
 		"--"+inject.FlagTraceSampling, "1000000", "--drain-delay", "0s", "--drain-jitter", "0s")
 
 	// One tools/call with the client's trace context in params._meta.

@@ -278,24 +278,34 @@ func (w *writer) container(alive uint64, depth int) {
 		if w.bad {
 			return
 		}
-		w.ws()
-		if w.pos >= len(w.in) {
-			w.bad = true
-			return
-		}
-		c := w.in[w.pos]
-		w.pos++
-		switch c {
-		case ',':
-			w.ws()
-		case closing:
-			w.buf = append(w.buf, closing)
-			return
-		default:
-			w.bad = true
+		if !w.next(closing) {
+			if !w.bad {
+				w.buf = append(w.buf, closing)
+			}
 			return
 		}
 	}
+}
+
+// next moves past what follows a member: a comma (true: another member comes) or the
+// container's closing bracket (false); anything else is not JSON (false, bad).
+func (w *writer) next(closing byte) bool {
+	w.ws()
+	if w.pos >= len(w.in) {
+		w.bad = true
+		return false
+	}
+	c := w.in[w.pos]
+	w.pos++
+	switch c {
+	case ',':
+		w.ws()
+		return true
+	case closing:
+		return false
+	}
+	w.bad = true
+	return false
 }
 
 // key reads a member's key and its colon; seen is the key's characters' classes.
@@ -486,23 +496,7 @@ func (w *writer) skip(depth int) {
 				return
 			}
 		}
-		if w.skip(depth + 1); w.bad {
-			return
-		}
-		w.ws()
-		if w.pos >= len(w.in) {
-			w.bad = true
-			return
-		}
-		c := w.in[w.pos]
-		w.pos++
-		switch c {
-		case ',':
-			w.ws()
-		case closing:
-			return
-		default:
-			w.bad = true
+		if w.skip(depth + 1); w.bad || !w.next(closing) {
 			return
 		}
 	}
