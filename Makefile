@@ -132,6 +132,10 @@ bench: build ## Benchmark the sidecar against bare Go baselines (docs/performanc
 	$(LOCALBIN)/sidecarbench -sidecar $(LOCALBIN)/sidecar -baselines $(LOCALBIN)/sidecarbench-baselines \
 		-everything-server $(LOCALBIN)/everything-server -json results/sidecarbench.jsonl
 
+.PHONY: audit-agent-check
+audit-agent-check: ## Ship the audit trail through a real log agent (an OpenTelemetry Collector built from hack/logagent; minutes to build) and check what arrives (docs/audit.md).
+	hack/logagent/check.sh
+
 .PHONY: bench-drain
 bench-drain: build ## Benchmark the graceful drain with 10,000 listen streams (docs/drain.md); 127.0.0.1 only.
 	mkdir -p results

@@ -37,17 +37,31 @@ func auditFor(s *mcpv1alpha1.MCPServer) *catalog.Audit {
 	out.Methods = slices.Compact(out.Methods)
 	if spec.Sink != nil {
 		out.File = spec.Sink.File
+		if spec.Sink.OTLP != nil {
+			out.OTLPEndpoint = spec.Sink.OTLP.Endpoint
+		}
 	}
 	return out
 }
 
-// AuditStdout is status.audit.sink for records written to the sidecar's stdout.
-const AuditStdout = "stdout"
+// status.audit.sink for records written to the sidecar's stdout, and for records exported over
+// OTLP only.
+const (
+	AuditStdout = "stdout"
+	AuditNone   = "none"
+)
 
 // auditStatus is status.audit for a compiled Audit: nil without audit.
 func auditStatus(a *catalog.Audit) *mcpv1alpha1.AuditStatus {
 	if a == nil {
 		return nil
 	}
-	return &mcpv1alpha1.AuditStatus{Sink: cmp.Or(a.File, AuditStdout), Arguments: mcpv1alpha1.AuditArguments(a.Arguments)}
+	sink := a.File
+	switch {
+	case a.Stdout():
+		sink = AuditStdout
+	case sink == "":
+		sink = AuditNone
+	}
+	return &mcpv1alpha1.AuditStatus{Sink: sink, Arguments: mcpv1alpha1.AuditArguments(a.Arguments), OTLPEndpoint: a.OTLPEndpoint}
 }

@@ -76,6 +76,14 @@ func TestAuditIsLive(t *testing.T) {
 		File: "/var/log/switchboard/audit.jsonl"}, &mcpv1alpha1.AuditStatus{Sink: "/var/log/switchboard/audit.jsonl", Arguments: "Redacted"})
 	eventually.True(t, "the audit volume in the pod template", func() bool { return hasAuditVolume(deploymentOf(t, ns, "weather")) })
 
+	// OTLP only: no stream sink (status sink none), the collector in status.
+	const collector = "http://otel-collector.observability.svc:4318/v1/logs"
+	edit(t, server, func() {
+		server.Spec.Audit.Sink = &mcpv1alpha1.AuditSink{OTLP: &mcpv1alpha1.AuditOTLPSink{Endpoint: collector}}
+	})
+	auditIs(t, ns, "weather", &catalog.Audit{Arguments: "Redacted", Redact: []string{"apiKey"}, Methods: defaults, Denials: true,
+		OTLPEndpoint: collector}, &mcpv1alpha1.AuditStatus{Sink: "none", Arguments: "Redacted", OTLPEndpoint: collector})
+
 	edit(t, server, func() { server.Spec.Audit = nil })
 	auditIs(t, ns, "weather", nil, nil)
 }

@@ -36,6 +36,20 @@ func TestAuditFor(t *testing.T) {
 				Methods: []string{"prompts/get", "resources/read", "tools/call"}, Denials: true, File: "/var/log/switchboard/a.jsonl"},
 			wantStatus: &mcpv1alpha1.AuditStatus{Sink: "/var/log/switchboard/a.jsonl", Arguments: "Redacted"},
 		},
+		"to a file and a collector": {
+			audit: &mcpv1alpha1.AuditSpec{Sink: &mcpv1alpha1.AuditSink{File: "/var/log/switchboard/a.jsonl",
+				OTLP: &mcpv1alpha1.AuditOTLPSink{Endpoint: "http://otel-collector.observability.svc:4318/v1/logs"}}},
+			want: &catalog.Audit{Arguments: "Off", Methods: []string{"prompts/get", "resources/read", "tools/call"}, Denials: true,
+				File: "/var/log/switchboard/a.jsonl", OTLPEndpoint: "http://otel-collector.observability.svc:4318/v1/logs"},
+			wantStatus: &mcpv1alpha1.AuditStatus{Sink: "/var/log/switchboard/a.jsonl", Arguments: "Off",
+				OTLPEndpoint: "http://otel-collector.observability.svc:4318/v1/logs"},
+		},
+		"to a collector only": {
+			audit: &mcpv1alpha1.AuditSpec{Sink: &mcpv1alpha1.AuditSink{OTLP: &mcpv1alpha1.AuditOTLPSink{Endpoint: "https://collector.example:4318/v1/logs"}}},
+			want: &catalog.Audit{Arguments: "Off", Methods: []string{"prompts/get", "resources/read", "tools/call"}, Denials: true,
+				OTLPEndpoint: "https://collector.example:4318/v1/logs"},
+			wantStatus: &mcpv1alpha1.AuditStatus{Sink: "none", Arguments: "Off", OTLPEndpoint: "https://collector.example:4318/v1/logs"},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newServer("tools", "weather", 1)
@@ -78,5 +92,13 @@ func TestServerStatusAudit(t *testing.T) {
 	s.catalog = &catalog.Catalog{}
 	if st := serverStatus(s, nil); st.Audit != nil {
 		t.Fatalf("status.audit %+v after audit was turned off", st.Audit)
+	}
+}
+
+// The sidecar confines the audit file to catalog.AuditDir; the API's rule and the injected
+// volume use mcpv1alpha1.AuditDir: they must be one directory.
+func TestAuditDirIsTheSidecars(t *testing.T) {
+	if mcpv1alpha1.AuditDir != catalog.AuditDir {
+		t.Fatalf("api AuditDir %q, catalog AuditDir %q", mcpv1alpha1.AuditDir, catalog.AuditDir)
 	}
 }

@@ -2,11 +2,14 @@ package sidecar
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +43,7 @@ type auditor struct {
 	out    io.Writer // stdout
 	queue  int       // records waiting per sink (audit.DefaultQueue when 0)
 	pod    string
+	dir    string // the directory an audit file must be in (catalog.AuditDir when empty)
 	log    *slog.Logger
 	onDrop func()
 
@@ -54,10 +58,22 @@ type auditor struct {
 type auditState struct {
 	cfg  *catalog.Audit // the catalog's, compared by pointer
 	red  *audit.Redactor
-	sink *audit.Sink
+	sink *audit.Sink // JSON lines: the file's or stdout's; nil when records go over OTLP only
 	// file is the open audit file (nil: sink is the stdout sink); the state that opened it
 	// hands it on to the next state with the same path, and the last one closes it.
 	file *os.File
+	// otlp exports records to cfg.OTLPEndpoint; handed on like file.
+	otlp *audit.Sink
+}
+
+// emit hands r to the state's sinks.
+func (st *auditState) emit(r *audit.Record) {
+	if st.sink != nil {
+		st.sink.Emit(r)
+	}
+	if st.otlp != nil {
+		st.otlp.Emit(r)
+	}
 }
 
 func newAuditor(out io.Writer, pod string, log *slog.Logger, onDrop func()) *auditor {
@@ -98,25 +114,13 @@ func (a *auditor) swap(cfg *catalog.Audit) *auditState {
 			red, _ = audit.NewRedactor(audit.ModeOff, nil, 0)
 		}
 		next = &auditState{cfg: cfg, red: red}
-		switch {
-		case old != nil && old.file != nil && old.file.Name() == cfg.File:
-			next.sink, next.file = old.sink, old.file
-		case cfg.File != "":
-			f, err := os.OpenFile(cfg.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-			if err != nil {
-				a.log.Error("Opening the audit file failed; audit records go to stdout", "file", cfg.File, "err", err)
-				break
-			}
-			next.sink, next.file = audit.NewSink(f, a.queue, a.onDrop), f
-		}
-		if next.sink == nil {
-			if a.stdout == nil {
-				a.stdout = audit.NewSink(a.out, a.queue, a.onDrop)
-			}
-			next.sink = a.stdout
+		a.openFile(old, next)
+		a.openOTLP(old, next)
+		if next.sink == nil && next.otlp == nil {
+			next.sink = a.stdoutSink()
 		}
 		a.log.Info("Auditing requests", "methods", cfg.Methods, "denials", cfg.Denials, "arguments", cfg.Arguments,
-			"file", cfg.File)
+			"file", cfg.File, "otlpEndpoint", cfg.OTLPEndpoint)
 	} else {
 		a.log.Info("Auditing off")
 	}
@@ -124,7 +128,74 @@ func (a *auditor) swap(cfg *catalog.Audit) *auditState {
 	if old != nil && old.file != nil && (next == nil || next.file != old.file) {
 		a.closing.Go(func() { closeAuditFile(a.log, old) })
 	}
+	if old != nil && old.otlp != nil && (next == nil || next.otlp != old.otlp) {
+		a.closing.Go(func() { closeOTLP(a.log, old.otlp) })
+	}
 	return next
+}
+
+// openFile gives next the file sink its Audit names: old's when the path is the same, else
+// a newly opened file. A file outside the audit directory is refused, and one that cannot be
+// opened is left out: either way the records go to stdout (openOTLP aside), said in the log.
+func (a *auditor) openFile(old, next *auditState) {
+	file := next.cfg.File
+	switch {
+	case file == "":
+		return
+	case old != nil && old.file != nil && old.file.Name() == file:
+		next.sink, next.file = old.sink, old.file
+		return
+	case !inDir(cmp.Or(a.dir, catalog.AuditDir), file):
+		a.log.Error("Refusing an audit file outside the audit directory; audit records go to stdout", "file", file,
+			"dir", cmp.Or(a.dir, catalog.AuditDir))
+	default:
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			a.log.Error("Opening the audit file failed; audit records go to stdout", "file", file, "err", err)
+			break
+		}
+		next.sink, next.file = audit.NewSink(f, a.queue, a.onDrop), f
+		return
+	}
+	next.sink = a.stdoutSink()
+}
+
+// stdoutSink is the one sink of stdout, started with its first use; a.mu is held.
+func (a *auditor) stdoutSink() *audit.Sink {
+	if a.stdout == nil {
+		a.stdout = audit.NewSink(a.out, a.queue, a.onDrop)
+	}
+	return a.stdout
+}
+
+// inDir reports whether the clean, absolute path file lies below dir.
+func inDir(dir, file string) bool {
+	rel, err := filepath.Rel(dir, file)
+	return err == nil && filepath.IsAbs(file) && filepath.Clean(file) == file && rel != "." && rel != ".." &&
+		!strings.HasPrefix(rel, "../")
+}
+
+// openOTLP gives next the OTLP sink its Audit names: old's when the endpoint is the same.
+func (a *auditor) openOTLP(old, next *auditState) {
+	ep := next.cfg.OTLPEndpoint
+	switch {
+	case ep == "":
+	case old != nil && old.otlp != nil && old.cfg.OTLPEndpoint == ep:
+		next.otlp = old.otlp
+	default:
+		s, err := audit.NewOTLPSink(ep, a.pod, a.queue, a.onDrop)
+		if err != nil {
+			a.log.Error("Starting the audit OTLP export failed", "otlpEndpoint", ep, "err", err)
+			return
+		}
+		next.otlp = s
+	}
+}
+
+func closeOTLP(log *slog.Logger, s *audit.Sink) {
+	if err := s.Close(); err != nil {
+		log.Error("Exporting audit records over OTLP failed", "err", err)
+	}
 }
 
 func closeAuditFile(log *slog.Logger, st *auditState) {
@@ -142,8 +213,12 @@ func (a *auditor) close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	defer a.closing.Wait()
-	if st := a.cur.Swap(nil); st != nil && st.file != nil {
+	st := a.cur.Swap(nil)
+	if st != nil && st.file != nil {
 		closeAuditFile(a.log, st)
+	}
+	if st != nil && st.otlp != nil {
+		closeOTLP(a.log, st.otlp)
 	}
 	if a.stdout != nil {
 		if err := a.stdout.Close(); err != nil {
@@ -156,7 +231,7 @@ func (a *auditor) close() {
 // audited, their requests are watched whatever the audited methods.
 func deniable(method string) bool {
 	switch method {
-	case "tools/call", "prompts/get", "resources/read", "completion/complete":
+	case "tools/call", "prompts/get", "resources/read", "completion/complete", "resources/subscribe":
 		return true
 	}
 	return false
@@ -278,6 +353,42 @@ func (s *Server) deny(w http.ResponseWriter, reason string) {
 	}
 }
 
+// denyListen notes a subscriptions/listen refused because the caller may not read uri (the
+// first of the URIs it was refused): a listen has no auditWriter, it streams.
+func (s *Server) denyListen(r *http.Request, req *request, uri string, e *wire.Error) {
+	s.m.accessDenied.WithLabelValues(audit.ReasonNotGranted).Inc()
+	s.auditRefusal(r, req, audit.ReasonNotGranted, uri, e.Code)
+}
+
+// auditUnauthenticated notes a request answered 401 (no token, or one not valid). Its body
+// was not read: the method and name are those of the Mcp-Method and Mcp-Name headers a
+// 2026-07-28 client sends, if any.
+func (s *Server) auditUnauthenticated(r *http.Request, noToken bool) {
+	reason := audit.ReasonInvalidToken
+	if noToken {
+		reason = audit.ReasonNoToken
+	}
+	req := &request{method: truncateString(wire.HeaderValue(r.Header, protocol.HeaderMethod), maxAuditNameBytes)}
+	s.auditRefusal(r, req, reason, wire.HeaderValue(r.Header, protocol.HeaderName), wire.CodeInvalidRequest)
+}
+
+// auditRefusal writes the record of a request refused outside the audited path (ServeHTTP's
+// auditWriter), when the catalog audits denials.
+func (s *Server) auditRefusal(r *http.Request, req *request, reason, name string, code int64) {
+	if s.opts.Overlay == nil {
+		return
+	}
+	c, rev := s.opts.Overlay.Catalog()
+	st := s.audit.state(c)
+	if st == nil || !st.cfg.Denials {
+		return
+	}
+	aw := &auditWriter{s: s, st: st, c: c, rev: rev, r: r, req: req, start: time.Now(), reason: reason, code: code}
+	aw.name = truncateString(name, maxAuditNameBytes)
+	aw.version = wire.HeaderValue(r.Header, protocol.HeaderProtocolVersion)
+	aw.finish()
+}
+
 // routedAs notes the name the catalog sends a call to the upstream with (a rename).
 func routedAs(w http.ResponseWriter, upstreamName string) {
 	if aw := auditFrom(w); aw != nil {
@@ -382,7 +493,7 @@ func (w *auditWriter) finish() {
 	case req.legacy:
 		rec.ProtocolVersion = w.version
 	default:
-		rec.ProtocolVersion = req.metaVersion
+		rec.ProtocolVersion = cmp.Or(req.metaVersion, w.version)
 	}
 	if w.sent {
 		rec.UpstreamName = w.upstreamName
@@ -417,7 +528,7 @@ func (w *auditWriter) finish() {
 			rec.Arguments, rec.ArgumentsTruncated = w.st.red.Arguments(raw)
 		}
 	}
-	w.st.sink.Emit(rec)
+	w.st.emit(rec)
 }
 
 // policy names the access policy rule that let the request through (none without policies).

@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,9 +18,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/audit"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // These tests drive the audit trail in process, against the real go-sdk upstream of the authz
@@ -236,6 +243,7 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 func TestAuditFileSinkLive(t *testing.T) {
 	env, out := auditedEnv(t, nil, 0)
 	dir := t.TempDir()
+	env.srv.audit.dir = dir
 	call := func(id string) {
 		env.post("a", modernBody(id, "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
 	}
@@ -277,5 +285,130 @@ func TestAuditFileSinkLive(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "a.jsonl")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("audit file mode: %v %v", fi.Mode(), err)
+	}
+}
+
+// TestAuditFileOutsideTheAuditDir: a catalog naming a file outside the audit directory (which
+// the API server's rules refuse; a hand-written catalog file may not) gets no file: the records
+// go to stdout, and the file is never created.
+func TestAuditFileOutsideTheAuditDir(t *testing.T) {
+	env, out := auditedEnv(t, nil, 0)
+	allowed, outside := t.TempDir(), t.TempDir()
+	env.srv.audit.dir = allowed
+	for i, file := range []string{filepath.Join(outside, "a.jsonl"), allowed, allowed + "x/b.jsonl"} {
+		c := authzCatalog(authzAccess())
+		c.Audit = &catalog.Audit{Arguments: catalog.AuditArgumentsOff, Methods: []string{"tools/call"}, File: file}
+		env.applyCatalog(c)
+		env.post("a", modernBody(strconv.Itoa(i+1), "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
+	}
+	idle(t, env.srv)
+	env.srv.audit.close()
+	if got := out.records(t); len(got) != 3 {
+		t.Fatalf("stdout has %d records, want 3", len(got))
+	}
+	for _, dir := range []string{outside, allowed} {
+		if files, _ := os.ReadDir(dir); len(files) != 0 {
+			t.Fatalf("%s has %v: the refused file was written", dir, files)
+		}
+	}
+	for _, tc := range []struct {
+		file string
+		want bool
+	}{
+		{"/var/log/switchboard/audit.jsonl", true}, {"/var/log/switchboard/sub/a.jsonl", true},
+		{"/var/log/switchboard", false}, {"/var/log/switchboard/", false}, {"/var/log/switchboard/../x", false},
+		{"/var/log/switchboardx/a", false}, {"/tmp/a.jsonl", false}, {"audit.jsonl", false}, {"/var/log/switchboard/..a", true},
+	} {
+		if got := inDir(catalog.AuditDir, tc.file); got != tc.want {
+			t.Errorf("inDir(%q) = %v, want %v", tc.file, got, tc.want)
+		}
+	}
+}
+
+// TestAuditRefusedSubscriptions: with denials audited, a listen whose filter names a resource
+// the caller may not read and a 2025-era resources/subscribe of it have NotGranted records;
+// a granted subscribe has none (resources/subscribe is not an audited method).
+func TestAuditRefusedSubscriptions(t *testing.T) {
+	env, out := auditedEnv(t, &catalog.Audit{Arguments: catalog.AuditArgumentsOff, Methods: catalog.DefaultAuditMethods, Denials: true}, 0)
+	listen := env.post("b", modernBody("1", "subscriptions/listen", `"notifications":{"resourceSubscriptions":["db://tables/users","db://tables/x"]}`),
+		modernHeaders("subscriptions/listen", ""))
+	if listen.Error == nil || listen.Error.Code != wire.CodeInvalidParams {
+		t.Fatalf("listen: %+v", listen)
+	}
+	sid := env.legacyInit("b")
+	if a := env.legacy("b", sid, "resources/subscribe", `{"uri":"db://tables/users"}`); a.Error == nil {
+		t.Fatalf("subscribe of a resource not granted: %+v", a)
+	}
+	if a := env.legacy("b", sid, "resources/subscribe", `{"uri":"db://tables/orders"}`); a.Error != nil {
+		t.Fatalf("subscribe of a granted resource: %+v", a.Error)
+	}
+	idle(t, env.srv)
+	env.srv.audit.close()
+	got := out.records(t)
+	if len(got) != 2 {
+		t.Fatalf("%d records, want 2: %+v", len(got), got)
+	}
+	for i, w := range []struct{ version, method, id string }{{"2026-07-28", "subscriptions/listen", "1"}, {"2025-11-25", "resources/subscribe", ""}} {
+		r := got[i]
+		if r.Method != w.method || r.Name != "db://tables/users" || r.ProtocolVersion != w.version || r.Decision.Allowed ||
+			r.Decision.Reason != audit.ReasonNotGranted || r.Outcome.Status != audit.StatusError || r.Outcome.ErrorCode != wire.CodeInvalidParams ||
+			r.UpstreamName != "" || r.Caller == nil || r.Caller.ServiceAccount != "team-b/agent-b" || (w.id != "" && string(r.RequestID) != w.id) {
+			t.Errorf("record %d: %+v", i, r)
+		}
+	}
+	if v := counterValue(t, env.srv.m.accessDenied.WithLabelValues(audit.ReasonNotGranted)); v != 2 {
+		t.Errorf("access_denied_total{NotGranted} = %v, want 2", v)
+	}
+}
+
+// TestAuditOTLPOnly: with an OTLP endpoint and no file, the records go to the collector and
+// not to stdout; the endpoint unchanged across a catalog edit keeps its exporter.
+func TestAuditOTLPOnly(t *testing.T) {
+	var mu sync.Mutex
+	var names []string
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req collogs.ExportLogsServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		for _, rl := range req.GetResourceLogs() {
+			for _, sl := range rl.GetScopeLogs() {
+				for _, l := range sl.GetLogRecords() {
+					for _, a := range l.GetAttributes() {
+						if a.GetKey() == "requestId" {
+							names = append(names, a.GetValue().GetStringValue())
+						}
+					}
+				}
+			}
+		}
+		mu.Unlock()
+	}))
+	defer collector.Close()
+	audited := &catalog.Audit{Arguments: catalog.AuditArgumentsOff, Methods: []string{"tools/call"}, OTLPEndpoint: collector.URL + "/v1/logs"}
+	env, out := auditedEnv(t, audited, 0)
+	env.post("a", modernBody("1", "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
+	first := env.srv.audit.cur.Load().otlp
+	c := authzCatalog(authzAccess())
+	edited := *audited
+	edited.Methods = []string{"resources/read", "tools/call"}
+	c.Audit = &edited
+	env.applyCatalog(c)
+	env.post("a", modernBody("2", "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
+	idle(t, env.srv)
+	if st := env.srv.audit.cur.Load(); st.otlp != first || st.sink != nil {
+		t.Fatalf("after the edit: OTLP sink %p (was %p), stream sink %v", st.otlp, first, st.sink)
+	}
+	env.srv.audit.close()
+	if got := out.records(t); len(got) != 0 {
+		t.Fatalf("stdout has %d records with OTLP only", len(got))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(names, ",") != "1,2" {
+		t.Fatalf("the collector got request ids %v, want 1,2", names)
 	}
 }

@@ -41,6 +41,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, auth *cata
 			reason = "no_token"
 		}
 		s.m.authRefused.WithLabelValues(reason).Inc()
+		s.auditUnauthenticated(r, reason == "no_token")
 		s.log.Debug("Caller not authenticated", "reason", reason, "err", err)
 		w.Header().Set("WWW-Authenticate", authn.Challenge(authn.MetadataURL(r, auth.Resource, r.URL.Path), err))
 		// The body is not read: the connection closes after the answer rather than net/http

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/audit"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
@@ -184,6 +185,7 @@ func (s *Server) serveSubscribe(w http.ResponseWriter, r *http.Request, req *req
 	}
 	if req.method == "resources/subscribe" && !s.requestGrant(r).Resource(uri) {
 		// As a read of it would be answered.
+		s.deny(w, audit.ReasonNotGranted)
 		s.failReq(w, req, errResourceNotFound(uri))
 		return
 	}

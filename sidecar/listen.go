@@ -47,7 +47,9 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 			}
 		}
 		if denied != nil {
-			s.fail(w, req.id, errSubscriptionDenied(denied))
+			e := errSubscriptionDenied(denied)
+			s.denyListen(r, req, denied[0], e)
+			s.fail(w, req.id, e)
 			return
 		}
 	}

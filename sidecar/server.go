@@ -90,6 +90,8 @@ type Options struct {
 	// when nil; auditing.go); PodName names this pod in them.
 	AuditOutput io.Writer
 	PodName     string
+	// AuditDir is the directory an audit file must be in (catalog.AuditDir when empty).
+	AuditDir string
 }
 
 // Server is the MCP-facing side of the sidecar: it validates every request,
@@ -166,6 +168,7 @@ func NewServer(o Options) (*Server, error) {
 	s.legacy = legacy.New(legacy.Options{Key: o.SessionKey, Server: o.SessionServer, TTL: o.SessionTTL,
 		InputTimeout: o.InputTimeout, Hub: s.hub, Upstream: s.up, Observer: s.m})
 	s.audit = newAuditor(o.AuditOutput, o.PodName, o.Logger, o.Metrics.auditDropped.Inc)
+	s.audit.dir = o.AuditDir
 	return s, nil
 }
 

@@ -62,5 +62,23 @@ func TestMCPServerAuditValidation(t *testing.T) {
 		{name: "file that is the parent", mutate: func(s *v1.MCPServer) { s.Spec.Audit.Sink.File = "/var/log/switchboard/.." },
 			wantErrors: []string{"audit.sink.file must be a file path under /var/log/switchboard/"}},
 		{name: "stdout sink", mutate: func(s *v1.MCPServer) { s.Spec.Audit.Sink = &v1.AuditSink{} }},
+		{name: "a file and a collector", mutate: func(s *v1.MCPServer) {
+			s.Spec.Audit.Sink.OTLP = &v1.AuditOTLPSink{Endpoint: "http://otel-collector.observability.svc:4318/v1/logs"}
+		}},
+		{name: "a collector over https only", mutate: func(s *v1.MCPServer) {
+			s.Spec.Audit.Sink = &v1.AuditSink{OTLP: &v1.AuditOTLPSink{Endpoint: "https://collector.example.com/v1/logs"}}
+		}},
+		{name: "a collector without a scheme", mutate: func(s *v1.MCPServer) {
+			s.Spec.Audit.Sink.OTLP = &v1.AuditOTLPSink{Endpoint: "otel-collector:4318"}
+		}, wantErrors: []string{"audit.sink.otlp.endpoint must be an http:// or https:// URL"}},
+		{name: "a collector over grpc", mutate: func(s *v1.MCPServer) {
+			s.Spec.Audit.Sink.OTLP = &v1.AuditOTLPSink{Endpoint: "grpc://otel-collector:4317"}
+		}, wantErrors: []string{"audit.sink.otlp.endpoint must be an http:// or https:// URL"}},
+		{name: "a collector URL with credentials", mutate: func(s *v1.MCPServer) {
+			s.Spec.Audit.Sink.OTLP = &v1.AuditOTLPSink{Endpoint: "https://user:pw@collector.example.com/v1/logs"}
+		}, wantErrors: []string{"audit.sink.otlp.endpoint must not carry credentials, a query or a fragment"}},
+		{name: "an empty collector endpoint", mutate: func(s *v1.MCPServer) {
+			s.Spec.Audit.Sink.OTLP = &v1.AuditOTLPSink{}
+		}, wantErrors: []string{"spec.audit.sink.otlp.endpoint"}},
 	})
 }

@@ -217,6 +217,26 @@ type AuditSink struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('/var/log/switchboard/') && !self.endsWith('/') && !self.endsWith('/.') && !self.endsWith('/..') && !self.contains('/../') && !self.contains('/./') && !self.contains('//')",message="audit.sink.file must be a file path under /var/log/switchboard/ (the sidecar's audit volume), e.g. /var/log/switchboard/audit.jsonl"
 	File string `json:"file,omitempty"`
+
+	// otlp, when set, also exports the records as OTLP log records (http/protobuf) to a
+	// collector. With otlp and no file, the records go to the collector only, not to stdout.
+	// The export never delays a call: records wait in a bounded queue and are dropped (and
+	// counted) when the collector is slow or down.
+	// +optional
+	OTLP *AuditOTLPSink `json:"otlp,omitempty"`
+}
+
+// AuditOTLPSink is an OpenTelemetry collector receiving audit records as OTLP logs.
+type AuditOTLPSink struct {
+	// endpoint is the full URL of the collector's OTLP/HTTP logs path, e.g.
+	// http://otel-collector.observability.svc:4318/v1/logs (https:// for TLS, verified against
+	// the sidecar's system roots).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && (url(self).getScheme() == 'http' || url(self).getScheme() == 'https') && url(self).getHostname() != ''",message="audit.sink.otlp.endpoint must be an http:// or https:// URL of the collector's OTLP/HTTP logs path, e.g. http://otel-collector.observability.svc:4318/v1/logs"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('@') && !self.contains('?') && !self.contains('#')",message="audit.sink.otlp.endpoint must not carry credentials, a query or a fragment: name the logs path only, e.g. http://otel-collector.observability.svc:4318/v1/logs"
+	Endpoint string `json:"endpoint"`
 }
 
 // AuthMode says whether the sidecar authenticates callers.
@@ -846,7 +866,8 @@ type UpstreamStatus struct {
 
 // AuditStatus is the audit the sidecars of the server do.
 type AuditStatus struct {
-	// sink is where the records go: stdout, or the file's path in the sidecar container.
+	// sink is where the records' JSON lines go: stdout, the file's path in the sidecar
+	// container, or none when they are exported over OTLP only (otlpEndpoint).
 	// +required
 	// +kubebuilder:validation:MaxLength=256
 	Sink string `json:"sink"`
@@ -854,6 +875,11 @@ type AuditStatus struct {
 	// arguments is what the records keep of call arguments: Off, Redacted or Full.
 	// +required
 	Arguments AuditArguments `json:"arguments"`
+
+	// otlpEndpoint is the collector the records are also exported to as OTLP logs, when set.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	OTLPEndpoint string `json:"otlpEndpoint,omitempty"`
 }
 
 // MCPServerStatus is the observed state of an MCPServer.

@@ -97,12 +97,7 @@ func waitRecords(t *testing.T, p *proc, n int) []audit.Record {
 func TestAuditTrail(t *testing.T) {
 	cluster, tokenOf := serviceAccountCluster(t)
 	tok := tokenOf("team-a", "agent-a", authAudience)
-	rc := &otlpReceiver{}
-	recvAddr := freePort(t)
-	recv := &http.Server{Addr: recvAddr, Handler: rc}
-	go recv.ListenAndServe()
-	t.Cleanup(func() { recv.Close() })
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	rc, traces := startTraceReceiver(t)
 
 	data := auditCatalog(t)
 	rev := catalog.Revision(data)
@@ -110,7 +105,7 @@ func TestAuditTrail(t *testing.T) {
 	writeFile(t, path, data)
 	args := func(pod string) []string {
 		return []string{"--catalog-file", path, "--kubeconfig", cluster.KubeconfigPath, "--pod-name", pod,
-			"--otlp-endpoint", "http://" + recvAddr + "/v1/traces", "--trace-sampling-per-million", "1000000"}
+			"--otlp-endpoint", traces, "--trace-sampling-per-million", "1000000"}
 	}
 	e := &env{upAddr: freePort(t)}
 	startUpstream(t, e.upAddr)
@@ -225,6 +220,25 @@ func TestAuditTrail(t *testing.T) {
 		t.Fatalf("notifications/cancelled: HTTP %d", st)
 	}
 	<-done
+	// 9. Refusals outside the calls: a listen for a resource no rule grants (2026-07-28), a
+	// 2025-era resources/subscribe of it, and a token that is not valid (401, the body unread:
+	// method and name from the Mcp-Method and Mcp-Name headers). The first 401, without a
+	// token, was the wait for the catalog's auth above.
+	const deniedURI = "test://static/resource/1"
+	lreq := authed(rpcReq(t, b.mcp, 9, "subscriptions/listen", "", `,"notifications":{"resourceSubscriptions":["`+deniedURI+`"]}`))
+	lreq.Header.Set("Traceparent", "00-5bf92f3577b34da6a3ce929d0e0e4737-00f067aa0ba902b7-00")
+	if st, _, msg := do(t, lreq); st != http.StatusBadRequest || errCode(msg) != -32602 {
+		t.Fatalf("listen for a resource not granted: HTTP %d %v", st, msg)
+	}
+	if st, _, msg := do(t, legacyReq(t, b.mcp, 10, "resources/subscribe", `{"uri":"`+deniedURI+`"}`, hdr(sid)...)); errCode(msg) != -32602 {
+		t.Fatalf("2025-era subscribe of a resource not granted: HTTP %d %v", st, msg)
+	}
+	breq := rpcReq(t, b.mcp, 11, "tools/call", "block", `,"name":"block","arguments":{}`)
+	breq.Header.Set("Authorization", "Bearer not-a-valid-token")
+	breq.Header.Set("Traceparent", "00-6bf92f3577b34da6a3ce929d0e0e4738-00f067aa0ba902b7-00")
+	if st, _, _ := do(t, breq); st != http.StatusUnauthorized {
+		t.Fatalf("a token that is not valid: HTTP %d", st)
+	}
 
 	caller := &audit.Caller{Subject: "system:serviceaccount:team-a:agent-a", ServiceAccount: "team-a/agent-a", Issuer: "kubernetes"}
 	rec := func(pod, version string, id any, name, upstream string, d audit.Decision, o audit.Outcome, args string) audit.Record {
@@ -241,7 +255,14 @@ func TestAuditTrail(t *testing.T) {
 	result := audit.Outcome{Status: audit.StatusResult}
 	first := rec("everything-0", "2026-07-28", 1, "simple", "test_simple_text", allowed, result, `{"apiKey":"[REDACTED]","text":"hi"}`)
 	first.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	// The wait for the catalog's auth: a tools/list without a token.
+	unauthenticated := func(pod string) audit.Record {
+		return audit.Record{Schema: audit.Schema, Server: audit.Server{Namespace: "local", Name: "everything"}, Pod: pod,
+			ProtocolVersion: "2026-07-28", Method: "tools/list", CatalogRevision: rev, Decision: audit.Decision{Reason: audit.ReasonNoToken},
+			Outcome: audit.Outcome{Status: audit.StatusError, ErrorCode: -32600}}
+	}
 	want := []audit.Record{
+		unauthenticated("everything-0"),
 		first,
 		rec("everything-0", "2026-07-28", 2, "test_image_content", "", audit.Decision{Reason: audit.ReasonNotGranted},
 			audit.Outcome{Status: audit.StatusError, ErrorCode: errCode(denied)}, `{}`),
@@ -270,8 +291,18 @@ func TestAuditTrail(t *testing.T) {
 			if g.Time.Before(before.Add(-time.Second)) || g.Time.After(time.Now()) || g.DurationMs < 0 || g.DurationMs > float64(hang.Milliseconds()) {
 				t.Errorf("record %d: time %v, duration %vms", i, g.Time, g.DurationMs)
 			}
+			if want[i].Caller == nil { // refused before the caller was known: all is in want
+				g.Time, g.DurationMs = time.Time{}, 0
+				gj, _ := json.Marshal(g)
+				wj, _ := json.Marshal(want[i])
+				if string(gj) != string(wj) {
+					t.Errorf("record %d:\n got %s\nwant %s", i, gj, wj)
+				}
+				continue
+			}
 			if g.Caller == nil || !slices.Contains(g.Caller.Groups, "system:serviceaccounts:team-a") {
 				t.Errorf("record %d: caller %+v", i, g.Caller)
+				continue
 			}
 			if g.TraceID == "" || (want[i].TraceID != "" && g.TraceID != want[i].TraceID) {
 				t.Errorf("record %d: trace id %q, want %q (every request is sampled)", i, g.TraceID, want[i].TraceID)
@@ -285,29 +316,36 @@ func TestAuditTrail(t *testing.T) {
 		}
 	}
 	check(waitRecords(t, e.sc, len(want)), want)
-	check(waitRecords(t, b.sc, 2), []audit.Record{
+	notGranted := func(version string, id any, method string) audit.Record {
+		r := rec("blocking-0", version, id, deniedURI, "", audit.Decision{Reason: audit.ReasonNotGranted},
+			audit.Outcome{Status: audit.StatusError, ErrorCode: -32602}, "")
+		r.Method = method
+		return r
+	}
+	listenDenied := notGranted("2026-07-28", 9, "subscriptions/listen")
+	listenDenied.TraceID = "5bf92f3577b34da6a3ce929d0e0e4737"
+	badToken := audit.Record{Schema: audit.Schema, Server: audit.Server{Namespace: "local", Name: "everything"}, Pod: "blocking-0",
+		ProtocolVersion: "2026-07-28", Method: "tools/call", Name: "block", CatalogRevision: rev,
+		Decision: audit.Decision{Reason: audit.ReasonInvalidToken}, Outcome: audit.Outcome{Status: audit.StatusError, ErrorCode: -32600},
+		TraceID: "6bf92f3577b34da6a3ce929d0e0e4738"}
+	check(waitRecords(t, b.sc, 6), []audit.Record{
+		unauthenticated("blocking-0"),
 		rec("blocking-0", "2026-07-28", 7, "block", "block", allowed, audit.Outcome{Status: audit.StatusCancelled}, `{}`),
-		rec("blocking-0", "2025-11-25", 8, "block", "block", allowed, audit.Outcome{Status: audit.StatusCancelled}, `{}`)})
+		rec("blocking-0", "2025-11-25", 8, "block", "block", allowed, audit.Outcome{Status: audit.StatusCancelled}, `{}`),
+		listenDenied,
+		notGranted("2025-11-25", 10, "resources/subscribe"),
+		badToken})
 
 	// No secret anywhere: the sidecars' logs and records, their metrics, the spans.
 	time.Sleep(300 * time.Millisecond) // two export intervals
-	var exported strings.Builder
-	rc.mu.Lock()
-	for _, s := range rc.spans {
-		exported.WriteString(s.GetName())
-		for k, v := range spanAttrs(s) {
-			exported.WriteString(" " + k + "=" + v)
-		}
-		exported.WriteString("\n")
-	}
-	nspans := len(rc.spans)
-	rc.mu.Unlock()
+	exported := rc.Text()
+	nspans := len(rc.Spans())
 	if nspans == 0 {
 		t.Fatal("no span exported: the span check would check nothing")
 	}
 	for _, x := range []*env{e, b} {
 		_, _, metrics := send(t, mustGet(t, x.admin+"/metrics"))
-		for what, text := range map[string]string{"output": x.sc.output(), "metrics": string(metrics), "spans": exported.String()} {
+		for what, text := range map[string]string{"output": x.sc.output(), "metrics": string(metrics), "spans": exported} {
 			for _, secret := range []string{tok, "sk-live-0123456789abcdef"} {
 				if strings.Contains(text, secret) {
 					t.Errorf("a secret is in the sidecar's %s", what)

@@ -80,7 +80,10 @@ func TestUpstreamCredentialsLegacyUpstream(t *testing.T) {
 	})
 	front, rec := recordHeaders(t, up, "tools/call")
 	e := &env{upAddr: front}
-	e.startSidecar(t, "--catalog-configmap", ns+"/everything-catalog", "--kubeconfig", cluster.KubeconfigPath)
+	// Every request traced, to a receiver whose spans are grepped for the keys at the end.
+	rc, traces := startTraceReceiver(t)
+	e.startSidecar(t, "--catalog-configmap", ns+"/everything-catalog", "--kubeconfig", cluster.KubeconfigPath,
+		"--otlp-endpoint", traces, "--trace-sampling-per-million", "1000000")
 
 	// call calls test_simple_text as tok, sending X-Api-Key: forged; it returns the HTTP
 	// status, the JSON-RPC message and the X-Api-Key values of the upstream calls it caused.
@@ -147,6 +150,17 @@ func TestUpstreamCredentialsLegacyUpstream(t *testing.T) {
 	expectRefused("a token without the claim", noTenant, "Secret keys has no key shared")
 	expectKey("acme", acme, acmeKey)
 
+	// The spans of the calls above (exported every 100 ms), before the process goes.
+	var spans string
+	eventually.True(t, "the tools/call spans exported", func() bool {
+		spans = rc.Text()
+		return strings.Count(spans, "tools/call") >= 4
+	})
+	for _, v := range []string{aliceKey, acmeKey, sharedKey} {
+		if strings.Contains(spans, v) {
+			t.Errorf("a span carries a key value")
+		}
+	}
 	e.sc.kill()
 	log := e.sc.output()
 	if !strings.Contains(log, "Catalog revision applied") {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 	"github.com/switchboard-mcp/switchboard/sidecar"
 	"github.com/switchboard-mcp/switchboard/sidecar/app"
@@ -77,6 +78,7 @@ func main() {
 	fs.IntVar(&cfg.PageSize, "page-size", overlay.DefaultPageSize, "entries per page of the merged lists")
 	fs.DurationVar(&cfg.AuthRevalidateAfter, "auth-revalidate-after", authn.DefaultRevalidateAfter, "with the catalog's auth: how long a ServiceAccount token's TokenReview is reused before it is asked again (a deleted pod or ServiceAccount is refused at most this long after)")
 	fs.IntVar(&cfg.AuthCacheEntries, "auth-cache-entries", authn.DefaultMaxCacheEntries, "with the catalog's auth: verified and refused tokens remembered (by SHA-256), least recently used first out")
+	fs.StringVar(&cfg.AuditDir, "audit-dir", catalog.AuditDir, "the only directory the catalog's audit file may be in (the audit volume's mount point)")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&cfg.OTLPEndpoint, inject.FlagOTLPEndpoint, "", "OTLP/HTTP traces URL (e.g. http://collector:4318/v1/traces); empty: no traces")
 	fs.IntVar(&cfg.TraceSamplingPerMillion, inject.FlagTraceSampling, tracing.DefaultSamplingPerMillion, "traces sampled per million of those the sidecar starts (a client's sampled flag is followed, up to --trace-client-sampled-per-second)")

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -14,49 +13,28 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
+	"github.com/switchboard-mcp/switchboard/internal/otlptest"
 )
 
-// otlpReceiver is an OTLP/HTTP traces endpoint: it decodes every export request (protobuf) and
-// keeps the spans.
-type otlpReceiver struct {
-	mu       sync.Mutex
-	spans    []*tracepb.Span
-	services []string
-}
+// otlpReceiver is the test's OTLP/HTTP traces endpoint.
+type otlpReceiver struct{ otlptest.TraceReceiver }
 
-func (rc *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, err := io.ReadAll(r.Body)
-	if err != nil || r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
-		http.Error(w, "bad export", http.StatusBadRequest)
-		return
-	}
-	var req coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(b, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	rc.mu.Lock()
-	for _, rs := range req.GetResourceSpans() {
-		for _, a := range rs.GetResource().GetAttributes() {
-			if a.GetKey() == "service.name" {
-				rc.services = append(rc.services, a.GetValue().GetStringValue())
-			}
-		}
-		for _, ss := range rs.GetScopeSpans() {
-			rc.spans = append(rc.spans, ss.GetSpans()...)
-		}
-	}
-	rc.mu.Unlock()
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
+// startTraceReceiver serves an otlpReceiver on a free port until the test ends and returns it
+// with its traces URL (for --otlp-endpoint); spans are exported every 100 ms.
+func startTraceReceiver(t *testing.T) (*otlpReceiver, string) {
+	t.Helper()
+	rc := &otlpReceiver{}
+	addr := freePort(t)
+	recv := &http.Server{Addr: addr, Handler: rc}
+	go recv.ListenAndServe()
+	t.Cleanup(func() { recv.Close() })
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100") // export batches every 100 ms instead of 5 s
+	return rc, "http://" + addr + "/v1/traces"
 }
 
 // span waits for a span of that name.
@@ -64,9 +42,7 @@ func (rc *otlpReceiver) span(t *testing.T, name string) *tracepb.Span {
 	t.Helper()
 	var found *tracepb.Span
 	eventually.True(t, "a span named "+name, func() bool {
-		rc.mu.Lock()
-		defer rc.mu.Unlock()
-		for _, s := range rc.spans {
+		for _, s := range rc.Spans() {
 			if s.GetName() == name {
 				found = s
 				return true
@@ -77,18 +53,7 @@ func (rc *otlpReceiver) span(t *testing.T, name string) *tracepb.Span {
 	return found
 }
 
-func spanAttrs(s *tracepb.Span) map[string]string {
-	out := map[string]string{}
-	for _, a := range s.GetAttributes() {
-		v := a.GetValue()
-		if v.GetStringValue() != "" {
-			out[a.GetKey()] = v.GetStringValue()
-		} else {
-			out[a.GetKey()] = fmt.Sprint(v.GetIntValue())
-		}
-	}
-	return out
-}
+var spanAttrs = otlptest.SpanAttrs
 
 // TestTracesOverOTLP runs the real sidecar with --otlp-endpoint pointed at a receiver this test
 // serves (decoding OTLP protobuf with go.opentelemetry.io/proto/otlp), in front of a go-sdk MCP
@@ -96,12 +61,7 @@ func spanAttrs(s *tracepb.Span) map[string]string {
 // the client's traceparent (params._meta), carries the MCP semantic-convention attributes, and
 // is the parent the upstream receives.
 func TestTracesOverOTLP(t *testing.T) {
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100") // export batches every 100 ms instead of 5 s
-	rc := &otlpReceiver{}
-	recvAddr := freePort(t)
-	recv := &http.Server{Addr: recvAddr, Handler: rc}
-	go recv.ListenAndServe()
-	t.Cleanup(func() { recv.Close() })
+	rc, traces := startTraceReceiver(t)
 
 	srv := mcp.NewServer(&mcp.Implementation{Name: "traced-upstream", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
@@ -128,7 +88,7 @@ func TestTracesOverOTLP(t *testing.T) {
 	writeFile(t, path, encodeCatalog(t, catalog.Tool{Name: "echo", Description: "Echo v1."}))
 	e := &env{upAddr: upAddr}
 	// The flags the injection gives the sidecar for spec.sidecar.tracing.
-	e.startSidecar(t, "--catalog-file", path, "--"+inject.FlagOTLPEndpoint, "http://"+recvAddr+"/v1/traces",
+	e.startSidecar(t, "--catalog-file", path, "--"+inject.FlagOTLPEndpoint, traces,
 		"--"+inject.FlagTraceSampling, "1000000", "--drain-delay", "0s", "--drain-jitter", "0s")
 
 	// One tools/call with the client's trace context in params._meta.
@@ -184,9 +144,7 @@ func TestTracesOverOTLP(t *testing.T) {
 	if d := rc.span(t, "switchboard.drain"); spanAttrs(d)["switchboard.drain.streams_ended"] != "1" {
 		t.Errorf("drain span attributes %v", spanAttrs(d))
 	}
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if len(rc.services) == 0 || rc.services[0] != "switchboard-sidecar" {
-		t.Errorf("service.name %v", rc.services)
+	if services := rc.Services(); len(services) == 0 || services[0] != "switchboard-sidecar" {
+		t.Errorf("service.name %v", services)
 	}
 }

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -20,9 +21,20 @@ type Audit struct {
 	Methods []string `json:"methods,omitempty"`
 	// Denials audits every request refused on access grounds, whatever its method.
 	Denials bool `json:"denials,omitempty"`
-	// File is the file records are appended to; empty means the sidecar's stdout.
+	// File is the file records are appended to; empty means the sidecar's stdout, unless
+	// OTLPEndpoint is set.
 	File string `json:"file,omitempty"`
+	// OTLPEndpoint is the URL of a collector's OTLP/HTTP logs path the records are exported to.
+	OTLPEndpoint string `json:"otlpEndpoint,omitempty"`
 }
+
+// Stdout reports whether records go to the sidecar's stdout: no file and no OTLP endpoint.
+func (a *Audit) Stdout() bool { return a.File == "" && a.OTLPEndpoint == "" }
+
+// AuditDir is the only directory an audit file may be in: the sidecar container's audit
+// volume. The sidecar refuses a file elsewhere (defence in depth: the API server's rules
+// already do).
+const AuditDir = "/var/log/switchboard"
 
 // Audit arguments modes.
 const (
@@ -34,8 +46,11 @@ const (
 // DefaultAuditMethods are the methods audited when spec.audit.methods is empty (with Denials).
 var DefaultAuditMethods = []string{"prompts/get", "resources/read", "tools/call"}
 
-// maxRedactSegments bounds one redaction path, as the sidecar's redactor does.
-const maxRedactSegments = 16
+// Bounds of the redaction paths, as the sidecar's redactor has them.
+const (
+	maxRedactSegments = 16
+	maxRedactPaths    = 64
+)
 
 // Audits reports whether a request of method is audited (a denial aside).
 func (a *Audit) Audits(method string) bool {
@@ -69,6 +84,15 @@ func validateAudit(a *Audit) []error {
 	}
 	if a.File != "" && (!path.IsAbs(a.File) || path.Clean(a.File) != a.File || strings.HasSuffix(a.File, "/")) {
 		add("audit.file %q is not an absolute, clean file path", a.File)
+	}
+	if len(a.Redact) > maxRedactPaths {
+		add("audit.redact has %d paths, at most %d", len(a.Redact), maxRedactPaths)
+	}
+	if a.OTLPEndpoint != "" {
+		if u, err := url.Parse(a.OTLPEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			add("audit.otlpEndpoint %q is not an http:// or https:// URL without credentials, query or fragment", a.OTLPEndpoint)
+		}
 	}
 	return errs
 }

@@ -8,8 +8,15 @@ import (
 func auditSample() *Catalog {
 	c := sample()
 	c.Audit = &Audit{Arguments: AuditArgumentsRedacted, Redact: []string{"auth.token", "$.items.*.secret"},
-		Methods: []string{"tools/call"}, Denials: true, File: "/var/log/switchboard/audit.jsonl"}
+		Methods: []string{"tools/call"}, Denials: true, File: "/var/log/switchboard/audit.jsonl",
+		OTLPEndpoint: "http://otel-collector.observability.svc:4318/v1/logs"}
 	return c
+}
+
+func fill(s []string, v string) {
+	for i := range s {
+		s[i] = v
+	}
 }
 
 func TestAuditRoundTrips(t *testing.T) {
@@ -22,7 +29,8 @@ func TestAuditRoundTrips(t *testing.T) {
 		t.Fatalf("decode: %v", err)
 	}
 	if a := c.Audit; a == nil || a.Arguments != AuditArgumentsRedacted || a.Redact[1] != "$.items.*.secret" || !a.Denials ||
-		a.File != "/var/log/switchboard/audit.jsonl" || !a.Audits("tools/call") || a.Audits("tools/list") {
+		a.File != "/var/log/switchboard/audit.jsonl" || a.OTLPEndpoint != "http://otel-collector.observability.svc:4318/v1/logs" ||
+		!a.Audits("tools/call") || a.Audits("tools/list") {
 		t.Fatalf("lost in the round trip: %s", b)
 	}
 	// A catalog without audit keeps its bytes: no "audit" member at all.
@@ -46,6 +54,10 @@ func TestAuditValidation(t *testing.T) {
 		"relative file":    {func(a *Audit) { a.File = "audit.jsonl" }, "audit.file"},
 		"unclean file":     {func(a *Audit) { a.File = "/var/log/switchboard/../x" }, "audit.file"},
 		"file a directory": {func(a *Audit) { a.File = "/var/log/switchboard/" }, "audit.file"},
+		"too many paths":   {func(a *Audit) { a.Redact = make([]string, 65); fill(a.Redact, "a") }, "at most 64"},
+		"otlp not a URL":   {func(a *Audit) { a.OTLPEndpoint = "collector:4318" }, "audit.otlpEndpoint"},
+		"otlp with a user": {func(a *Audit) { a.OTLPEndpoint = "http://u:p@collector:4318/v1/logs" }, "audit.otlpEndpoint"},
+		"otlp no host":     {func(a *Audit) { a.OTLPEndpoint = "http:///v1/logs" }, "audit.otlpEndpoint"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := auditSample()

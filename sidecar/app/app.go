@@ -134,6 +134,8 @@ type Config struct {
 	// AuditOutput receives the audit records when the catalog's audit names no file
 	// (os.Stdout when nil).
 	AuditOutput io.Writer
+	// AuditDir is the only directory an audit file may be in (catalog.AuditDir when empty).
+	AuditDir string
 }
 
 // App is a running sidecar: MCP listener, admin listener, hub and relay.
@@ -262,6 +264,7 @@ func New(cfg Config) (*App, error) {
 		Metrics:                    m,
 		Tracing:                    tr,
 		AuditOutput:                cfg.AuditOutput,
+		AuditDir:                   cfg.AuditDir,
 		PodName:                    cfg.PodName,
 	})
 	if err != nil {

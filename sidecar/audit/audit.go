@@ -100,6 +100,12 @@ const (
 	ReasonWithheld = "Withheld"
 	// ReasonInvalid: the request was malformed and refused before any decision on a name.
 	ReasonInvalid = "Invalid"
+	// ReasonNoToken: the server authenticates callers and the request had no bearer token
+	// (HTTP 401; the body was not read).
+	ReasonNoToken = "NoToken"
+	// ReasonInvalidToken: the request's bearer token was not valid (expired, another
+	// audience, an unknown issuer, a deleted ServiceAccount…; HTTP 401, the body not read).
+	ReasonInvalidToken = "InvalidToken"
 )
 
 // Outcome is how a request ended.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +51,23 @@ func TestRedactorArguments(t *testing.T) {
 			want: strings.Repeat(`[`, MaxArgumentDepth) + `"[TRUNCATED]"` + strings.Repeat(`]`, MaxArgumentDepth), wantTruncated: true},
 		{name: "escapes survive as sent", mode: ModeFull, in: `{"k\"ey":"<a>\u0000"}`, want: `{"k\"ey":"<a>\u0000"}`},
 		{name: "an escaped key is matched unescaped", mode: ModeRedacted, paths: []string{"city"}, in: `{"\u0063ity":"Paris","pass\u0077ord":"p"}`, want: `{"\u0063ity":"[REDACTED]","pass\u0077ord":"[REDACTED]"}`},
+		{name: "an escaped secret value is seen decoded", mode: ModeRedacted, in: `{"h":"Bearer \u0061bcdefghijkl","t":"line\none","e":"\ud83d\ude00 ok"}`,
+			want: `{"h":"[REDACTED]","t":"line\none","e":"\ud83d\ude00 ok"}`},
+		{name: "a path through arrays and objects", mode: ModeFull, paths: []string{"a.*.b.*", "x"},
+			in:   `{"a":[{"b":[1,{"c":2}],"k":3},{"b":{"m":4}}],"x":{"y":1},"z":[1]}`,
+			want: `{"a":[{"b":["[REDACTED]","[REDACTED]"],"k":3},{"b":{"m":"[REDACTED]"}}],"x":"[REDACTED]","z":[1]}`},
+		{name: "a named segment does not match an element", mode: ModeFull, paths: []string{"a.0"},
+			in: `{"a":["x"]}`, want: `{"a":["x"]}`},
+		{name: "depth at the bound is kept", mode: ModeFull, in: strings.Repeat(`[`, MaxArgumentDepth) + strings.Repeat(`]`, MaxArgumentDepth),
+			want: strings.Repeat(`[`, MaxArgumentDepth) + strings.Repeat(`]`, MaxArgumentDepth)},
+		{name: "a cut string keeps its escapes valid", mode: ModeFull, max: 12, in: `{"s":"a\"b\\c<d>` + strings.Repeat("x", 20) + `"}`,
+			want: `{"s":"a\"b\\c<d[TRUNCATED]"}`, wantTruncated: true},
+		{name: "a trailing comma", mode: ModeFull, in: `{"a":1,}`, want: `"[TRUNCATED]"`, wantTruncated: true},
+		{name: "a bad literal", mode: ModeFull, in: `[tru]`, want: `"[TRUNCATED]"`, wantTruncated: true},
+		{name: "a bad escape", mode: ModeFull, in: `["\x"]`, want: `"[TRUNCATED]"`, wantTruncated: true},
+		{name: "a control character in a string", mode: ModeFull, in: "[\"a\tb\"]", want: `"[TRUNCATED]"`, wantTruncated: true},
+		{name: "invalid past the cut", mode: ModeFull, max: 4, in: `[1,2,3,4,5,x]`, want: `"[TRUNCATED]"`, wantTruncated: true},
+		{name: "invalid past the depth bound", mode: ModeFull, in: strings.Repeat(`[`, 20) + `x` + strings.Repeat(`]`, 20), want: `"[TRUNCATED]"`, wantTruncated: true},
 		{name: "trailing garbage", mode: ModeFull, in: `{"a":1} x`, want: `"[TRUNCATED]"`, wantTruncated: true},
 		{name: "a bad number", mode: ModeFull, in: `{"a":01}`, want: `"[TRUNCATED]"`, wantTruncated: true},
 		{name: "an unterminated string", mode: ModeFull, in: `{"a":"x`, want: `"[TRUNCATED]"`, wantTruncated: true},
@@ -81,6 +99,7 @@ func TestNewRedactorRefuses(t *testing.T) {
 		{mode: ModeFull, paths: []string{"a..b"}, want: `audit redaction path "a..b"`},
 		{mode: ModeFull, paths: []string{""}, want: `audit redaction path ""`},
 		{mode: ModeFull, paths: []string{strings.Repeat("a.", 16) + "a"}, want: "at most 16"},
+		{mode: ModeFull, paths: slices.Repeat([]string{"a"}, MaxRedactPaths+1), want: "at most 64"},
 	} {
 		if _, err := NewRedactor(tc.mode, tc.paths, 0); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewRedactor(%q, %q) = %v, want an error containing %q", tc.mode, tc.paths, err, tc.want)
@@ -241,7 +260,13 @@ func FuzzArguments(f *testing.F) {
 		}
 		r, _ := NewRedactor(ModeFull, nil, 1<<20)
 		got, truncated := r.Arguments(json.RawMessage(in))
-		if !json.Valid([]byte(in)) || truncated {
+		if in != "" && !json.Valid([]byte(in)) {
+			if string(got) != quotedTruncated || !truncated {
+				t.Fatalf("Full Arguments(%q) = %q, %v: want the marker for what is not JSON", in, got, truncated)
+			}
+			return
+		}
+		if truncated {
 			return
 		}
 		var want, have any

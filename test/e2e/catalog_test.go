@@ -65,7 +65,7 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	stack, err = framework.StartStack(ctx, framework.StackOptions{SidecarBin: bin})
+	stack, err = framework.StartStack(ctx, framework.StackOptions{SidecarBin: bin, ExtraArgs: stackTraceArgs})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the stack:", err)
 		if stack != nil {

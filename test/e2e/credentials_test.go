@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/controllers"
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
+	"github.com/switchboard-mcp/switchboard/internal/otlptest"
 )
 
 // headerTransport sends a bearer token and extra headers of the client's choosing.
@@ -278,7 +280,15 @@ func TestCallersGetTheirOwnUpstreamCredential(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes, _ := json.Marshal(events.Items)
-	for what, b := range map[string][]byte{"the sidecar's log": logBytes, "its metrics": metrics, "the server's status": status, "the Events": notes} {
+	// The spans of this test's calls: the sidecar exports every request's (stackTraceArgs), in
+	// batches every 5 s.
+	var spans string
+	eventually.True(t, "the spans of the calls exported", func() bool {
+		spans = stackSpans.Text()
+		return strings.Count(spans, "tools/call get_forecast") >= 3
+	})
+	for what, b := range map[string][]byte{"the sidecar's log": logBytes, "its metrics": metrics, "the server's status": status,
+		"the Events": notes, "its spans": []byte(spans)} {
 		if len(b) == 0 {
 			t.Errorf("%s is empty: nothing was checked", what)
 		}
@@ -288,5 +298,16 @@ func TestCallersGetTheirOwnUpstreamCredential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("checked %d bytes of sidecar log, %d of metrics, %d Events for the %d key values", len(logBytes), len(metrics), len(events.Items), len(secrets))
+	t.Logf("checked %d bytes of sidecar log, %d of metrics, %d Events, %d bytes of spans for the %d key values", len(logBytes), len(metrics),
+		len(events.Items), len(spans), len(secrets))
+}
+
+// stackSpans receives the stack sidecar's spans: TestMain starts the sidecar with
+// stackTraceArgs (every request traced), so tests can grep what the spans carry.
+var stackSpans, stackTraceArgs = startStackTraces()
+
+func startStackTraces() (*otlptest.TraceReceiver, []string) {
+	rc := &otlptest.TraceReceiver{}
+	srv := httptest.NewServer(rc) // as long-lived as the stack: the test process
+	return rc, []string{"--otlp-endpoint", srv.URL + "/v1/traces", "--trace-sampling-per-million", "1000000"}
 }
