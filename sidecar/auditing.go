@@ -271,7 +271,7 @@ func auditFrom(w http.ResponseWriter) *auditWriter {
 // deny notes that the choke point refused the request on access grounds (an audit Reason*).
 func (s *Server) deny(w http.ResponseWriter, reason string) {
 	if reason != audit.ReasonInvalid {
-		s.m.accessDenied.WithLabelValues(reason).Inc()
+		s.m.AccessDenied.WithLabelValues(reason).Inc()
 	}
 	if aw := auditFrom(w); aw != nil {
 		aw.reason = reason

@@ -32,7 +32,7 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 	cred.set(ureq.Header)
 	start := time.Now()
 	status, msg, err := s.up.RoundTrip(ureq)
-	s.m.observeUpstream(protocol.MethodDiscover, time.Since(start))
+	s.m.ObserveUpstream(protocol.MethodDiscover, time.Since(start))
 	if err != nil {
 		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
 			return

@@ -356,7 +356,7 @@ func (s *Server) forwardLegacy(w http.ResponseWriter, r *http.Request, req *requ
 // started, else as failReq does.
 func (s *Server) failCall(w http.ResponseWriter, req *request, lc *legacy.Call, e *wire.Error) {
 	if lc != nil && lc.Started {
-		s.m.countError(e.Code)
+		s.m.CountError(e.Code)
 		auditError(w, e)
 		_ = legacy.WriteEvent(w, wire.ErrorBody(req.id, e), false)
 		return

@@ -84,7 +84,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Past the in-flight cap the request is refused before its body is read.
 	if !s.gate.Admit() {
-		s.m.requestsRefused.Inc()
+		s.m.RequestsRefused.Inc()
 		w.Header().Set("Retry-After", BusyRetryAfter)
 		s.fail(w, nil, errBusy())
 		return
@@ -106,7 +106,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, nil, wire.NewError(http.StatusRequestEntityTooLarge, wire.CodeInvalidRequest, "Request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes"))
 		case errors.As(err, &ne) && ne.Timeout():
 			// The connection cannot be read any more; net/http closes it after this answer.
-			s.m.bodyReadTimeouts.Inc()
+			s.m.BodyReadTimeouts.Inc()
 			s.fail(w, nil, wire.NewError(http.StatusRequestTimeout, wire.CodeInvalidRequest, "Request body not received within "+s.opts.BodyReadTimeout.String()))
 		default:
 			s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Reading request body: "+err.Error()))
@@ -165,10 +165,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Every other request is in flight until it is answered: the drain
 	// waits for it, and at the budget's end it is answered with an error.
 	s.gate.Begin()
-	s.m.inflight.Inc()
+	s.m.Inflight.Inc()
 	defer func() {
 		s.gate.End()
-		s.m.inflight.Dec()
+		s.m.Inflight.Dec()
 	}()
 	// 4. Client generation: a 2025-era request comes back to dispatch
 	// through serveLegacy.
