@@ -273,7 +273,7 @@ func (s *Server) serveLegacyDelete(w http.ResponseWriter, r *http.Request) {
 // request that already finished, and the spec says to ignore it then.
 func (s *Server) serveCancelled(w http.ResponseWriter, _ *http.Request, req *request) {
 	if req.session != nil {
-		if raw, ok, _ := wire.Field(req.params, "requestId"); ok && validID(raw) {
+		if raw, ok, _ := wire.Field(req.params, "requestId"); ok && wire.ValidID(raw) {
 			if s.legacy.Cancel(req.session, raw) {
 				s.log.Debug("Call cancelled by the client", "requestId", string(raw))
 			}
