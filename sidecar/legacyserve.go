@@ -120,7 +120,7 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
-	caps, err := mergedCapabilities(info.CapsRaw, s.opts.Overlay != nil)
+	caps, err := s.mergedCapabilities(info)
 	if err != nil {
 		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: upstream capabilities unusable"))
 		return
