@@ -346,7 +346,7 @@ func auditFrom(w http.ResponseWriter) *auditWriter {
 // deny notes that the choke point refused the request on access grounds (an audit Reason*).
 func (s *Server) deny(w http.ResponseWriter, reason string) {
 	if reason != audit.ReasonInvalid {
-		s.m.accessDenied.WithLabelValues(reason).Inc()
+		s.m.AccessDenied.WithLabelValues(reason).Inc()
 	}
 	if aw := auditFrom(w); aw != nil {
 		aw.reason = reason
@@ -356,7 +356,7 @@ func (s *Server) deny(w http.ResponseWriter, reason string) {
 // denyListen notes a subscriptions/listen refused because the caller may not read uri (the
 // first of the URIs it was refused): a listen has no auditWriter, it streams.
 func (s *Server) denyListen(r *http.Request, req *request, uri string, e *wire.Error) {
-	s.m.accessDenied.WithLabelValues(audit.ReasonNotGranted).Inc()
+	s.m.AccessDenied.WithLabelValues(audit.ReasonNotGranted).Inc()
 	s.auditRefusal(r, req, audit.ReasonNotGranted, uri, e.Code)
 }
 

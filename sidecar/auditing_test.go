@@ -63,7 +63,7 @@ func auditedEnv(t *testing.T, a *catalog.Audit, queue int) (*authzEnv, *lockedBu
 	t.Helper()
 	env := newAuthzEnv(t, authzAccess())
 	out := &lockedBuffer{}
-	env.srv.audit = newAuditor(out, "pod-0", slog.New(slog.DiscardHandler), env.srv.m.auditDropped.Inc)
+	env.srv.audit = newAuditor(out, "pod-0", slog.New(slog.DiscardHandler), env.srv.m.AuditDropped.Inc)
 	env.srv.audit.queue = queue
 	t.Cleanup(env.srv.audit.close)
 	c := authzCatalog(authzAccess())
@@ -136,7 +136,7 @@ func TestAuditDecisions(t *testing.T) {
 			t.Errorf("record %d: %+v", i, r)
 		}
 	}
-	if v := counterValue(t, env.srv.m.accessDenied.WithLabelValues(audit.ReasonNotGranted)); v != 1 {
+	if v := counterValue(t, env.srv.m.AccessDenied.WithLabelValues(audit.ReasonNotGranted)); v != 1 {
 		t.Errorf("access_denied_total{NotGranted} = %v, want 1", v)
 	}
 }
@@ -158,7 +158,7 @@ func (b *blockedWriter) Write(p []byte) (int, error) {
 func TestFullAuditSinkNeverDelaysACall(t *testing.T) {
 	env := newAuthzEnv(t, authzAccess())
 	stuck := &blockedWriter{release: make(chan struct{})}
-	env.srv.audit = newAuditor(stuck, "pod-0", slog.New(slog.DiscardHandler), env.srv.m.auditDropped.Inc)
+	env.srv.audit = newAuditor(stuck, "pod-0", slog.New(slog.DiscardHandler), env.srv.m.AuditDropped.Inc)
 	env.srv.audit.queue = 4
 	c := authzCatalog(authzAccess())
 	c.Audit = &catalog.Audit{Arguments: catalog.AuditArgumentsOff, Methods: []string{"tools/call"}}
@@ -172,7 +172,7 @@ func TestFullAuditSinkNeverDelaysACall(t *testing.T) {
 		}
 	}
 	idle(t, env.srv)
-	dropped := counterValue(t, env.srv.m.auditDropped)
+	dropped := counterValue(t, env.srv.m.AuditDropped)
 	// One record is in the stuck write, four wait in the queue; the rest are dropped.
 	if dropped < calls-5 || dropped > calls-4 {
 		t.Fatalf("dropped %v records, want %d or %d", dropped, calls-5, calls-4)
@@ -194,7 +194,7 @@ func TestFullAuditSinkNeverDelaysACall(t *testing.T) {
 	for _, r := range recs {
 		reported += r.DroppedBefore
 	}
-	if final := counterValue(t, env.srv.m.auditDropped); final != dropped {
+	if final := counterValue(t, env.srv.m.AuditDropped); final != dropped {
 		t.Fatalf("%v records dropped after the writer recovered", final-dropped)
 	}
 	if reported != uint64(dropped) || len(recs)+int(dropped) != calls+1 {
@@ -356,7 +356,7 @@ func TestAuditRefusedSubscriptions(t *testing.T) {
 			t.Errorf("record %d: %+v", i, r)
 		}
 	}
-	if v := counterValue(t, env.srv.m.accessDenied.WithLabelValues(audit.ReasonNotGranted)); v != 2 {
+	if v := counterValue(t, env.srv.m.AccessDenied.WithLabelValues(audit.ReasonNotGranted)); v != 2 {
 		t.Errorf("access_denied_total{NotGranted} = %v, want 2", v)
 	}
 }

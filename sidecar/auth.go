@@ -40,7 +40,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, auth *cata
 		if errors.Is(err, authn.ErrNoToken) {
 			reason = "no_token"
 		}
-		s.m.authRefused.WithLabelValues(reason).Inc()
+		s.m.AuthRefused.WithLabelValues(reason).Inc()
 		s.auditUnauthenticated(r, reason == "no_token")
 		s.log.Debug("Caller not authenticated", "reason", reason, "err", err)
 		w.Header().Set("WWW-Authenticate", authn.Challenge(authn.MetadataURL(r, auth.Resource, r.URL.Path), err))

@@ -82,7 +82,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		start := time.Now()
 		var pass *upstream.Answer
 		up, private, pass, err = s.up.List(method, spec.Member, s.clientListRequest(r, req))
-		s.m.observeUpstream(method, time.Since(start))
+		s.m.ObserveUpstream(method, time.Since(start))
 		if we := (*wire.Error)(nil); errors.As(err, &we) {
 			s.failReq(w, req, we) // no upstream credential for the caller (credentials.go)
 			return
@@ -181,7 +181,7 @@ func (s *Server) serveToolCall(w http.ResponseWriter, r *http.Request, req *requ
 	if why := rules.ToolWithheld(c, upstream, s.opts.Overlay.ObservedDigestOf(upstream)); why != "" {
 		// Withheld from tools/list too: refused like a tool clients cannot see,
 		// saying why (the operator accepts a new definition in the MCPTool).
-		s.m.pinRefused.Inc()
+		s.m.PinRefused.Inc()
 		s.deny(w, audit.ReasonWithheld)
 		e := wire.NewError(http.StatusBadRequest, wire.CodeInvalidParams, "Tool withheld: "+name+": "+why)
 		e.Data = map[string]string{"name": name, "reason": why}

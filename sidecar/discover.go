@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/rules"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -32,7 +33,7 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 	cred.set(ureq.Header)
 	start := time.Now()
 	status, msg, err := s.up.RoundTrip(ureq)
-	s.m.observeUpstream(protocol.MethodDiscover, time.Since(start))
+	s.m.ObserveUpstream(protocol.MethodDiscover, time.Since(start))
 	if err != nil {
 		if s.endedByDrain(w, r, req) || r.Context().Err() != nil {
 			return
@@ -58,7 +59,7 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream discover result unusable"))
 		return
 	}
-	caps, err := mergedCapabilities(info.CapsRaw, s.opts.Overlay != nil)
+	caps, err := s.mergedCapabilities(info)
 	if err != nil {
 		s.fail(w, req.id, wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream capabilities unusable"))
 		return
@@ -87,58 +88,16 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 	_, _ = w.Write(out)
 }
 
-// mergedCapabilities adds what the sidecar provides to the upstream's
-// capabilities: listChanged for every list the upstream serves (the sidecar
-// relays the upstream's changes and will emit the catalog's), and resource
-// subscriptions when the upstream serves resources. It never adds a
-// capability for a list the upstream does not serve, so the advertised
-// capabilities keep matching the handlers. With a catalog overlay the
-// sidecar serves all three lists itself (declared prompts and resources need
-// no upstream support), so all of them are advertised.
-func mergedCapabilities(raw json.RawMessage, overlay bool) (json.RawMessage, error) {
-	if len(raw) == 0 {
-		raw = json.RawMessage(`{}`)
-	}
-	var caps map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &caps); err != nil {
-		return nil, err
-	}
-	if caps == nil {
-		caps = map[string]json.RawMessage{}
-	}
-	if overlay {
-		for _, name := range []string{"tools", "prompts", "resources"} {
-			if c, ok := caps[name]; !ok || !wire.IsObject(c) {
-				caps[name] = json.RawMessage(`{}`)
-			}
-		}
-	} else if len(caps) == 0 {
-		return json.RawMessage(`{}`), nil
-	}
-	for name, extra := range map[string][]string{
-		"tools": {"listChanged"}, "prompts": {"listChanged"}, "resources": {"listChanged", "subscribe"},
-	} {
-		c, ok := caps[name]
-		if !ok || !wire.IsObject(c) {
-			continue
-		}
-		var sets []wire.KV
-		for _, k := range extra {
-			sets = append(sets, wire.KV{Key: k, Val: []byte("true")})
-		}
-		nc, err := wire.SetMembers(c, sets, nil)
-		if err != nil {
-			return nil, err
-		}
-		caps[name] = nc
-	}
-	return json.Marshal(caps)
+// mergedCapabilities is what the sidecar advertises of the upstream's
+// capabilities (sidecar/rules), with a catalog served or not.
+func (s *Server) mergedCapabilities(info *upstream.Info) (json.RawMessage, error) {
+	return rules.MergedCapabilities(info.CapsRaw, s.opts.Overlay != nil)
 }
 
 // effectiveCaps is the capability view used to narrow listen filters.
 func (s *Server) effectiveCaps(info *upstream.Info) mcp.ServerCapabilities {
 	var c mcp.ServerCapabilities
-	merged, err := mergedCapabilities(info.CapsRaw, s.opts.Overlay != nil)
+	merged, err := s.mergedCapabilities(info)
 	if err == nil {
 		_ = json.Unmarshal(merged, &c)
 	}

@@ -49,13 +49,24 @@
 //   - sidecar/rules: the catalog's pure rules: merging the upstream's lists
 //     with the declared catalog, overrides, pinning, routing tool calls,
 //     rendering prompts, pages and cursors. No I/O.
+//   - sidecar/decode: one message's checks before the method table: the
+//     JSON-RPC envelope, the params member rule, Mcp-Method, Mcp-Name,
+//     Mcp-Param-* and the version header against the body. Knows no method
+//     table (the Mcp-Name member is given), no client generation, no
+//     routing; the version policy stays with the request path.
+//   - sidecar/guard: the transport guards before a body is decoded: Host
+//     and Origin against DNS rebinding, a POST's Accept. HTTP only.
 //   - sidecar/protocol: the names the rooms share (revision, Mcp-* and
 //     X-Switchboard-* headers, method and notification names, change kinds).
 //   - sidecar/wire: the leaf: JSON-RPC errors and codes, the exact-key
 //     scanner and the strict-JSON checks, the SSE reader, header helpers.
 //     No MCP method semantics.
 //
-// Beside them: access, a caller's grant under the catalog's access policies
+// Beside them: metrics, the Prometheus series in their own registry (what
+// the request path counts, the Observer of hub, overlay, legacy and
+// upstream, the process's connections, report and drain; no HTTP routing,
+// no method table: sidecar.NewMetrics gives it the method label's values);
+// access, a caller's grant under the catalog's access policies
 // (pure); authn, the verified caller; audit, the audit record, argument
 // redaction and a sink that never delays a call; tracing, the tracer (OTLP
 // set-up, sampling, trace context in and out, the fan-out's and the drain's
@@ -77,9 +88,11 @@
 //     every request of every generation passes. Its header lists where each
 //     step lives.
 //   - methods.go: the one table describing every MCP method (owner, era,
-//     cacheable, name member, change kind, list, handlers).
-//   - validate.go: the envelope parser, the header and _meta checks, and
-//     which params members the strict-JSON checks cover.
+//     cacheable, name member, change kind, list, handlers), and the
+//     metrics' method label values it gives sidecar/metrics (NewMetrics).
+//   - validate.go: the request type, parseRequest (sidecar/decode reads
+//     the envelope), and validate: the version policy and the order of the
+//     header and _meta checks.
 //   - auth.go, authz.go: who the caller is (package authn) and what it may
 //     use (package access decides); refusals look like unknown names.
 //   - auditing.go: the audit trail the catalog asks for: one record per
@@ -90,15 +103,14 @@
 //     input rounds.
 //   - catalogserve.go: the methods the catalog owns (lists, tools/call
 //     routing, resources/read, prompts/get, completion/complete), answered
-//     from sidecar/overlay's live catalog; catalogmetrics.go: what the
-//     overlay counts (Metrics as its overlay.Observer).
+//     from sidecar/overlay's live catalog.
 //   - discover.go, listen.go, notify.go: server/discover and the merged
-//     capabilities; subscriptions/listen and the stream transports; the
+//     capabilities (sidecar/rules); subscriptions/listen and the stream transports; the
 //     notifications clients send.
 //   - forward.go, forwarded.go, credentials.go: forwarding to the upstream
 //     (through sidecar/upstream), relaying SSE, stamping; the headers the
 //     upstream gets, the caller's upstream credential among them.
-//   - server.go, metrics.go, tracing.go, limits.go: the Server (the rooms'
-//     handles; the drain's exported handle on sidecar/inflight), metrics,
+//   - server.go, tracing.go, limits.go: the Server (the rooms'
+//     handles; the drain's exported handle on sidecar/inflight),
 //     a request's span (on sidecar/tracing's tracer), request limits.
 package sidecar

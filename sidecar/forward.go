@@ -110,7 +110,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 	noteSent(w)
 	start := time.Now()
 	resp, err := s.up.Do(ureq)
-	s.m.observeUpstream(req.method, time.Since(start))
+	s.m.ObserveUpstream(req.method, time.Since(start))
 	if err != nil {
 		if s.abortedByDrain(r) {
 			s.failCall(w, req, lc, errDrained())
@@ -236,7 +236,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, r *http.Request, resp *http.
 			default:
 				e = wire.NewError(http.StatusBadGateway, wire.CodeInternalError, "Internal error: upstream ended the stream without answering")
 			}
-			s.m.countError(e.Code)
+			s.m.CountError(e.Code)
 			auditError(w, e)
 			out = append(append(append(out[:0], "event: message\ndata: "...), wire.ErrorBody(req.id, e)...), '\n', '\n')
 			_, _ = w.Write(out)

@@ -55,7 +55,7 @@ func FuzzRequest(f *testing.F) {
 					if r.method == "" {
 						t.Fatalf("accepted a request without a method: %q", body)
 					}
-					if r.id != nil && !validID(r.id) {
+					if r.id != nil && !wire.ValidID(r.id) {
 						t.Fatalf("accepted a request with id %q", r.id)
 					}
 				} else if e.Status < 400 || e.Status > 499 {

@@ -121,7 +121,7 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request, req *re
 		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: upstream unavailable"))
 		return
 	}
-	caps, err := mergedCapabilities(info.CapsRaw, s.opts.Overlay != nil)
+	caps, err := s.mergedCapabilities(info)
 	if err != nil {
 		s.failReq(w, req, wire.NewError(http.StatusOK, wire.CodeInternalError, "Internal error: upstream capabilities unusable"))
 		return
@@ -275,7 +275,7 @@ func (s *Server) serveLegacyDelete(w http.ResponseWriter, r *http.Request) {
 // request that already finished, and the spec says to ignore it then.
 func (s *Server) serveCancelled(w http.ResponseWriter, _ *http.Request, req *request) {
 	if req.session != nil {
-		if raw, ok, _ := wire.Field(req.params, "requestId"); ok && validID(raw) {
+		if raw, ok, _ := wire.Field(req.params, "requestId"); ok && wire.ValidID(raw) {
 			if s.legacy.Cancel(req.session, raw) {
 				s.log.Debug("Call cancelled by the client", "requestId", string(raw))
 			}
@@ -358,7 +358,7 @@ func (s *Server) forwardLegacy(w http.ResponseWriter, r *http.Request, req *requ
 // started, else as failReq does.
 func (s *Server) failCall(w http.ResponseWriter, req *request, lc *legacy.Call, e *wire.Error) {
 	if lc != nil && lc.Started {
-		s.m.countError(e.Code)
+		s.m.CountError(e.Code)
 		auditError(w, e)
 		_ = legacy.WriteEvent(w, wire.ErrorBody(req.id, e), false)
 		return

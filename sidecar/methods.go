@@ -3,6 +3,7 @@ package sidecar
 import (
 	"net/http"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/metrics"
 	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 )
@@ -117,10 +118,18 @@ func init() {
 // know it: such requests are forwarded).
 func methodOf(name string) *methodSpec { return methods[name] }
 
-// methodLabel bounds the metrics' method label to the table (plus "other").
-func methodLabel(m string) string {
-	if spec := methods[m]; spec != nil && spec.era != eraLegacy {
-		return m
+// Metrics are the sidecar's Prometheus series (sidecar/metrics).
+type Metrics = metrics.Metrics
+
+// NewMetrics registers the sidecar's series in a new registry, the upstream
+// duration's method label bounded to the table's methods of 2026-07-28
+// (plus "other").
+func NewMetrics() *Metrics {
+	var labels []string
+	for name, spec := range methods {
+		if spec.era != eraLegacy {
+			labels = append(labels, name)
+		}
 	}
-	return "other"
+	return metrics.New(labels)
 }

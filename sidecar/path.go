@@ -7,11 +7,12 @@ package sidecar
 //     caller without a valid token is refused before anything is read.
 //  2. Transport guards (this file): POST only (a 2025-era session's GET and
 //     DELETE branch off to legacyserve.go), the in-flight cap (sidecar/inflight),
-//     the bounded body (readBody), Host and Origin (checkHostOrigin),
+//     the bounded body (readBody), Host and Origin (sidecar/guard),
 //     Content-Type.
-//  3. Decode (validate.go, on sidecar/wire's exact-key scanner and strict
-//     JSON checks): parseRequest, then validate (headers, _meta claim,
-//     version), then Accept. A subscriptions/listen leaves the path here
+//  3. Decode (validate.go, on sidecar/decode's envelope and header checks
+//     and sidecar/wire's exact-key scanner and strict JSON checks):
+//     parseRequest, then validate (headers, _meta claim, version), then
+//     Accept (sidecar/guard). A subscriptions/listen leaves the path here
 //     for its stream (listen.go, sidecar/hub).
 //  4. Client generation (legacyserve.go, on the room sidecar/legacy): a
 //     2025-era request gets its session checked, the methods only the
@@ -36,11 +37,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/guard"
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
@@ -84,7 +84,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Past the in-flight cap the request is refused before its body is read.
 	if !s.gate.Admit() {
-		s.m.requestsRefused.Inc()
+		s.m.RequestsRefused.Inc()
 		w.Header().Set("Retry-After", BusyRetryAfter)
 		s.fail(w, nil, errBusy())
 		return
@@ -106,7 +106,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, nil, wire.NewError(http.StatusRequestEntityTooLarge, wire.CodeInvalidRequest, "Request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes"))
 		case errors.As(err, &ne) && ne.Timeout():
 			// The connection cannot be read any more; net/http closes it after this answer.
-			s.m.bodyReadTimeouts.Inc()
+			s.m.BodyReadTimeouts.Inc()
 			s.fail(w, nil, wire.NewError(http.StatusRequestTimeout, wire.CodeInvalidRequest, "Request body not received within "+s.opts.BodyReadTimeout.String()))
 		default:
 			s.fail(w, nil, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Reading request body: "+err.Error()))
@@ -140,7 +140,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, id, e)
 		return
 	}
-	if !req.isNotification() && !req.legacy && !acceptsBoth(r.Header) {
+	if !req.isNotification() && !req.legacy && !guard.AcceptsBoth(r.Header) {
 		s.fail(w, id, wire.NewError(http.StatusBadRequest, wire.CodeInvalidRequest, "Accept must list both application/json and text/event-stream"))
 		return
 	}
@@ -165,10 +165,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Every other request is in flight until it is answered: the drain
 	// waits for it, and at the budget's end it is answered with an error.
 	s.gate.Begin()
-	s.m.inflight.Inc()
+	s.m.Inflight.Inc()
 	defer func() {
 		s.gate.End()
-		s.m.inflight.Dec()
+		s.m.Inflight.Dec()
 	}()
 	// 4. Client generation: a 2025-era request comes back to dispatch
 	// through serveLegacy.
@@ -226,89 +226,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req *request) 
 	}
 }
 
-func acceptsBoth(h http.Header) bool {
-	var j, e bool
-	for _, v := range h["Accept"] {
-		for part := range strings.SplitSeq(v, ",") {
-			mt, _, _ := strings.Cut(part, ";")
-			mt = strings.TrimSpace(mt)
-			switch {
-			case strings.EqualFold(mt, "application/json"):
-				j = true
-			case strings.EqualFold(mt, "text/event-stream"):
-				e = true
-			case mt == "*/*":
-				j, e = true, true
-			}
-		}
-	}
-	return j && e
-}
-
-// checkHostOrigin is the DNS-rebinding protection (spec §2.5): a present
-// Origin must be allowed (403), and so must the Host.
+// checkHostOrigin is the DNS-rebinding protection (spec §2.5; sidecar/guard)
+// under the Server's allowed hosts and origins.
 func (s *Server) checkHostOrigin(r *http.Request) *wire.Error {
-	host := r.Host
-	hostname := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		hostname = h
-	}
-	hostOK := false
-	switch {
-	case isLoopbackName(hostname):
-		hostOK = true
-	case len(s.opts.AllowedHosts) > 0:
-		for _, a := range s.opts.AllowedHosts {
-			if strings.EqualFold(a, hostname) || strings.EqualFold(a, host) {
-				hostOK = true
-				break
-			}
-		}
-	case s.opts.DisableLocalhostProtection:
-		hostOK = true
-	default:
-		// Localhost protection: a request that arrived on a loopback
-		// address must name a loopback host.
-		hostOK = true
-		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
-			if ap, err := netipAddrPort(la.String()); err == nil && ap {
-				hostOK = false
-			}
-		}
-	}
-	if !hostOK {
-		return wire.NewError(http.StatusForbidden, wire.CodeInvalidRequest, "Forbidden: Host "+strconv.Quote(host)+" is not allowed")
-	}
-	origin := wire.HeaderValue(r.Header, "Origin")
-	if origin == "" {
-		return nil
-	}
-	for _, a := range s.opts.AllowedOrigins {
-		if a == "*" || strings.EqualFold(a, origin) {
-			return nil
-		}
-	}
-	if u, err := url.Parse(origin); err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackName(u.Hostname()) {
-		return nil
-	}
-	return wire.NewError(http.StatusForbidden, wire.CodeInvalidRequest, "Forbidden: Origin "+strconv.Quote(origin)+" is not allowed")
-}
-
-func isLoopbackName(h string) bool {
-	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
-// netipAddrPort reports whether an address string is on a loopback IP.
-func netipAddrPort(a string) (bool, error) {
-	h, _, err := net.SplitHostPort(a)
-	if err != nil {
-		return false, err
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback(), nil
+	return guard.HostOrigin(r, guard.Allowed{Hosts: s.opts.AllowedHosts, Origins: s.opts.AllowedOrigins,
+		AnyHost: s.opts.DisableLocalhostProtection})
 }

@@ -163,11 +163,11 @@ func NewServer(o Options) (*Server, error) {
 		gate: inflight.New(o.MaxInflightRequests),
 	}
 	// Read at scrape time: the hot path only moves the counter it checks anyway.
-	o.Metrics.admitted(func() float64 { return float64(s.gate.Admitted()) })
+	o.Metrics.Admitted(func() float64 { return float64(s.gate.Admitted()) })
 	s.pol = newPolicy(!o.RejectLegacy)
 	s.legacy = legacy.New(legacy.Options{Key: o.SessionKey, Server: o.SessionServer, TTL: o.SessionTTL,
 		InputTimeout: o.InputTimeout, Hub: s.hub, Upstream: s.up, Observer: s.m})
-	s.audit = newAuditor(o.AuditOutput, o.PodName, o.Logger, o.Metrics.auditDropped.Inc)
+	s.audit = newAuditor(o.AuditOutput, o.PodName, o.Logger, o.Metrics.AuditDropped.Inc)
 	s.audit.dir = o.AuditDir
 	return s, nil
 }
@@ -251,7 +251,7 @@ func newPolicy(serveLegacy bool) versionPolicy {
 }
 
 func (s *Server) fail(w http.ResponseWriter, id json.RawMessage, e *wire.Error) {
-	s.m.countError(e.Code)
+	s.m.CountError(e.Code)
 	noteError(w, e)
 	wire.WriteError(w, id, e)
 }

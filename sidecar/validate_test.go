@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
@@ -160,20 +159,5 @@ func TestStamp(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s %s:\n got %s\nwant %s", c.method, c.in, got, c.want)
 		}
-	}
-}
-
-func TestMergedCapabilities(t *testing.T) {
-	got, err := mergedCapabilities([]byte(`{"tools":{},"resources":{"subscribe":false},"logging":{}}`), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`"tools":{"listChanged":true}`, `"resources":{"listChanged":true,"subscribe":true}`, `"logging":{}`} {
-		if !strings.Contains(string(got), want) {
-			t.Errorf("%s lacks %s", got, want)
-		}
-	}
-	if strings.Contains(string(got), "prompts") {
-		t.Errorf("added a capability for a list the upstream does not serve: %s", got)
 	}
 }

@@ -28,7 +28,7 @@ func IsVersion(v string) bool { return slices.Contains(Versions, v) }
 // MetaKeyLogLevel is the modern _meta key that carries a request's log
 // level (go-sdk's MetaKeyLogLevel, deprecated with logging itself by
 // SEP-2577; 2025-era clients still use logging).
-const MetaKeyLogLevel = "io.modelcontextprotocol/logLevel"
+const MetaKeyLogLevel = protocol.MetaLogLevel
 
 // HeaderSessionID is the 2025-era session header.
 const HeaderSessionID = "Mcp-Session-Id"

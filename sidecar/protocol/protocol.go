@@ -33,6 +33,9 @@ const (
 
 	// MetaSubscriptionID names the listen stream a notification belongs to.
 	MetaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+	// MetaLogLevel carries a request's log level (go-sdk's MetaKeyLogLevel,
+	// set by sidecar/legacy's translation).
+	MetaLogLevel = "io.modelcontextprotocol/logLevel"
 )
 
 // The headers that tell the upstream who the verified caller is (docs/sidecar.md). Every

@@ -82,3 +82,17 @@ func WriteError(w http.ResponseWriter, id json.RawMessage, e *Error) {
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(b)
 }
+
+// ValidID reports whether a JSON-RPC id is usable: a string or a number.
+func ValidID(id []byte) bool {
+	if len(id) == 0 {
+		return false
+	}
+	switch c := id[0]; {
+	case c == '"':
+		return true
+	case c == '-' || (c >= '0' && c <= '9'):
+		return true
+	}
+	return false
+}

@@ -1,9 +1,13 @@
-package sidecar
+package metrics
 
 // The overlay's Observer (overlay.Observer): what the live catalog counts.
 
 // ServingRevision makes revision the one series of catalog_revision_info.
-func (m *Metrics) ServingRevision(revision string) { m.servingRevision(revision) }
+// Overlay.Apply calls it under Overlay.pendMu, so Reset and Set are not interleaved.
+func (m *Metrics) ServingRevision(revision string) {
+	m.catalogRevision.Reset()
+	m.catalogRevision.WithLabelValues(revision).Set(1)
+}
 
 // CatalogApplied counts an applied revision.
 func (m *Metrics) CatalogApplied() { m.catalogApplied.Inc() }

@@ -1,4 +1,13 @@
-package sidecar
+// Package metrics holds the sidecar's Prometheus series, in their own
+// registry served on the admin port: what the request path counts, and the
+// Observer of each room below it (hub.Observer, overlay.Observer,
+// legacy.Observer, upstream.Observer) and of the process (connections, the
+// propagation report, the drain).
+//
+// It knows no HTTP routing and no method table: the method label's values
+// are given to New (the method table's, through sidecar.NewMetrics), and
+// every name, help text and label is the series' public contract.
+package metrics
 
 import (
 	"strconv"
@@ -23,7 +32,7 @@ type Metrics struct {
 	fanoutSeconds     prometheus.Histogram
 	upstreamSeconds   *prometheus.HistogramVec
 	errors            *prometheus.CounterVec
-	inflight          prometheus.Gauge
+	Inflight          prometheus.Gauge
 	relayConnected    prometheus.Gauge
 
 	// subscriptions and subscriptionBytes: what the replica holds (Hub.subCount, subBytes).
@@ -33,13 +42,13 @@ type Metrics struct {
 	// connections on the MCP port (sidecar/app's limitListener), and what the caps refused.
 	connections        prometheus.Gauge
 	connectionsRefused prometheus.Counter
-	requestsRefused    prometheus.Counter
-	authRefused        *prometheus.CounterVec
-	bodyReadTimeouts   prometheus.Counter
-	// accessDenied: requests the choke point refused on access grounds, by audit reason.
-	accessDenied *prometheus.CounterVec
-	// auditDropped: audit records a full or slow sink dropped (auditing.go).
-	auditDropped prometheus.Counter
+	RequestsRefused    prometheus.Counter
+	AuthRefused        *prometheus.CounterVec
+	BodyReadTimeouts   prometheus.Counter
+	// AccessDenied: requests the choke point refused on access grounds, by audit reason.
+	AccessDenied *prometheus.CounterVec
+	// AuditDropped: audit records a full or slow sink dropped (auditing.go).
+	AuditDropped prometheus.Counter
 
 	catalogApplied      prometheus.Counter
 	catalogRejected     prometheus.Counter
@@ -47,8 +56,8 @@ type Metrics struct {
 	catalogMissingTools prometheus.Gauge
 	// catalogWithheldTools: tools pinning withholds (Enforce).
 	catalogWithheldTools prometheus.Gauge
-	// pinRefused: tools/call refused because pinning withholds the tool.
-	pinRefused prometheus.Counter
+	// PinRefused: tools/call refused because pinning withholds the tool.
+	PinRefused prometheus.Counter
 	// streamsExpired: listen and GET streams ended because their caller's token expired.
 	streamsExpired  prometheus.Counter
 	reportFailures  prometheus.Counter
@@ -59,13 +68,14 @@ type Metrics struct {
 	drainSeconds      prometheus.Histogram
 
 	// upstreamBy holds the resolved per-method observers (read-only after
-	// NewMetrics), so the hot path skips the label lookup.
+	// New), so the hot path skips the label lookup.
 	upstreamBy map[string]prometheus.Observer
 }
 
-// NewMetrics registers the sidecar's series (and the Go/process collectors)
-// in a new registry.
-func NewMetrics() *Metrics {
+// New registers the sidecar's series (and the Go/process collectors) in a
+// new registry. methodLabels are the values of the upstream duration's
+// method label besides "other" (the method table's modern methods).
+func New(methodLabels []string) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		listenStreams: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -90,7 +100,7 @@ func NewMetrics() *Metrics {
 			Name: "switchboard_sidecar_errors_total",
 			Help: "JSON-RPC errors the sidecar answered itself, by error code.",
 		}, []string{"code"}),
-		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+		Inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchboard_sidecar_inflight_requests",
 			Help: "Requests in progress (forwarded, or answered by the sidecar), listen streams aside.",
 		}),
@@ -118,23 +128,23 @@ func NewMetrics() *Metrics {
 			Name: "switchboard_sidecar_connections_refused_total",
 			Help: "Connections answered 503 and closed because --max-connections were open.",
 		}),
-		requestsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+		RequestsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_sidecar_requests_refused_total",
 			Help: "Requests answered 503 because --max-inflight-requests were being served.",
 		}),
-		authRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+		AuthRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_sidecar_auth_refused_total",
 			Help: "Requests answered 401 because the catalog's auth needs a bearer token: reason no_token or invalid_token.",
 		}, []string{"reason"}),
-		bodyReadTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+		BodyReadTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_sidecar_body_read_timeouts_total",
 			Help: "Requests whose body did not arrive within --body-read-timeout (answered 408, connection closed).",
 		}),
-		accessDenied: prometheus.NewCounterVec(prometheus.CounterOpts{
+		AccessDenied: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_sidecar_access_denied_total",
 			Help: "Calls, reads and prompt gets refused as unknown: reason NotGranted (no access policy grants it to the caller), Undeclared (the catalog does not serve it) or Withheld (tool pinning).",
 		}, []string{"reason"}),
-		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{
+		AuditDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_sidecar_audit_dropped_total",
 			Help: "Audit records dropped because the audit sink was full or slow; the next record written says how many (droppedBefore).",
 		}),
@@ -158,7 +168,7 @@ func NewMetrics() *Metrics {
 			Name: "switchboard_sidecar_catalog_withheld_tools",
 			Help: "Tools withheld from clients by tool pinning (toolPinning Enforce): drifted from their pin, or unpinned under toolPolicy All.",
 		}),
-		pinRefused: prometheus.NewCounter(prometheus.CounterOpts{
+		PinRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_sidecar_pin_refused_calls_total",
 			Help: "tools/call requests refused because tool pinning withholds the tool (toolPinning Enforce).",
 		}),
@@ -188,19 +198,16 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.5, 2, 10),
 		}),
 	}
-	m.Registry.MustRegister(m.catalogApplied, m.catalogRejected, m.catalogRejectedNow, m.catalogMissingTools, m.catalogWithheldTools, m.pinRefused, m.streamsExpired, m.reportFailures,
+	m.Registry.MustRegister(m.catalogApplied, m.catalogRejected, m.catalogRejectedNow, m.catalogMissingTools, m.catalogWithheldTools, m.PinRefused, m.streamsExpired, m.reportFailures,
 		m.catalogRevision, m.draining, m.drainStreamsEnded, m.drainSeconds)
 	m.Registry.MustRegister(m.listenStreams, m.notificationsSent, m.fanoutSeconds,
-		m.upstreamSeconds, m.errors, m.inflight, m.relayConnected,
+		m.upstreamSeconds, m.errors, m.Inflight, m.relayConnected,
 		m.subscriptions, m.subscriptionBytes, m.subscriptionsRefused,
-		m.connections, m.connectionsRefused, m.requestsRefused, m.bodyReadTimeouts, m.authRefused,
-		m.accessDenied, m.auditDropped,
+		m.connections, m.connectionsRefused, m.RequestsRefused, m.BodyReadTimeouts, m.AuthRefused,
+		m.AccessDenied, m.AuditDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.upstreamBy = map[string]prometheus.Observer{"other": m.upstreamSeconds.WithLabelValues("other")}
-	for k := range methods {
-		if methodLabel(k) != k {
-			continue
-		}
+	for _, k := range methodLabels {
 		m.upstreamBy[k] = m.upstreamSeconds.WithLabelValues(k)
 	}
 	// Pre-create the label values so the series exist from the start.
@@ -211,7 +218,7 @@ func NewMetrics() *Metrics {
 		m.subscriptionsRefused.WithLabelValues(r)
 	}
 	for _, r := range []string{audit.ReasonNotGranted, audit.ReasonUndeclared, audit.ReasonWithheld} {
-		m.accessDenied.WithLabelValues(r)
+		m.AccessDenied.WithLabelValues(r)
 	}
 	for _, c := range []int64{wire.CodeParseError, wire.CodeInvalidRequest, wire.CodeMethodNotFound, wire.CodeInvalidParams, wire.CodeInternalError,
 		wire.CodeHeaderMismatch, wire.CodeUnsupportedProtocolVersion} {
@@ -220,13 +227,19 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-func (m *Metrics) observeUpstream(method string, d time.Duration) {
-	m.upstreamBy[methodLabel(method)].Observe(d.Seconds())
+// ObserveUpstream records how long the upstream took to answer method's
+// headers; a method New was not given counts as "other".
+func (m *Metrics) ObserveUpstream(method string, d time.Duration) {
+	o, ok := m.upstreamBy[method]
+	if !ok {
+		o = m.upstreamBy["other"]
+	}
+	o.Observe(d.Seconds())
 }
 
-// admitted registers the gauge of the POSTs being served (Server.admitted); the first Server
-// of a registry registers it.
-func (m *Metrics) admitted(f func() float64) {
+// Admitted registers the gauge of the POSTs being served (sidecar/inflight's
+// count); the first Server of a registry registers it.
+func (m *Metrics) Admitted(f func() float64) {
 	_ = m.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "switchboard_sidecar_requests_in_progress",
 		Help: "POSTs being served, from their headers on (a body still arriving included), listen streams aside (--max-inflight-requests).",
@@ -265,15 +278,9 @@ func (m *Metrics) SubscriptionRefused(reason string) {
 	m.subscriptionsRefused.WithLabelValues(reason).Inc()
 }
 
-func (m *Metrics) countError(code int64) {
+// CountError counts a JSON-RPC error the sidecar answered itself.
+func (m *Metrics) CountError(code int64) {
 	m.errors.WithLabelValues(strconv.FormatInt(code, 10)).Inc()
-}
-
-// servingRevision makes revision the one series of catalog_revision_info.
-// Overlay.Apply calls it under Overlay.pendMu, so Reset and Set are not interleaved.
-func (m *Metrics) servingRevision(revision string) {
-	m.catalogRevision.Reset()
-	m.catalogRevision.WithLabelValues(revision).Set(1)
 }
 
 // The hub's Observer (hub.Observer).
