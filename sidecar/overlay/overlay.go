@@ -66,6 +66,17 @@ type Options struct {
 	// Report receives the propagation report after every applied or
 	// rejected revision (nil: not reported).
 	Report func(catalog.Report)
+	// Published, when set, is told when the stages of each computation ended
+	// (the sidecar's propagation log).
+	Published func(PublishTimes)
+}
+
+// PublishTimes are the stages of one computation of the overlay: the revision it covered, when
+// that revision was applied, when the coalescing window ended, when the effective catalog was
+// computed and when its changes were published (every write to a listen stream attempted).
+type PublishTimes struct {
+	Revision                                string
+	Applied, Coalesced, Computed, Published time.Time
 }
 
 // Overlay is the live catalog: it holds the last good revision, merges it
@@ -112,6 +123,7 @@ type viewPublisher interface {
 type appliedCatalog struct {
 	cat *catalog.Catalog
 	rev string
+	at  time.Time // when Apply stored it
 	// templates are the resource templates with their own cache hint,
 	// compiled once per revision, in catalog order (see readHintFor).
 	templates []hintTemplate
@@ -227,7 +239,7 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 		o.sendReport(rep)
 		return err
 	}
-	o.cur.Store(&appliedCatalog{cat: c, rev: revision, templates: compileHintTemplates(c, o.log)})
+	o.cur.Store(&appliedCatalog{cat: c, rev: revision, at: time.Now(), templates: compileHintTemplates(c, o.log)})
 	o.report.Revision = revision
 	o.m.ServingRevision(revision)
 	// Not known for the new revision until the next computation.
@@ -307,6 +319,7 @@ func (o *Overlay) Run(ctx context.Context) {
 			}
 		}
 		first = false
+		coalesced := time.Now()
 		asked, uris := o.takePending()
 		refetch |= asked
 		var failed protocol.Kind
@@ -324,10 +337,19 @@ func (o *Overlay) Run(ctx context.Context) {
 			backoff = overlayRetryFloor
 		}
 		snap := o.compute()
+		computed := time.Now()
 		if o.last != nil {
 			o.publishDiff(o.last, snap, uris, asked&failed)
 		}
 		o.last = snap
+		done := time.Now()
+		if o.opts.Published != nil {
+			t := PublishTimes{Revision: snap.rev, Coalesced: coalesced, Computed: computed, Published: done}
+			if a := o.cur.Load(); a != nil && a.rev == snap.rev {
+				t.Applied = a.at
+			}
+			o.opts.Published(t)
+		}
 		if _, rev := o.Catalog(); rev != "" {
 			o.appliedOnce.Do(func() { close(o.appliedC) })
 		}
