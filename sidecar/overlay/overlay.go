@@ -31,10 +31,12 @@ import (
 
 // Overlay timing.
 const (
-	// CoalesceWindow is how long the overlay waits after the first change
-	// (a catalog revision, a referenced ConfigMap/Secret, an upstream
-	// notification) before it diffs and publishes, so a burst of changes
-	// becomes one notification per list.
+	// CoalesceWindow is the least time between two computations of the
+	// overlay. A change (a catalog revision, a referenced ConfigMap/Secret, an
+	// upstream notification) that arrives when the last computation ended a
+	// window ago or more is diffed and published at once; changes that follow
+	// within the window wait for its end, so a burst of changes becomes at
+	// most two notifications per list (the first change, then the rest).
 	CoalesceWindow = 10 * time.Millisecond
 	// overlayRetryFloor and overlayRetryCeiling bound the backoff of
 	// re-reading the upstream's lists after a failure.
@@ -296,13 +298,14 @@ func (o *Overlay) takePending() (protocol.Kind, []string) {
 }
 
 // Run owns the diff: it re-reads upstream lists when asked, recomputes the
-// effective catalog after CoalesceWindow and publishes what changed.
+// effective catalog at most once per CoalesceWindow and publishes what changed.
 func (o *Overlay) Run(ctx context.Context) {
 	o.upLists = map[string][]json.RawMessage{}
 	refetch := protocol.KindTools | protocol.KindPrompts | protocol.KindResources
 	backoff := overlayRetryFloor
 	var retry <-chan time.Time
 	first := true
+	var done time.Time // when the last computation ended
 	for {
 		if !first {
 			select {
@@ -312,10 +315,12 @@ func (o *Overlay) Run(ctx context.Context) {
 			case <-retry:
 				retry = nil
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(CoalesceWindow):
+			if wait := CoalesceWindow - time.Since(done); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
 			}
 		}
 		first = false
@@ -342,7 +347,7 @@ func (o *Overlay) Run(ctx context.Context) {
 			o.publishDiff(o.last, snap, uris, asked&failed)
 		}
 		o.last = snap
-		done := time.Now()
+		done = time.Now()
 		if o.opts.Published != nil {
 			t := PublishTimes{Revision: snap.rev, Coalesced: coalesced, Computed: computed, Published: done}
 			if a := o.cur.Load(); a != nil && a.rev == snap.rev {
