@@ -61,6 +61,7 @@ type options struct {
 	clients, n int
 	gap        time.Duration
 	legacy     bool
+	extraArgs  []string
 }
 
 func main() {
@@ -70,7 +71,9 @@ func main() {
 	flag.IntVar(&o.n, "n", 100, "MCPTool changes to apply")
 	flag.DurationVar(&o.gap, "gap", 200*time.Millisecond, "pause between changes")
 	flag.BoolVar(&o.legacy, "legacy", false, "clients are 2025-era sessions with GET streams")
+	sidecarArgs := flag.String("sidecar-args", "", "more sidecar arguments, space-separated (e.g. --max-procs=2)")
 	flag.Parse()
+	o.extraArgs = strings.Fields(*sidecarArgs)
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "catalogbench:", err)
 		os.Exit(1)
@@ -91,7 +94,7 @@ func run(o options) error {
 	ctx := context.Background()
 	fmt.Println("load average at start:", loadavg())
 	fmt.Println("Starting the control plane, the controllers and the sidecar…")
-	st, err := framework.StartStack(ctx, framework.StackOptions{SidecarBin: o.sidecarBin, Namespace: "bench"})
+	st, err := framework.StartStack(ctx, framework.StackOptions{SidecarBin: o.sidecarBin, Namespace: "bench", ExtraArgs: o.extraArgs})
 	if err != nil {
 		return err
 	}
