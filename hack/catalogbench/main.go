@@ -2,7 +2,10 @@
 // API server, the manager's controllers, one real sidecar process watching its catalog ConfigMap
 // as its own ServiceAccount, and -clients listening clients. It applies an MCPTool change -n
 // times and measures, for each, the time from the moment the apply call returns to the moment
-// the last client receives notifications/tools/list_changed.
+// the last client receives notifications/tools/list_changed, and where that time went: the
+// watch events of the MCPTool and of the catalog ConfigMap as a watcher of its own sees them,
+// and the sidecar's stages as its propagation log records them ("Catalog revision published").
+// It also reports the sidecar's RSS per idle stream once every client's stream is open.
 //
 // With -legacy the clients are 2025-era sessions (initialize, then the session's GET stream)
 // instead of subscriptions/listen streams.
@@ -12,71 +15,123 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
 	"github.com/switchboard-mcp/switchboard/test/framework"
 )
 
+// Bounds of the benchmark's waits.
+const (
+	// notifyWait is how long a change may take to reach every client.
+	notifyWait = 10 * time.Second
+	// settle is the pause after the streams are open before the sidecar's RSS is read
+	// (the method of docs/performance.md "Memory per idle listen stream").
+	settle = 2 * time.Second
+	// openers is how many streams are opened at a time.
+	openers = 64
+	// slowest is how many of the slowest changes are broken down one by one.
+	slowest = 3
+)
+
+type options struct {
+	sidecarBin string
+	clients, n int
+	gap        time.Duration
+	legacy     bool
+	extraArgs  []string
+}
+
 func main() {
-	sidecarBin := flag.String("sidecar", "bin/sidecar", "built cmd/sidecar")
-	clients := flag.Int("clients", 100, "listening clients")
-	n := flag.Int("n", 100, "MCPTool changes to apply")
-	gap := flag.Duration("gap", 200*time.Millisecond, "pause between changes")
-	legacy := flag.Bool("legacy", false, "clients are 2025-era sessions with GET streams")
+	var o options
+	flag.StringVar(&o.sidecarBin, "sidecar", "bin/sidecar", "built cmd/sidecar")
+	flag.IntVar(&o.clients, "clients", 100, "listening clients")
+	flag.IntVar(&o.n, "n", 100, "MCPTool changes to apply")
+	flag.DurationVar(&o.gap, "gap", 200*time.Millisecond, "pause between changes")
+	flag.BoolVar(&o.legacy, "legacy", false, "clients are 2025-era sessions with GET streams")
+	sidecarArgs := flag.String("sidecar-args", "", "more sidecar arguments, space-separated (e.g. --max-procs=2)")
 	flag.Parse()
-	if err := run(*sidecarBin, *clients, *n, *gap, *legacy); err != nil {
+	o.extraArgs = strings.Fields(*sidecarArgs)
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "catalogbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(sidecarBin string, clients, n int, gap time.Duration, legacy bool) error {
+// change is what one MCPTool change was seen to do, in the order it happened.
+type change struct {
+	applied time.Time // the update call returned
+	tool    time.Time // a watcher saw the MCPTool's new description
+	cm      time.Time // a watcher saw the catalog ConfigMap's next revision
+	rev     string
+	first   time.Time // the first client read its notification
+	last    time.Time // the last client did
+}
+
+func run(o options) error {
 	ctx := context.Background()
+	fmt.Println("load average at start:", loadavg())
 	fmt.Println("Starting the control plane, the controllers and the sidecar…")
-	st, err := framework.StartStack(ctx, framework.StackOptions{SidecarBin: sidecarBin, Namespace: "bench"})
+	st, err := framework.StartStack(ctx, framework.StackOptions{SidecarBin: o.sidecarBin, Namespace: "bench", ExtraArgs: o.extraArgs})
 	if err != nil {
 		return err
 	}
 	defer st.Stop()
 
-	c := mcptest.New(st.MCPURL)
-	var streams []*mcptest.Stream
-	for range clients {
-		open := func() (*mcptest.Stream, error) { return c.Listen(ctx, map[string]any{"toolsListChanged": true}) }
-		if legacy {
-			open = func() (*mcptest.Stream, error) { return legacyStream(ctx, st.MCPURL) }
-		}
-		s, err := open()
-		if err != nil {
-			return err
-		}
-		streams = append(streams, s)
+	rssBefore, err := sidecarRSS(st.AdminURL)
+	if err != nil {
+		return err
 	}
+	opened := time.Now()
+	streams, err := openStreams(ctx, st.MCPURL, o.clients, o.legacy)
 	defer func() {
 		for _, s := range streams {
 			s.Close()
 		}
 	}()
+	if err != nil {
+		return err
+	}
+	openTook := time.Since(opened)
+	time.Sleep(settle)
+	rssAfter, err := sidecarRSS(st.AdminURL)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("streams=%d opened in %v; sidecar RSS %.1f MB → %.1f MB: %.2f KB per idle stream\n",
+		len(streams), openTook.Round(time.Millisecond), float64(rssBefore)/1e6, float64(rssAfter)/1e6,
+		float64(rssAfter-rssBefore)/float64(len(streams))/1e3)
 
+	w, err := startWatches(ctx, st)
+	if err != nil {
+		return err
+	}
 	var tool mcpv1alpha1.MCPTool
-	key := client.ObjectKey{Namespace: st.Namespace, Name: "weather-forecast"}
-	var lat []time.Duration
-	for i := range n + 1 { // the first change warms up and is not counted
+	key := client.ObjectKey{Namespace: st.Namespace, Name: toolName}
+	var changes []change
+	for i := range o.n + 1 { // the first change warms up and is not counted
 		var wg sync.WaitGroup
 		arrived := make([]time.Time, len(streams))
 		for j, s := range streams {
@@ -86,49 +141,303 @@ func run(sidecarBin string, clients, n int, gap time.Duration, legacy bool) erro
 					if ok {
 						arrived[j] = nt.At
 					}
-				case <-time.After(10 * time.Second):
+				case <-time.After(notifyWait):
 				}
 			})
 		}
+		toolMark, cmMark := w.tools.len(), w.catalogs.len()
+		desc := fmt.Sprintf("Daily forecast, revision %d.", i)
 		// The controller writes the MCPTool's status meanwhile: retry on a conflict.
 		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			if err := st.Env.Client.Get(ctx, key, &tool); err != nil {
 				return err
 			}
-			tool.Spec.Description = fmt.Sprintf("Daily forecast, revision %d.", i)
+			tool.Spec.Description = desc
 			return st.Env.Client.Update(ctx, &tool)
 		}); err != nil {
 			return err
 		}
-		applied := time.Now()
+		c := change{applied: time.Now()}
 		wg.Wait()
-		last := slices.MaxFunc(arrived, func(a, b time.Time) int { return a.Compare(b) })
 		if slices.ContainsFunc(arrived, time.Time.IsZero) {
-			return fmt.Errorf("change %d: a client got no notification within 10s\n%s", i, st.SidecarLog(20))
+			return fmt.Errorf("change %d: a client got no notification within %v\n%s", i, notifyWait, st.SidecarLog(20))
 		}
+		c.first = slices.MinFunc(arrived, time.Time.Compare)
+		c.last = slices.MaxFunc(arrived, time.Time.Compare)
 		// Drain a duplicate (there must be none; count it as a failure).
 		for _, s := range streams {
 			select {
 			case extra := <-s.C:
-				return fmt.Errorf("change %d: a client got a second notification %s %v after the first\n%s", i, extra.Method, extra.At.Sub(last), st.SidecarLog(15))
+				return fmt.Errorf("change %d: a client got a second notification %s %v after the first\n%s", i, extra.Method, extra.At.Sub(c.last), st.SidecarLog(15))
 			default:
 			}
 		}
-		if i > 0 {
-			lat = append(lat, last.Sub(applied))
+		c.tool, _ = w.tools.find(toolMark, func(k string) bool { return k == desc })
+		c.cm, c.rev = w.catalogs.find(cmMark, func(k string) bool { return k != w.served })
+		if c.rev != "" {
+			w.served = c.rev
 		}
-		time.Sleep(gap)
+		if i > 0 {
+			changes = append(changes, c)
+		}
+		time.Sleep(o.gap)
 	}
-	slices.Sort(lat)
-	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-	kind := "listen"
+	published, err := publishedLog(filepath.Join(st.Dir, "sidecar.log"))
+	if err != nil {
+		return err
+	}
+	report(o, changes, published)
+	fmt.Println("load average at end:", loadavg())
+	return nil
+}
+
+// toolName is the sample MCPTool the benchmark edits.
+const toolName = "weather-forecast"
+
+// openStreams opens n streams, openers at a time.
+func openStreams(ctx context.Context, url string, n int, legacy bool) ([]*mcptest.Stream, error) {
+	c := mcptest.New(url)
+	open := func() (*mcptest.Stream, error) { return c.Listen(ctx, map[string]any{"toolsListChanged": true}) }
 	if legacy {
+		open = func() (*mcptest.Stream, error) { return legacyStream(ctx, url) }
+	}
+	streams := make([]*mcptest.Stream, n)
+	errs := make([]error, n)
+	var next sync.Mutex
+	i := 0
+	var wg sync.WaitGroup
+	for range min(openers, n) {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				j := i
+				i++
+				next.Unlock()
+				if j >= n {
+					return
+				}
+				streams[j], errs[j] = open()
+			}
+		})
+	}
+	wg.Wait()
+	return slices.DeleteFunc(streams, func(s *mcptest.Stream) bool { return s == nil }), errors.Join(errs...)
+}
+
+// events records what a watch saw: each event's key and when it arrived. mu guards list.
+type events struct {
+	mu   sync.Mutex
+	list []seen
+}
+
+type seen struct {
+	at  time.Time
+	key string
+}
+
+func (e *events) add(key string) {
+	now := time.Now()
+	e.mu.Lock()
+	e.list = append(e.list, seen{now, key})
+	e.mu.Unlock()
+}
+
+func (e *events) len() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.list)
+}
+
+// find returns the first event from index from on whose key matches.
+func (e *events) find(from int, match func(string) bool) (time.Time, string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range e.list[from:] {
+		if match(s.key) {
+			return s.at, s.key
+		}
+	}
+	return time.Time{}, ""
+}
+
+// watches are the benchmark's own watches of the edited MCPTool (its description) and of the
+// catalog ConfigMap (its revision): they arrive from the API server's watch cache as the
+// controller's and the sidecar's do.
+type watches struct {
+	tools, catalogs events
+	served          string // the catalog revision before the next change
+}
+
+func startWatches(ctx context.Context, st *framework.Stack) (*watches, error) {
+	wc, err := client.NewWithWatch(st.Env.Config, client.Options{Scheme: st.Env.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	w := &watches{}
+	catalogName := st.Server + "-catalog"
+	var cm corev1.ConfigMap
+	if err := wc.Get(ctx, client.ObjectKey{Namespace: st.Namespace, Name: catalogName}, &cm); err != nil {
+		return nil, err
+	}
+	w.served = cm.Annotations[catalog.RevisionAnnotation]
+	tw, err := wc.Watch(ctx, &mcpv1alpha1.MCPToolList{}, client.InNamespace(st.Namespace),
+		client.MatchingFields{"metadata.name": toolName})
+	if err != nil {
+		return nil, err
+	}
+	cw, err := wc.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(st.Namespace),
+		client.MatchingFields{"metadata.name": catalogName})
+	if err != nil {
+		tw.Stop()
+		return nil, err
+	}
+	go record(tw, &w.tools, func(o any) string {
+		t, _ := o.(*mcpv1alpha1.MCPTool)
+		return t.Spec.Description
+	})
+	go record(cw, &w.catalogs, func(o any) string {
+		c, _ := o.(*corev1.ConfigMap)
+		return c.Annotations[catalog.RevisionAnnotation]
+	})
+	return w, nil
+}
+
+func record(w watch.Interface, into *events, key func(any) string) {
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Added || ev.Type == watch.Modified {
+			into.add(key(ev.Object))
+		}
+	}
+}
+
+// publishedLine is the sidecar's propagation log of one revision (sidecar/app/propagation.go).
+type publishedLine struct {
+	Msg      string        `json:"msg"`
+	Revision string        `json:"revision"`
+	Received time.Time     `json:"received"`
+	Decode   time.Duration `json:"decode"`
+	Coalesce time.Duration `json:"coalesce"`
+	Compute  time.Duration `json:"compute"`
+	Publish  time.Duration `json:"publish"`
+}
+
+// publishedLog reads the sidecar's propagation log by revision.
+func publishedLog(path string) (map[string]publishedLine, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]publishedLine{}
+	for line := range bytes.Lines(b) {
+		var p publishedLine
+		if json.Unmarshal(line, &p) == nil && p.Msg == "Catalog revision published" {
+			out[p.Revision] = p
+		}
+	}
+	return out, nil
+}
+
+// stage is one part of the path from the update call's return to the last client's read.
+type stage struct {
+	name string
+	of   func(c change, p publishedLine) time.Duration
+}
+
+// stages split the path; each needs the sidecar's log line of the change's revision.
+var stages = []stage{
+	{"MCPTool event at a watcher (API server watch)", func(c change, _ publishedLine) time.Duration { return c.tool.Sub(c.applied) }},
+	{"→ catalog ConfigMap event at a watcher (controller: queue, reconcile, compile, apply; watch)", func(c change, _ publishedLine) time.Duration { return c.cm.Sub(c.tool) }},
+	{"→ the sidecar's watch event (against the watcher's)", func(c change, p publishedLine) time.Duration { return p.Received.Sub(c.cm) }},
+	{"sidecar: decode, validate, store", func(_ change, p publishedLine) time.Duration { return p.Decode }},
+	{"sidecar: coalescing window", func(_ change, p publishedLine) time.Duration { return p.Coalesce }},
+	{"sidecar: effective catalog computed", func(_ change, p publishedLine) time.Duration { return p.Compute }},
+	{"sidecar: diff and fan-out (every write attempted)", func(_ change, p publishedLine) time.Duration { return p.Publish }},
+	{"first client's read (after the computation)", func(c change, p publishedLine) time.Duration {
+		return c.first.Sub(p.Received.Add(p.Decode + p.Coalesce + p.Compute))
+	}},
+	{"last client's read (after the fan-out's last write)", func(c change, p publishedLine) time.Duration {
+		return c.last.Sub(p.Received.Add(p.Decode + p.Coalesce + p.Compute + p.Publish))
+	}},
+}
+
+func report(o options, changes []change, published map[string]publishedLine) {
+	lat := make([]time.Duration, len(changes))
+	for i, c := range changes {
+		lat[i] = c.last.Sub(c.applied)
+	}
+	kind := "listen"
+	if o.legacy {
 		kind = "2025-era GET"
 	}
+	sorted := slices.Sorted(slices.Values(lat))
 	fmt.Printf("clients=%d (%s streams) changes=%d  apply-return → last client's tools/list_changed: p50=%v p90=%v p99=%v max=%v min=%v\n",
-		clients, kind, len(lat), q(0.50).Round(100*time.Microsecond), q(0.90).Round(100*time.Microsecond),
-		q(0.99).Round(100*time.Microsecond), lat[len(lat)-1].Round(100*time.Microsecond), lat[0].Round(100*time.Microsecond))
-	return nil
+		o.clients, kind, len(lat), ms(quantile(sorted, 0.50)), ms(quantile(sorted, 0.90)),
+		ms(quantile(sorted, 0.99)), ms(sorted[len(sorted)-1]), ms(sorted[0]))
+
+	var have []int
+	for i, c := range changes {
+		if _, ok := published[c.rev]; ok && !c.tool.IsZero() && !c.cm.IsZero() {
+			have = append(have, i)
+		}
+	}
+	fmt.Printf("\nStages (%d of %d changes with every timestamp):\n", len(have), len(changes))
+	fmt.Printf("%-92s %9s %9s %9s %9s\n", "stage", "mean", "p50", "p90", "p99")
+	for _, s := range stages {
+		d := make([]time.Duration, 0, len(have))
+		var sum time.Duration
+		for _, i := range have {
+			v := s.of(changes[i], published[changes[i].rev])
+			d = append(d, v)
+			sum += v
+		}
+		if len(d) == 0 {
+			continue
+		}
+		slices.Sort(d)
+		fmt.Printf("%-92s %9v %9v %9v %9v\n", s.name, ms(sum/time.Duration(len(d))), ms(quantile(d, 0.5)), ms(quantile(d, 0.9)), ms(quantile(d, 0.99)))
+	}
+	// The slowest changes, stage by stage: where a tail latency went.
+	slices.SortFunc(have, func(a, b int) int { return cmp.Compare(lat[b], lat[a]) })
+	for _, i := range have[:min(slowest, len(have))] {
+		parts := make([]string, len(stages))
+		for k, s := range stages {
+			parts[k] = ms(s.of(changes[i], published[changes[i].rev])).String()
+		}
+		fmt.Printf("slow change: %v = %s\n", ms(lat[i]), strings.Join(parts, " + "))
+	}
+}
+
+func quantile(sorted []time.Duration, p float64) time.Duration {
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+func ms(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+
+// sidecarRSS reads the sidecar's resident memory from its metrics.
+func sidecarRSS(adminURL string) (int64, error) {
+	resp, err := http.Get(adminURL + "/metrics") //nolint:noctx // a local read in a benchmark
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "process_resident_memory_bytes "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return int64(f), err
+		}
+	}
+	return 0, errors.Join(errors.New("no process_resident_memory_bytes in the sidecar's metrics"), sc.Err())
+}
+
+// loadavg is the machine's load average (1, 5, 15 minutes), as uptime prints it.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return err.Error()
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 // legacyStream opens a 2025-11-25 session (initialize, notifications/initialized) and its GET

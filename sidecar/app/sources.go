@@ -55,6 +55,7 @@ type catalogWiring struct {
 	cm       *kubeObjectRef
 	refs     *kubeContents
 	reporter *Reporter
+	prop     *propagationLog
 }
 
 type kubeObjectRef struct{ namespace, name string }
@@ -118,7 +119,7 @@ func newCatalogWiring(cfg Config, hub *hub.Hub, up *upstream.Client, m *sidecar.
 	if cfg.CatalogConfigMap != "" && cfg.CatalogFile != "" {
 		return nil, errors.New("set one of --catalog-configmap and --catalog-file")
 	}
-	w := &catalogWiring{log: cfg.Logger, file: cfg.CatalogFile}
+	w := &catalogWiring{log: cfg.Logger, file: cfg.CatalogFile, prop: &propagationLog{log: cfg.Logger}}
 	var client rest.Interface
 	needKube := cfg.CatalogConfigMap != "" || cfg.ReportConfigMap != ""
 	if needKube {
@@ -127,7 +128,8 @@ func newCatalogWiring(cfg Config, hub *hub.Hub, up *upstream.Client, m *sidecar.
 			return nil, err
 		}
 	}
-	opts := overlay.Options{Hub: hub, Upstream: up, Logger: cfg.Logger, Observer: m, PageSize: cfg.PageSize}
+	opts := overlay.Options{Hub: hub, Upstream: up, Logger: cfg.Logger, Observer: m, PageSize: cfg.PageSize,
+		Published: w.prop.published}
 	if cfg.CatalogConfigMap != "" {
 		ref, err := parseNamespacedName(cfg.CatalogConfigMap)
 		if err != nil {
@@ -190,7 +192,7 @@ func (w *catalogWiring) watchFile(ctx context.Context) {
 			}
 		case last == nil || !bytes.Equal(data, last):
 			last, lastErr = data, ""
-			_ = w.overlay.Apply(data, "")
+			w.apply(data, "")
 		}
 		select {
 		case <-ctx.Done():
@@ -198,6 +200,19 @@ func (w *catalogWiring) watchFile(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// apply applies one catalog revision just delivered, and notes its delivery for the
+// propagation log unless it is the revision being served.
+func (w *catalogWiring) apply(data []byte, revision string) {
+	now := time.Now()
+	if revision == "" {
+		revision = catalog.Revision(data)
+	}
+	if _, serving := w.overlay.Catalog(); serving != revision {
+		w.prop.arrived(revision, now)
+	}
+	_ = w.overlay.Apply(data, revision)
 }
 
 // nameWatch lists and watches exactly one object by name (RBAC by
@@ -222,7 +237,7 @@ func (w *catalogWiring) watchConfigMap(ctx context.Context) {
 		if !ok {
 			w.log.Warn("The catalog ConfigMap has no catalog key", "configMap", w.cm.namespace+"/"+w.cm.name, "key", catalog.Key)
 		}
-		_ = w.overlay.Apply([]byte(data), cm.Annotations[catalog.RevisionAnnotation])
+		w.apply([]byte(data), cm.Annotations[catalog.RevisionAnnotation])
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    apply,

@@ -31,10 +31,12 @@ import (
 
 // Overlay timing.
 const (
-	// CoalesceWindow is how long the overlay waits after the first change
-	// (a catalog revision, a referenced ConfigMap/Secret, an upstream
-	// notification) before it diffs and publishes, so a burst of changes
-	// becomes one notification per list.
+	// CoalesceWindow is the least time between two computations of the
+	// overlay. A change (a catalog revision, a referenced ConfigMap/Secret, an
+	// upstream notification) that arrives when the last computation ended a
+	// window ago or more is diffed and published at once; changes that follow
+	// within the window wait for its end, so a burst of changes becomes at
+	// most two notifications per list (the first change, then the rest).
 	CoalesceWindow = 10 * time.Millisecond
 	// overlayRetryFloor and overlayRetryCeiling bound the backoff of
 	// re-reading the upstream's lists after a failure.
@@ -66,6 +68,17 @@ type Options struct {
 	// Report receives the propagation report after every applied or
 	// rejected revision (nil: not reported).
 	Report func(catalog.Report)
+	// Published, when set, is told when the stages of each computation ended
+	// (the sidecar's propagation log).
+	Published func(PublishTimes)
+}
+
+// PublishTimes are the stages of one computation of the overlay: the revision it covered, when
+// that revision was applied, when the coalescing window ended, when the effective catalog was
+// computed and when its changes were published (every write to a listen stream attempted).
+type PublishTimes struct {
+	Revision                                string
+	Applied, Coalesced, Computed, Published time.Time
 }
 
 // Overlay is the live catalog: it holds the last good revision, merges it
@@ -112,6 +125,7 @@ type viewPublisher interface {
 type appliedCatalog struct {
 	cat *catalog.Catalog
 	rev string
+	at  time.Time // when Apply stored it
 	// templates are the resource templates with their own cache hint,
 	// compiled once per revision, in catalog order (see readHintFor).
 	templates []hintTemplate
@@ -227,7 +241,7 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 		o.sendReport(rep)
 		return err
 	}
-	o.cur.Store(&appliedCatalog{cat: c, rev: revision, templates: compileHintTemplates(c, o.log)})
+	o.cur.Store(&appliedCatalog{cat: c, rev: revision, at: time.Now(), templates: compileHintTemplates(c, o.log)})
 	o.report.Revision = revision
 	o.m.ServingRevision(revision)
 	// Not known for the new revision until the next computation.
@@ -284,13 +298,14 @@ func (o *Overlay) takePending() (protocol.Kind, []string) {
 }
 
 // Run owns the diff: it re-reads upstream lists when asked, recomputes the
-// effective catalog after CoalesceWindow and publishes what changed.
+// effective catalog at most once per CoalesceWindow and publishes what changed.
 func (o *Overlay) Run(ctx context.Context) {
 	o.upLists = map[string][]json.RawMessage{}
 	refetch := protocol.KindTools | protocol.KindPrompts | protocol.KindResources
 	backoff := overlayRetryFloor
 	var retry <-chan time.Time
 	first := true
+	var done time.Time // when the last computation ended
 	for {
 		if !first {
 			select {
@@ -300,13 +315,16 @@ func (o *Overlay) Run(ctx context.Context) {
 			case <-retry:
 				retry = nil
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(CoalesceWindow):
+			if wait := CoalesceWindow - time.Since(done); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
 			}
 		}
 		first = false
+		coalesced := time.Now()
 		asked, uris := o.takePending()
 		refetch |= asked
 		var failed protocol.Kind
@@ -324,10 +342,19 @@ func (o *Overlay) Run(ctx context.Context) {
 			backoff = overlayRetryFloor
 		}
 		snap := o.compute()
+		computed := time.Now()
 		if o.last != nil {
 			o.publishDiff(o.last, snap, uris, asked&failed)
 		}
 		o.last = snap
+		done = time.Now()
+		if o.opts.Published != nil {
+			t := PublishTimes{Revision: snap.rev, Coalesced: coalesced, Computed: computed, Published: done}
+			if a := o.cur.Load(); a != nil && a.rev == snap.rev {
+				t.Applied = a.at
+			}
+			o.opts.Published(t)
+		}
 		if _, rev := o.Catalog(); rev != "" {
 			o.appliedOnce.Do(func() { close(o.appliedC) })
 		}
