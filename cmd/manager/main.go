@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -44,6 +45,7 @@ func main() {
 		pprofAddr       string
 		trustDomain     string
 		shardSelector   string
+		lease           leaseTimes
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
@@ -69,6 +71,12 @@ func main() {
 		"Run one shard of the fleet: reconcile only the MCPServers, MCPTools, MCPResources, MCPPrompts and MCPAccessPolicies this "+
 			"label selector on "+inject.LabelShard+" selects, e.g. "+inject.LabelShard+"=shard1, or '!"+inject.LabelShard+"' for the "+
 			"default shard; each shard elects its own leader (docs/sharding.md). Empty: every object.")
+	flag.DurationVar(&lease.duration, "leader-elect-lease-duration", 15*time.Second,
+		"How long the other replicas wait after the leader's last renewal before one takes the Lease over (the failover time when the leader dies).")
+	flag.DurationVar(&lease.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew its Lease before it gives up leading and exits; raise it, with the lease duration, "+
+			"where the API server can be slow to answer for seconds (a loaded control plane).")
+	flag.DurationVar(&lease.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often the leader renews, and the others try to acquire, the Lease.")
 	flag.StringVar(&certMode, "webhook-cert-mode", string(webhook.CertSelfSigned),
 		"Where the webhook's serving certificate comes from: self-signed (the manager issues, rotates and injects it), "+
 			"cert-manager (mounted from a cert-manager Certificate; caBundle injected by cert-manager), or none (no injection webhook).")
@@ -133,6 +141,9 @@ func main() {
 		LeaderElectionNamespace: webhookTLS.Namespace,
 		// Hand leadership over at once on shutdown instead of waiting a full lease.
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &lease.duration,
+		RenewDeadline:                 &lease.renewDeadline,
+		RetryPeriod:                   &lease.retryPeriod,
 		Cache:                         cacheOptions,
 	})
 	if err != nil {
@@ -167,4 +178,11 @@ func main() {
 		log.Error(err, "Running the manager")
 		os.Exit(1)
 	}
+}
+
+// leaseTimes are the leader-election durations (--leader-elect-*). client-go's leader election
+// refuses, when the manager starts, a lease duration not above the renew deadline, or a renew
+// deadline not above 1.2 retry periods.
+type leaseTimes struct {
+	duration, renewDeadline, retryPeriod time.Duration
 }

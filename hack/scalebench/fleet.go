@@ -158,16 +158,20 @@ func startFleetWatch(ctx context.Context, cfg *rest.Config, scheme *runtime.Sche
 }
 
 // ready counts the servers and the items (tools, resources, prompts) that are Ready=True for
-// their current generation, and remembers why one server is not (notReady).
-func (w *fleetWatch) ready(ctx context.Context) (servers, items int, err error) {
+// their current generation, remembers why one server is not (notReady), and returns the servers
+// that are Ready with every one of their items (done).
+func (w *fleetWatch) ready(ctx context.Context) (servers, items int, done map[string]bool, err error) {
+	// The lists are only read: no deep copies of the fleet four times a second.
 	var ss mcpv1alpha1.MCPServerList
-	if err := w.cache.List(ctx, &ss); err != nil {
-		return 0, 0, err
+	if err := w.cache.List(ctx, &ss, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, 0, nil, err
 	}
 	w.notReady = ""
+	done = map[string]bool{}
 	for i := range ss.Items {
 		if readyNow(ss.Items[i].Generation, ss.Items[i].Status.Conditions) {
 			servers++
+			done[ss.Items[i].Name] = true
 		} else if c := meta.FindStatusCondition(ss.Items[i].Status.Conditions, string(mcpv1alpha1.ConditionReady)); c != nil && w.notReady == "" {
 			w.notReady = fmt.Sprintf("%s: Ready=%s %s: %s", ss.Items[i].Name, c.Status, c.Reason, c.Message)
 		}
@@ -176,8 +180,8 @@ func (w *fleetWatch) ready(ctx context.Context) (servers, items int, err error) 
 	var rs mcpv1alpha1.MCPResourceList
 	var ps mcpv1alpha1.MCPPromptList
 	for _, l := range []client.ObjectList{&ts, &rs, &ps} {
-		if err := w.cache.List(ctx, l); err != nil {
-			return 0, 0, err
+		if err := w.cache.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
+			return 0, 0, nil, err
 		}
 	}
 	var its []mcpv1alpha1.CatalogItem
@@ -190,12 +194,106 @@ func (w *fleetWatch) ready(ctx context.Context) (servers, items int, err error) 
 	for i := range ps.Items {
 		its = append(its, &ps.Items[i])
 	}
+	readyItems := map[string]int{}
 	for _, it := range its {
 		if readyNow(it.GetGeneration(), it.GetConditions()) {
 			items++
+			readyItems[it.GetServerRef().Name]++
 		}
 	}
-	return servers, items, nil
+	for name := range done {
+		if readyItems[name] < w.o.tools+2 {
+			delete(done, name)
+		}
+	}
+	return servers, items, done, nil
+}
+
+// readyTracker polls ready every 250 ms in the background and remembers when each server was
+// first seen Ready with all its items. mu guards the fields below it.
+type readyTracker struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu             sync.Mutex
+	servers, items int
+	err            error
+	first          map[string]time.Time
+}
+
+// trackReady starts a readyTracker; with on false it tracks nothing (no reports: nothing is
+// ever Ready).
+func (w *fleetWatch) trackReady(ctx context.Context, on bool) *readyTracker {
+	ctx, cancel := context.WithCancel(ctx)
+	t := &readyTracker{cancel: cancel, done: make(chan struct{}), first: map[string]time.Time{}}
+	go func() {
+		defer close(t.done)
+		for on {
+			servers, items, ready, err := w.ready(ctx)
+			now := time.Now()
+			t.mu.Lock()
+			t.servers, t.items, t.err = servers, items, err
+			for name := range ready {
+				if _, seen := t.first[name]; !seen {
+					t.first[name] = now
+				}
+			}
+			t.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+	return t
+}
+
+// counts returns the last counts of ready servers and items.
+func (t *readyTracker) counts() (servers, items int, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.servers, t.items, t.err
+}
+
+// firstReady returns when each server was first seen ready with its items.
+func (t *readyTracker) firstReady() map[string]time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.first)
+}
+
+func (t *readyTracker) stop() {
+	t.cancel()
+	<-t.done
+}
+
+// latency summarises, over the fleet's servers, the time from each server's last create to its
+// being Ready with all its items.
+type latency struct {
+	P50     float64 `json:"p50Seconds"`
+	P99     float64 `json:"p99Seconds"`
+	Max     float64 `json:"maxSeconds"`
+	Servers int     `json:"servers"`
+}
+
+// serverReadyLatency computes latency from the declaration times (by server index) and the
+// first-ready times (by server name); a server never seen ready is left out (Servers says how
+// many count).
+func serverReadyLatency(declared []time.Time, ready map[string]time.Time) latency {
+	var secs []float64
+	for i, at := range declared {
+		if r, ok := ready[serverName(i)]; ok {
+			// A server seen ready before its last create finished returned counts as 0.
+			secs = append(secs, max(r.Sub(at).Seconds(), 0))
+		}
+	}
+	if len(secs) == 0 {
+		return latency{}
+	}
+	slices.Sort(secs)
+	at := func(q float64) float64 { return secs[min(len(secs)-1, int(q*float64(len(secs))))] }
+	return latency{P50: at(0.50), P99: at(0.99), Max: secs[len(secs)-1], Servers: len(secs)}
 }
 
 func readyNow(generation int64, conds []metav1.Condition) bool {
@@ -261,14 +359,20 @@ func (b *bench) cold(ctx context.Context) error {
 	m := b.managers[0]
 	p := b.beginPhase("cold", m)
 	start := time.Now()
+	// Each server's readiness is followed from the first create on, every 250 ms.
+	tracker := b.watch.trackReady(ctx, b.o.sidecarReports != reportsNone)
+	defer tracker.stop()
 	var lastCreate atomic.Int64
+	// declared[i]: when server i's last object was created (the server is then fully declared).
+	declared := make([]time.Time, b.o.servers)
 	err := parallel(b.o.servers, b.o.workers, func(i int) error {
 		for _, obj := range fleetObjects(i, b.o.tools) {
 			if err := b.c.Create(ctx, obj); err != nil {
 				return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 			}
 		}
-		lastCreate.Store(max(lastCreate.Load(), time.Now().UnixNano()))
+		declared[i] = time.Now()
+		lastCreate.Store(max(lastCreate.Load(), declared[i].UnixNano()))
 		return nil
 	})
 	if err != nil {
@@ -281,6 +385,7 @@ func (b *bench) cold(ctx context.Context) error {
 
 	var catalogsAt, availableAt, readyAt time.Time
 	reports := b.o.sidecarReports != reportsNone
+
 	progress := time.Now()
 	err = waitFor(ctx, b.o.timeout, "every catalog and Deployment", func() (bool, error) {
 		catalogs, available, err := b.watch.state(ctx, "")
@@ -289,7 +394,7 @@ func (b *bench) cold(ctx context.Context) error {
 		}
 		var servers, items int
 		if reports {
-			if servers, items, err = b.watch.ready(ctx); err != nil {
+			if servers, items, err = tracker.counts(); err != nil {
 				return false, err
 			}
 		}
@@ -329,6 +434,11 @@ func (b *bench) cold(ctx context.Context) error {
 	}
 	say("Last create → every catalog complete %.1f s, every Deployment available %.1f s, every server and item Ready %.1f s",
 		b.res.ColdCatalogsSeconds, b.res.ColdAvailableSeconds, b.res.ColdReadySeconds)
+	if reports {
+		b.res.ServerReady = serverReadyLatency(declared, tracker.firstReady())
+		say("Each server's last create → it and its items Ready: p50 %.1f s, p99 %.1f s, max %.1f s",
+			b.res.ServerReady.P50, b.res.ServerReady.P99, b.res.ServerReady.Max)
+	}
 	idle, err := b.waitIdle(ctx, m)
 	if err != nil {
 		return err
@@ -412,7 +522,7 @@ func (b *bench) edit(ctx context.Context) error {
 	say("Last edit → every catalog has it: %.1f s", b.res.EditSeconds)
 	if b.o.sidecarReports != reportsNone {
 		err = waitFor(ctx, b.o.timeout, "every server and item Ready after the edit", func() (bool, error) {
-			servers, items, err := b.watch.ready(ctx)
+			servers, items, _, err := b.watch.ready(ctx)
 			return servers == b.o.servers && items == b.items(), err
 		})
 		if err != nil {
@@ -717,29 +827,31 @@ func mb(b int64) float64 { return float64(b) / (1 << 20) }
 
 // results is the benchmark's outcome (one JSON line with -json).
 type results struct {
-	Started              string        `json:"started"`
-	Servers              int           `json:"servers"`
-	SidecarReports       string        `json:"sidecarReports"`
-	ToolsPerServer       int           `json:"toolsPerServer"`
-	Nodes                int           `json:"nodes"`
-	PodsPerNode          int           `json:"podsPerNode"`
-	Objects              int           `json:"objects"`
-	CreateSeconds        float64       `json:"createSeconds"`
-	ColdCatalogsSeconds  float64       `json:"coldCatalogsSeconds"`
-	ColdAvailableSeconds float64       `json:"coldAvailableSeconds"`
-	ColdSeconds          float64       `json:"coldSeconds"`
-	ColdReadySeconds     float64       `json:"coldReadySeconds"`
-	ColdIdleSeconds      float64       `json:"coldIdleSeconds"`
-	SteadySeconds        float64       `json:"steadySeconds"`
-	SteadyWrites         int           `json:"steadyWrites"`
-	EditSeconds          float64       `json:"editSeconds"`
-	EditReadySeconds     float64       `json:"editReadySeconds"`
-	DeleteSeconds        float64       `json:"deleteSeconds"`
-	Sidecars             int           `json:"sidecars"`
-	SidecarWatches       sidecarResult `json:"sidecarWatches"`
-	HA                   []haResult    `json:"ha"`
-	Phases               []phase       `json:"phases"`
-	ForeignCPU           string        `json:"foreignCpu"`
+	Started              string  `json:"started"`
+	Servers              int     `json:"servers"`
+	SidecarReports       string  `json:"sidecarReports"`
+	ToolsPerServer       int     `json:"toolsPerServer"`
+	Nodes                int     `json:"nodes"`
+	PodsPerNode          int     `json:"podsPerNode"`
+	Objects              int     `json:"objects"`
+	CreateSeconds        float64 `json:"createSeconds"`
+	ColdCatalogsSeconds  float64 `json:"coldCatalogsSeconds"`
+	ColdAvailableSeconds float64 `json:"coldAvailableSeconds"`
+	ColdSeconds          float64 `json:"coldSeconds"`
+	ColdReadySeconds     float64 `json:"coldReadySeconds"`
+	// ServerReady: each server's last create → it and its items Ready (cold phase).
+	ServerReady      latency       `json:"serverReady"`
+	ColdIdleSeconds  float64       `json:"coldIdleSeconds"`
+	SteadySeconds    float64       `json:"steadySeconds"`
+	SteadyWrites     int           `json:"steadyWrites"`
+	EditSeconds      float64       `json:"editSeconds"`
+	EditReadySeconds float64       `json:"editReadySeconds"`
+	DeleteSeconds    float64       `json:"deleteSeconds"`
+	Sidecars         int           `json:"sidecars"`
+	SidecarWatches   sidecarResult `json:"sidecarWatches"`
+	HA               []haResult    `json:"ha"`
+	Phases           []phase       `json:"phases"`
+	ForeignCPU       string        `json:"foreignCpu"`
 }
 
 func (b *bench) report() {
@@ -751,17 +863,21 @@ func (b *bench) report() {
 	fmt.Printf("cold: last create → every catalog        %7.1f s\n", r.ColdCatalogsSeconds)
 	fmt.Printf("cold: last create → every Deployment available %5.1f s\n", r.ColdAvailableSeconds)
 	fmt.Printf("cold: last create → every server and item Ready %5.1f s (simulated sidecar reports: %s)\n", r.ColdReadySeconds, r.SidecarReports)
+	fmt.Printf("cold: each server's last create → it and its items Ready: p50 %.1f s, p99 %.1f s, max %.1f s (%d servers)\n",
+		r.ServerReady.P50, r.ServerReady.P99, r.ServerReady.Max, r.ServerReady.Servers)
 	fmt.Printf("cold: last create → manager idle          %7.1f s\n", r.ColdIdleSeconds)
 	fmt.Printf("steady: manager writes in %.0f s (no Lease) %7d\n", r.SteadySeconds, r.SteadyWrites)
 	fmt.Printf("edit: last edit → every catalog has it    %7.1f s\n", r.EditSeconds)
 	fmt.Printf("edit: last edit → every server and item Ready %6.1f s\n", r.EditReadySeconds)
 	fmt.Printf("delete: → nothing left                    %7.1f s\n", r.DeleteSeconds)
-	fmt.Printf("\n%-8s %8s %12s %12s %14s %10s %10s %10s %10s %10s\n", "phase", "seconds", "srv rec/srv", "item rec/item", "manager writes", "mgr CPU s", "mgr RSS MB", "mgr peak", "api CPU s", "api RSS MB")
+	fmt.Printf("\n%-8s %8s %12s %12s %14s %10s %11s %10s %10s %10s %10s %9s %10s\n", "phase", "seconds", "srv rec/srv", "item rec/item", "manager writes",
+		"mgr CPU s", "mgr ms/srv", "mgr RSS MB", "mgr peak", "api CPU s", "api cores", "api/mgr", "api RSS MB")
 	for _, p := range r.Phases {
 		srv := p.Reconciles["mcpserver"] / float64(r.Servers)
 		it := (p.Reconciles["mcptool"] + p.Reconciles["mcpresource"] + p.Reconciles["mcpprompt"]) / items
-		fmt.Printf("%-8s %8.1f %12.2f %12.2f %14d %10.1f %10.0f %10.0f %10.1f %10.0f\n", p.Name, p.Seconds, srv, it,
-			p.ManagerWrites, p.ManagerCPU, p.ManagerRSSMB, p.ManagerPeakMB, p.APIServerCPU, p.APIServerRSSMB)
+		fmt.Printf("%-8s %8.1f %12.2f %12.2f %14d %10.1f %11.1f %10.0f %10.0f %10.1f %10.2f %9.1f %10.0f\n", p.Name, p.Seconds, srv, it,
+			p.ManagerWrites, p.ManagerCPU, p.ManagerCPU*1000/float64(r.Servers), p.ManagerRSSMB, p.ManagerPeakMB,
+			p.APIServerCPU, p.APIServerCPU/max(p.Seconds, 1e-9), p.APIServerCPU/max(p.ManagerCPU, 1e-9), p.APIServerRSSMB)
 	}
 	for _, p := range r.Phases {
 		keys := slices.Sorted(maps.Keys(p.Writes))

@@ -67,6 +67,8 @@ type options struct {
 	phases      string
 	managerEnv  string
 
+	leaseDuration time.Duration
+
 	sidecarReports string
 	reportLag      time.Duration
 	checkLag       time.Duration
@@ -92,6 +94,9 @@ func main() {
 	flag.BoolVar(&o.ha, "ha", true, "Run the high-availability phase (a second manager replica).")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "Upper bound of each wait (a phase: four of them).")
 	flag.StringVar(&o.managerArgs, "manager-args", "", "Extra manager flags, space-separated.")
+	flag.DurationVar(&o.leaseDuration, "lease-duration", time.Minute, "The managers' --leader-elect-lease-duration; their renew deadline is two thirds of it. "+
+		"Longer than the manager's default (15 s, renew deadline 10 s): on a loaded 2-core machine the control plane can leave a Lease renewal "+
+		"unanswered for more than 10 s, and the leader then gives up and exits. The ha phase's SIGKILL failover waits for it to expire.")
 	flag.StringVar(&o.managerEnv, "manager-env", "", "Extra environment of the manager processes, space-separated NAME=value (e.g. GOMEMLIMIT=180MiB).")
 	flag.StringVar(&o.jsonOut, "json", "", "Append the results as one JSON line to this file.")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the logs and the audit log (their folder is printed).")
@@ -267,9 +272,11 @@ func (b *bench) startManager(ctx context.Context, name string) (*managerproc.Man
 	if err != nil {
 		return nil, err
 	}
+	args = append(args, "--leader-elect-lease-duration="+b.o.leaseDuration.String(),
+		"--leader-elect-renew-deadline="+(b.o.leaseDuration*2/3).String())
 	m, err := managerproc.Start(ctx, managerproc.Options{
 		Bin: b.o.manager, Kubeconfig: b.env.KubeconfigPath, Dir: b.dir, Name: name,
-		LeaderElect: true, Webhook: true, Args: append(strings.Fields(b.o.managerArgs), args...),
+		LeaderElect: true, Webhook: true, Args: append(args, strings.Fields(b.o.managerArgs)...), // -manager-args win
 		Env: strings.Fields(b.o.managerEnv),
 	})
 	if err != nil {
