@@ -8,7 +8,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 missing=()
-for c in containerd runc ctr iptables conntrack ipset; do command -v "$c" >/dev/null || missing+=("$c"); done
+for c in containerd runc ctr nft iptables conntrack ipset; do command -v "$c" >/dev/null || missing+=("$c"); done
 for p in bridge host-local portmap loopback; do [[ -x $CNI_BIN/$p ]] || missing+=("$CNI_BIN/$p"); done
 if ((${#missing[@]})); then
 	log "installing Debian packages ($APT_PACKAGES): missing ${missing[*]}"

@@ -20,9 +20,11 @@ for c in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/k8s.io /sys/fs/cgroup/kubepo
 done
 r=$( (iptables-save; ip6tables-save) 2>/dev/null | grep -cE "KUBE-|CNI-|$GUARD")
 ((r == 0)) || left+=("$r iptables lines with KUBE-/CNI-/$GUARD")
-if [[ -f $B/iptables.txt ]] && ! diff <(iptables-save | grep -v '^#') "$B/iptables.txt" >/dev/null; then
-	left+=("iptables differ from before the node: $(diff <(iptables-save | grep -v '^#') "$B/iptables.txt" | head -5 | tr '\n' ' ')")
-fi
+for x in iptables ip6tables; do
+	if [[ -f $B/$x.txt ]] && ! diff <(iptables_rules $x) "$B/$x.txt" >/dev/null; then
+		left+=("$x differ from before the node: $(diff <(iptables_rules $x) "$B/$x.txt" | head -5 | tr '\n' ' ')")
+	fi
+done
 if command -v ipset >/dev/null; then
 	s=$(ipset list -n 2>/dev/null | grep -cE '^(KUBE-|kube-router)')
 	((s == 0)) || left+=("$s ipsets of kube-router: $(ipset list -n | grep -E '^(KUBE-|kube-router)' | head -5 | tr '\n' ' ')")

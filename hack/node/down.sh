@@ -76,13 +76,14 @@ done
 if command -v ipset >/dev/null; then
 	for n in $(ipset list -n 2>/dev/null | grep -E '^(KUBE-|kube-router)'); do ipset destroy "$n" || log "ipset destroy $n failed"; done
 fi
-# iptables-nft creates (empty) tables on first use: drop them if the host had none.
-# Only tables that are empty now, so that nobody else's rules go with them.
-if [[ ! -s $NODE_DIR/baseline/iptables.txt ]] && command -v nft >/dev/null; then
+# iptables-nft creates (empty) tables on first use: drop those the host did not have before the
+# node (baseline), and only while they are empty, so that nobody else's rules go with them.
+if command -v nft >/dev/null; then
 	for f in ip ip6; do
 		x=iptables
 		[[ $f == ip6 ]] && x=ip6tables
 		for t in mangle filter nat raw security; do
+			grep -qx "\*$t" "$NODE_DIR/baseline/$x.txt" 2>/dev/null && continue
 			rules=$($x-save -t $t 2>/dev/null)
 			if ! grep -qE '^(-A |:[^ ]+ - )' <<<"$rules"; then nft delete table $f $t 2>/dev/null; fi
 		done

@@ -21,13 +21,18 @@ API_PORT=16443
 ETCD_PORT=23790 ETCD_PEER_PORT=23800 KUBELET_PORT=20250 KUBELET_HEALTHZ_PORT=20248
 KCM_PORT=20257 SCHEDULER_PORT=20259 PROXY_METRICS_PORT=20249 PROXY_HEALTHZ_PORT=20256
 GUARD=SBNODE-GUARD
-# Debian packages (bookworm): containerd 1.6, runc, CNI bridge/host-local/portmap, iptables, ipset (kube-router).
-APT_PACKAGES="containerd runc containernetworking-plugins iptables conntrack ipset"
+# Debian packages (bookworm): containerd 1.6, runc, CNI bridge/host-local/portmap, iptables, ipset (kube-router),
+# nftables (nft: teardown drops the empty tables iptables-nft created, which no iptables command can).
+APT_PACKAGES="containerd runc containernetworking-plugins iptables conntrack ipset nftables"
 CNI_BIN=/usr/lib/cni
 KUBECONFIG_ADMIN=$NODE_DIR/pki/admin.kubeconfig
 CTR="ctr -a $NODE_DIR/run/containerd/containerd.sock -n k8s.io"
 
 log() { echo "node: $*" >&2; }
+# A rule set (iptables_rules iptables|ip6tables) without comments and packet counters: what the
+# baseline and the clean-host check compare (counters move with any traffic; they are not part of
+# what the node left).
+iptables_rules() { "$1-save" 2>/dev/null | grep -v '^#' | sed -E 's/ \[[0-9]+:[0-9]+\]$//'; }
 die() { echo "node: FAILED: $*" >&2; exit 1; }
 now() { date +%s.%N; }
 since() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }

@@ -20,7 +20,7 @@ for b in kubelet kube-proxy; do
 	[[ -x $NODE_BINS/$b ]] || die "no $b in $NODE_BINS: run hack/node/bins.sh (builds it once from Go modules)"
 done
 [[ -x $KUBE_ROUTER_BINS/kube-router ]] || die "no kube-router in $KUBE_ROUTER_BINS: run hack/node/bins.sh (builds it once from its Go module)"
-for c in containerd runc ctr iptables iptables-save iptables-restore conntrack ipset openssl jq curl bc; do
+for c in containerd runc ctr nft iptables iptables-save iptables-restore conntrack ipset openssl jq curl bc; do
 	command -v "$c" >/dev/null || die "$c not found: apt-get install $APT_PACKAGES jq curl openssl bc (hack/node/bins.sh installs them)"
 done
 for p in bridge host-local portmap loopback; do
@@ -50,7 +50,7 @@ if [[ ! -s $B/sysctl.txt ]]; then
 	for p in /var/log/containers /var/lib/cni /var/lib/kubelet /run/containerd; do
 		[[ -e $p ]] && echo "$p present" || echo "$p absent"
 	done >"$B/paths.txt"
-	iptables-save | grep -v '^#' >"$B/iptables.txt" || true
+	for x in iptables ip6tables; do iptables_rules $x >"$B/$x.txt" || true; done
 fi
 
 # 2. Configuration files and a throwaway PKI (openssl).
