@@ -149,7 +149,8 @@ func TestChartDefaults(t *testing.T) {
 		assertRestricted(t, &d)
 		args := d.Spec.Template.Spec.Containers[0].Args
 		for _, want := range []string{"--leader-elect=true", "--sidecar-image=switchboard-sidecar:0.1.0", "--webhook-cert-mode=self-signed",
-			"--kube-api-qps=500", "--kube-api-burst=1000", "--max-concurrent-reconciles=32"} {
+			"--kube-api-qps=500", "--kube-api-burst=1000", "--max-concurrent-reconciles=32",
+			"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"} {
 			if !slices.Contains(args, want) {
 				t.Errorf("manager args %v lack %s", args, want)
 			}

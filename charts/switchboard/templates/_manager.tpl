@@ -38,6 +38,9 @@ spec:
           imagePullPolicy: {{ $r.Values.image.pullPolicy }}
           args:
             - --leader-elect={{ $r.Values.leaderElection.enabled }}
+            - --leader-elect-lease-duration={{ $r.Values.leaderElection.leaseDuration }}
+            - --leader-elect-renew-deadline={{ $r.Values.leaderElection.renewDeadline }}
+            - --leader-elect-retry-period={{ $r.Values.leaderElection.retryPeriod }}
             - --health-probe-bind-address=:8081
             - --metrics-bind-address={{ if $r.Values.metrics.enabled }}:{{ $r.Values.metrics.port }}{{ else }}0{{ end }}
             - --sidecar-image={{ include "switchboard.sidecarImage" $r }}
