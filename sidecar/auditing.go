@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/audit"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/tracing"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -336,7 +337,7 @@ func (w *auditWriter) Write(b []byte) (int, error) {
 
 // auditFrom returns the auditWriter behind w when the request is audited.
 func auditFrom(w http.ResponseWriter) *auditWriter {
-	if tw, ok := w.(*tracedWriter); ok {
+	if tw, ok := w.(*tracing.RequestWriter); ok {
 		w = tw.ResponseWriter
 	}
 	aw, _ := w.(*auditWriter)
@@ -405,8 +406,8 @@ func noteSent(w http.ResponseWriter) {
 
 // noteError notes the JSON-RPC error the request is answered with.
 func noteError(w http.ResponseWriter, e *wire.Error) {
-	if tw := tracedFrom(w); tw != nil {
-		tw.recordError(e.Code, e.Message)
+	if tw := tracing.From(w); tw != nil {
+		tw.RecordError(e.Code, e.Message)
 	}
 	if aw := auditFrom(w); aw != nil {
 		aw.code = e.Code
@@ -424,8 +425,8 @@ func auditError(w http.ResponseWriter, e *wire.Error) {
 // noteResponse notes the upstream's JSON-RPC response the sidecar relays: its error, or a
 // result and whether it is a tool error or input_required.
 func noteResponse(w http.ResponseWriter, msg []byte) {
-	if tw := tracedFrom(w); tw != nil {
-		tw.observeResponse(msg)
+	if tw := tracing.From(w); tw != nil {
+		tw.ObserveResponse(msg)
 	}
 	aw := auditFrom(w)
 	if aw == nil {

@@ -70,7 +70,7 @@
 // (pure); authn, the verified caller; audit, the audit record, argument
 // redaction and a sink that never delays a call; tracing, the tracer (OTLP
 // set-up, sampling, trace context in and out, the fan-out's and the drain's
-// spans; the hub's Tracer); inflight, what the replica
+// spans, a request's span to its end (RequestWriter); the hub's Tracer); inflight, what the replica
 // is serving (the in-flight cap's admitted POSTs, the requests a drain waits
 // for, the draining flag, the drain budget's abort context); stdio, the
 // stdio bridge (`sidecar stdio`); procs, how many OS threads run Go code
@@ -112,5 +112,6 @@
 //     upstream gets, the caller's upstream credential among them.
 //   - server.go, tracing.go, limits.go: the Server (the rooms'
 //     handles; the drain's exported handle on sidecar/inflight),
-//     a request's span (on sidecar/tracing's tracer), request limits.
+//     a request's span started with its attributes (sidecar/tracing
+//     carries it to its end), request limits.
 package sidecar

@@ -44,6 +44,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/tracing"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -157,9 +158,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer aw.finish()
 	}
 	if s.tr != nil {
-		var tw *tracedWriter
+		var tw *tracing.RequestWriter
 		if w, tw = s.startSpan(w, r, req); tw != nil {
-			defer tw.finish()
+			defer tw.Finish()
 		}
 	}
 	// Every other request is in flight until it is answered: the drain
