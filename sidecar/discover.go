@@ -24,13 +24,13 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 		s.fail(w, req.id, e)
 		return
 	}
-	ureq, err := http.NewRequestWithContext(cred.withHeader(r.Context()), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
+	ureq, err := http.NewRequestWithContext(cred.WithHeader(r.Context()), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
 	if err != nil {
 		s.fail(w, req.id, wire.NewError(http.StatusInternalServerError, wire.CodeInternalError, "Internal error: "+err.Error()))
 		return
 	}
 	setUpstreamHeaders(ureq, r)
-	cred.set(ureq.Header)
+	cred.Set(ureq.Header)
 	start := time.Now()
 	status, msg, err := s.up.RoundTrip(ureq)
 	s.m.ObserveUpstream(protocol.MethodDiscover, time.Since(start))

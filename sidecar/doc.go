@@ -37,6 +37,10 @@
 //     modern shape and back, the Mcp-Param-* headers of translated calls,
 //     cancellation and the input relay. Knows no request routing, no method
 //     table and no catalog.
+//   - sidecar/credential: the caller's upstream credential: the catalog's
+//     mapping of the verified caller to a key of a watched Secret, the
+//     header the upstream gets it in, the 403 that names what to fix when
+//     the caller has none. Knows no request routing and no method table.
 //   - sidecar/upstream: the server behind the sidecar, always spoken to in
 //     2026-07-28: the discover cache and readiness, the transports that
 //     translate for a 2025-era server (session pool, input relay, its GET
@@ -107,9 +111,10 @@
 //   - discover.go, listen.go, notify.go: server/discover and the merged
 //     capabilities (sidecar/rules); subscriptions/listen and the stream transports; the
 //     notifications clients send.
-//   - forward.go, forwarded.go, credentials.go: forwarding to the upstream
-//     (through sidecar/upstream), relaying SSE, stamping; the headers the
-//     upstream gets, the caller's upstream credential among them.
+//   - forward.go, forwarded.go: forwarding to the upstream (through
+//     sidecar/upstream), relaying SSE, stamping; the headers the upstream
+//     gets, the caller's upstream credential (sidecar/credential) among
+//     them.
 //   - server.go, tracing.go, limits.go: the Server (the rooms'
 //     handles; the drain's exported handle on sidecar/inflight),
 //     a request's span started with its attributes (sidecar/tracing

@@ -97,13 +97,13 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 		s.failCall(w, req, lc, e)
 		return
 	}
-	ureq, err := http.NewRequestWithContext(cred.withHeader(ctx), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
+	ureq, err := http.NewRequestWithContext(cred.WithHeader(ctx), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
 	if err != nil {
 		s.failCall(w, req, lc, wire.NewError(http.StatusInternalServerError, wire.CodeInternalError, "Internal error: "+err.Error()))
 		return
 	}
 	setUpstreamHeaders(ureq, r)
-	cred.set(ureq.Header)
+	cred.Set(ureq.Header)
 	if s.tr != nil {
 		s.injectUpstream(ureq.Header, req)
 	}

@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/credential"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
 // isForwardingHeader reports the headers that tell a server who its client is. The upstream
@@ -66,4 +68,19 @@ func setUpstreamHeaders(out, in *http.Request) {
 		dst["X-Forwarded-Proto"] = protoHTTP
 	}
 	setIdentityHeaders(dst, authn.FromContext(in.Context()))
+}
+
+// credentialFor resolves the upstream credential of the caller of r (sidecar/credential) from
+// the live catalog and the watched Secret: none when the catalog asks for none, an error (the
+// request must not reach the upstream) when the caller has none or its key cannot be read.
+// The credential's Set replaces the client's header of its name after setUpstreamHeaders.
+func (s *Server) credentialFor(r *http.Request) (credential.Credential, *wire.Error) {
+	if s.opts.Overlay == nil {
+		return credential.Credential{}, nil
+	}
+	c, _ := s.opts.Overlay.Catalog()
+	if c.Auth == nil || c.Auth.UpstreamCredentials == nil {
+		return credential.Credential{}, nil
+	}
+	return credential.For(c, s.opts.Overlay.Contents(), authn.FromContext(r.Context()))
 }

@@ -536,7 +536,7 @@ var legacyForwardHeaders = []string{"Authorization", "Traceparent", "Tracestate"
 type credentialHeaderKey struct{}
 
 // WithCredentialHeader names the header carrying the caller's upstream credential (the
-// sidecar's credentials.go), which a legacy upstream gets with legacyForwardHeaders.
+// room sidecar/credential), which a legacy upstream gets with legacyForwardHeaders.
 func WithCredentialHeader(ctx context.Context, canonicalName string) context.Context {
 	return context.WithValue(ctx, credentialHeaderKey{}, canonicalName)
 }
