@@ -72,7 +72,8 @@
 // no method table: sidecar.NewMetrics gives it the method label's values);
 // access, a caller's grant under the catalog's access policies
 // (pure); authn, the verified caller; audit, the audit record, argument
-// redaction and a sink that never delays a call; tracing, the tracer (OTLP
+// redaction, a sink that never delays a call and the Trail (the sinks the
+// catalog's Audit names, swapped live); tracing, the tracer (OTLP
 // set-up, sampling, trace context in and out, the fan-out's and the drain's
 // spans, a request's span to its end (RequestWriter); the hub's Tracer); inflight, what the replica
 // is serving (the in-flight cap's admitted POSTs, the requests a drain waits
@@ -100,7 +101,8 @@
 //   - auth.go, authz.go: who the caller is (package authn) and what it may
 //     use (package access decides); refusals look like unknown names.
 //   - auditing.go: the audit trail the catalog asks for: one record per
-//     audited request, written when its handler returns (package audit).
+//     audited request, filled by the steps on the way and written when its
+//     handler returns (to package audit's Trail).
 //   - legacyserve.go: where the path meets sidecar/legacy: the methods the
 //     sidecar answers for 2025-era clients, their GET streams and DELETE,
 //     the translation before the choke point, a session's call through the
