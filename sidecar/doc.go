@@ -77,7 +77,9 @@
 // set-up, sampling, trace context in and out, the fan-out's and the drain's
 // spans, a request's span to its end (RequestWriter); the hub's Tracer); inflight, what the replica
 // is serving (the in-flight cap's admitted POSTs, the requests a drain waits
-// for, the draining flag, the drain budget's abort context); stdio, the
+// for, the draining flag, the drain budget's abort context); stream, the
+// transports of the streams the sidecar holds open (a hijacked HTTP/1.1
+// connection, chunked, or a parked handler; the hub's FrameWriter); stdio, the
 // stdio bridge (`sidecar stdio`); procs, how many OS threads run Go code
 // (one for requests, more for large fan-outs and queueing load).
 // hub/hubtest, overlay/overlaytest and rules/rulestest hold what the tests
@@ -111,8 +113,9 @@
 //     routing, resources/read, prompts/get, completion/complete), answered
 //     from sidecar/overlay's live catalog.
 //   - discover.go, listen.go, notify.go: server/discover and the merged
-//     capabilities (sidecar/rules); subscriptions/listen and the stream transports; the
-//     notifications clients send.
+//     capabilities (sidecar/rules); subscriptions/listen and a stream's
+//     opening on its transport (sidecar/stream); the notifications clients
+//     send.
 //   - forward.go, forwarded.go: forwarding to the upstream (through
 //     sidecar/upstream), relaying SSE, stamping; the headers the upstream
 //     gets, the caller's upstream credential (sidecar/credential) among
