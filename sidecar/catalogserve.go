@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/audit"
+	"github.com/switchboard-mcp/switchboard/sidecar/headers"
 	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules"
@@ -43,7 +44,7 @@ func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (
 		if err != nil {
 			return nil, err
 		}
-		setUpstreamHeaders(ureq, r)
+		headers.ForUpstream(ureq, r)
 		cred.Set(ureq.Header)
 		return ureq, nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/headers"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
@@ -29,7 +30,7 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 		s.fail(w, req.id, wire.NewError(http.StatusInternalServerError, wire.CodeInternalError, "Internal error: "+err.Error()))
 		return
 	}
-	setUpstreamHeaders(ureq, r)
+	headers.ForUpstream(ureq, r)
 	cred.Set(ureq.Header)
 	start := time.Now()
 	status, msg, err := s.up.RoundTrip(ureq)

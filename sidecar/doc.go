@@ -37,6 +37,10 @@
 //     modern shape and back, the Mcp-Param-* headers of translated calls,
 //     cancellation and the input relay. Knows no request routing, no method
 //     table and no catalog.
+//   - sidecar/headers: which headers cross the hop to the upstream and
+//     back: the hop-by-hop headers, the client's headers the upstream gets,
+//     the sidecar's own forwarding and identity headers in place of any the
+//     client sent. Knows no MCP and no routing.
 //   - sidecar/credential: the caller's upstream credential: the catalog's
 //     mapping of the verified caller to a key of a watched Secret, the
 //     header the upstream gets it in, the 403 that names what to fix when
@@ -116,10 +120,10 @@
 //     capabilities (sidecar/rules); subscriptions/listen and a stream's
 //     opening on its transport (sidecar/stream); the notifications clients
 //     send.
-//   - forward.go, forwarded.go: forwarding to the upstream (through
-//     sidecar/upstream), relaying SSE, stamping; the headers the upstream
-//     gets, the caller's upstream credential (sidecar/credential) among
-//     them.
+//   - forward.go: forwarding to the upstream (through sidecar/upstream),
+//     relaying SSE, stamping; the upstream request's headers come from
+//     sidecar/headers, the caller's upstream credential from
+//     sidecar/credential.
 //   - server.go, tracing.go, limits.go: the Server (the rooms'
 //     handles; the drain's exported handle on sidecar/inflight),
 //     a request's span started with its attributes (sidecar/tracing

@@ -526,10 +526,10 @@ func withID(msg, id []byte) []byte {
 }
 
 // legacyForwardHeaders are the client headers a legacy upstream gets (the
-// X-Forwarded-* ones as setUpstreamHeaders made them: the sidecar's, not the client's).
+// X-Forwarded-* ones as sidecar/headers made them: the sidecar's, not the client's).
 var legacyForwardHeaders = []string{"Authorization", "Traceparent", "Tracestate", "Baggage",
 	"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
-	// The verified caller, as setIdentityHeaders made them (the sidecar's auth.go).
+	// The verified caller, as sidecar/headers made them.
 	protocol.HeaderSubject, protocol.HeaderGroups, protocol.HeaderServiceAccount, protocol.HeaderSPIFFE, protocol.HeaderIssuer}
 
 // credentialHeaderKey is the context key of WithCredentialHeader.
