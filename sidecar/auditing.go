@@ -360,21 +360,9 @@ func (w *auditWriter) traceID() string {
 	}
 	if v, ok, _ := wire.Field(w.req.meta, "traceparent"); ok {
 		tp, _ := wire.StringValue(v)
-		if t := traceIDOf(tp); t != "" {
+		if t := tracing.TraceIDOf(tp); t != "" {
 			return t
 		}
 	}
-	return traceIDOf(wire.HeaderValue(w.r.Header, "Traceparent"))
-}
-
-// traceIDOf is the trace id of a W3C traceparent (version-traceid-parentid-flags), or "".
-func traceIDOf(tp string) string {
-	if len(tp) < 55 || tp[2] != '-' || tp[35] != '-' {
-		return ""
-	}
-	id, err := trace.TraceIDFromHex(tp[3:35])
-	if err != nil {
-		return ""
-	}
-	return id.String()
+	return tracing.TraceIDOf(wire.HeaderValue(w.r.Header, "Traceparent"))
 }

@@ -77,30 +77,13 @@ func markRouted(w http.ResponseWriter) {
 }
 
 // injectUpstream gives the upstream request the context of the request's
-// (sampled) span: the traceparent header (tracestate, baggage), and
-// params._meta's traceparent rewritten in place when the client sent one
-// there (same length, so the body is not re-encoded). An unsampled span
-// adds nothing: the upstream gets the client's own context, if any, as the
-// client sent it.
+// (sampled) span, in its headers and in params._meta when the client put a
+// traceparent there (tracing.InjectRequest). An unsampled span adds nothing:
+// the upstream gets the client's own context, if any, as the client sent it.
 func (s *Server) injectUpstream(h http.Header, req *request) {
-	if req.traceCtx == nil {
-		return
+	if req.traceCtx != nil {
+		s.tr.InjectRequest(req.traceCtx, h, req.meta)
 	}
-	s.tr.Inject(req.traceCtx, h)
-	tp := h.Get("Traceparent")
-	if req.meta == nil || tp == "" {
-		return
-	}
-	_ = wire.EachMember(req.meta, func(m wire.Member) bool {
-		if !wire.KeyIs(m.Key, "traceparent") {
-			return true
-		}
-		v := req.meta[m.Start:m.End]
-		if len(v) == len(tp)+2 && v[0] == '"' && v[len(v)-1] == '"' {
-			copy(v[1:], tp) // req.meta is a slice of req.body
-		}
-		return false
-	})
 }
 
 // truncateString cuts s to at most n bytes (on a rune boundary), marking the cut.

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -122,4 +123,38 @@ func RawIDString(id json.RawMessage) string {
 		return s
 	}
 	return string(id)
+}
+
+// InjectRequest gives an upstream request the trace context of ctx, a sampled request span's:
+// the traceparent header (tracestate, baggage), and the traceparent of meta (the request's
+// params._meta, a slice of its body) rewritten in place when the client sent one there (same
+// length, so the body is not re-encoded).
+func (t *Tracer) InjectRequest(ctx context.Context, h http.Header, meta []byte) {
+	t.Inject(ctx, h)
+	tp := h.Get("Traceparent")
+	if meta == nil || tp == "" {
+		return
+	}
+	_ = wire.EachMember(meta, func(m wire.Member) bool {
+		if !wire.KeyIs(m.Key, "traceparent") {
+			return true
+		}
+		v := meta[m.Start:m.End]
+		if len(v) == len(tp)+2 && v[0] == '"' && v[len(v)-1] == '"' {
+			copy(v[1:], tp)
+		}
+		return false
+	})
+}
+
+// TraceIDOf is the trace id of a W3C traceparent (version-traceid-parentid-flags), or "".
+func TraceIDOf(tp string) string {
+	if len(tp) < 55 || tp[2] != '-' || tp[35] != '-' {
+		return ""
+	}
+	id, err := trace.TraceIDFromHex(tp[3:35])
+	if err != nil {
+		return ""
+	}
+	return id.String()
 }
