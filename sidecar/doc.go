@@ -50,7 +50,8 @@
 //     translate for a 2025-era server (session pool, input relay, its GET
 //     stream), and the relay of the sidecar's listen stream on it.
 //   - sidecar/hub: the open listen streams: fan-out, keepalive, expiry, the
-//     replica's subscription budget and the drain's EndAll. Knows no HTTP
+//     replica's subscription budget, the drain's EndAll, and the events that
+//     open and end a stream. Knows no HTTP
 //     routing and no catalog: a stream's transport is a hub.FrameWriter,
 //     what it counts goes to a hub.Observer (Metrics), its spans start
 //     through a hub.Tracer (Tracing).

@@ -93,7 +93,7 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 	st.OnClose = s.hub.Uncharge
 	// A listen that honours nothing, or arrives while draining, gets its
 	// acknowledgement and then its complete result at once.
-	if !s.attachStream(w, r, st, ackEvent(st.ID, agreedJSON, st.Expires), kinds == 0 && len(uris) == 0, func() {
+	if !s.attachStream(w, r, st, hub.AckEvent(st, agreedJSON), kinds == 0 && len(uris) == 0, func() {
 		s.fail(w, req.id, hub.ErrSubscriptionLimit(http.StatusServiceUnavailable))
 	}) {
 		s.hub.Uncharge(st) // never registered, or already closed
@@ -218,21 +218,4 @@ func (s *Server) register(st *hub.Stream, endNow, draining bool) (added, end boo
 		s.hub.Release()
 	}
 	return added, endNow || !added
-}
-
-// ackEvent renders notifications/subscriptions/acknowledged. With a caller whose authorization
-// ends (until not zero), it carries authorizedUntil (RFC 3339): the stream ends then (the MCP
-// draft "Authorization lifetime for subscription streams").
-func ackEvent(id, agreed []byte, until time.Time) []byte {
-	b := make([]byte, 0, 240+len(id)+len(agreed))
-	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+protocol.NotifAcknowledged+"\",\"params\":{\"_meta\":{\""+protocol.MetaSubscriptionID+"\":"...)
-	b = append(b, id...)
-	b = append(b, `},"notifications":`...)
-	b = append(b, agreed...)
-	if !until.IsZero() {
-		b = append(b, `,"authorizedUntil":"`...)
-		b = until.UTC().AppendFormat(b, time.RFC3339)
-		b = append(b, '"')
-	}
-	return append(b, "}}\n\n"...)
 }
