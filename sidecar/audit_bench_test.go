@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
+	"github.com/switchboard-mcp/switchboard/sidecar/audit"
 	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 )
 
@@ -50,7 +51,7 @@ func BenchmarkForwardAudit(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer s.audit.close()
+			defer s.audit.Close()
 			front := httptest.NewServer(s)
 			defer front.Close()
 			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + fuzzMeta + `,"name":"echo","arguments":` + benchArguments1KB + `}}`)
@@ -84,9 +85,8 @@ func BenchmarkAuditRecord(b *testing.B) {
 			c := &catalog.Catalog{SchemaVersion: catalog.SchemaVersion, Server: catalog.Server{Namespace: "bench", Name: "bench"},
 				Audit: &catalog.Audit{Arguments: mode, Redact: []string{"query.filter.*.value"}, Methods: catalog.DefaultAuditMethods, Denials: true}}
 			quiet := slog.New(slog.DiscardHandler)
-			a := newAuditor(io.Discard, "bench-0", quiet, nil)
-			a.queue = b.N + 1
-			st := a.state(c)
+			a := audit.NewTrail(audit.TrailOptions{Out: io.Discard, Queue: b.N + 1, Pod: "bench-0", Log: quiet})
+			st := a.State(c.Audit)
 			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + fuzzMeta + `,"name":"echo","arguments":` + benchArguments1KB + `}}`)
 			req, e := parseRequest(body)
 			if e != nil {
@@ -102,7 +102,7 @@ func BenchmarkAuditRecord(b *testing.B) {
 				aw.sent, aw.result, aw.status = true, true, 200
 				aw.finish()
 			}
-			a.close()
+			a.Close()
 			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}

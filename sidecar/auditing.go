@@ -4,14 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -21,6 +14,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/audit"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/tracing"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -31,201 +25,10 @@ import (
 // sent it and whichever step answered it. The steps note on the way what only they know: the
 // decision (deny, at the catalog step), the name the upstream got (routedAs), that the request
 // went upstream (forwardOnce), the answer (fail, noteResponse, an input round). Emitting hands
-// the record to the sink's queue and never waits (audit.Sink).
+// the record to the sinks' queues of the catalog's Audit (audit.Trail) and never waits.
 
 // maxAuditNameBytes bounds the name a record keeps (a client's free text when nobody serves it).
 const maxAuditNameBytes = 1024
-
-// auditor keeps the sinks and the redactor of the catalog's Audit. The state is swapped whole
-// when the catalog's Audit changes (a new catalog revision), under mu; requests read it with
-// one atomic load.
-type auditor struct {
-	out    io.Writer // stdout
-	queue  int       // records waiting per sink (audit.DefaultQueue when 0)
-	pod    string
-	dir    string // the directory an audit file must be in (catalog.AuditDir when empty)
-	log    *slog.Logger
-	onDrop func()
-
-	cur    atomic.Pointer[auditState]
-	mu     sync.Mutex  // guards swaps of cur, and stdout
-	stdout *audit.Sink // created with the first stdout state, closed by close
-	// closing counts the files being closed in the background, which close waits for.
-	closing sync.WaitGroup
-}
-
-// auditState is one catalog Audit, compiled.
-type auditState struct {
-	cfg  *catalog.Audit // the catalog's, compared by pointer
-	red  *audit.Redactor
-	sink *audit.Sink // JSON lines: the file's or stdout's; nil when records go over OTLP only
-	// file is the open audit file (nil: sink is the stdout sink); the state that opened it
-	// hands it on to the next state with the same path, and the last one closes it.
-	file *os.File
-	// otlp exports records to cfg.OTLPEndpoint; handed on like file.
-	otlp *audit.Sink
-}
-
-// emit hands r to the state's sinks.
-func (st *auditState) emit(r *audit.Record) {
-	if st.sink != nil {
-		st.sink.Emit(r)
-	}
-	if st.otlp != nil {
-		st.otlp.Emit(r)
-	}
-}
-
-func newAuditor(out io.Writer, pod string, log *slog.Logger, onDrop func()) *auditor {
-	if out == nil {
-		out = os.Stdout
-	}
-	return &auditor{out: out, pod: pod, log: log, onDrop: onDrop}
-}
-
-// state is the compiled Audit of catalog c: nil when c has none.
-func (a *auditor) state(c *catalog.Catalog) *auditState {
-	st := a.cur.Load()
-	if st == nil && c.Audit == nil {
-		return nil
-	}
-	if st != nil && st.cfg == c.Audit {
-		return st
-	}
-	return a.swap(c.Audit)
-}
-
-// swap makes cfg's state the current one, reusing the sink when the destination is the same,
-// and closes the previous file sink otherwise (in the background: Close writes what is queued).
-// A record emitted to a sink being closed is dropped and counted.
-func (a *auditor) swap(cfg *catalog.Audit) *auditState {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	old := a.cur.Load()
-	if (old == nil && cfg == nil) || (old != nil && old.cfg == cfg) {
-		return old
-	}
-	var next *auditState
-	if cfg != nil {
-		red, err := audit.NewRedactor(audit.Mode(cfg.Arguments), cfg.Redact, 0)
-		if err != nil {
-			// Decode validated the paths; should the redactor still refuse them, no argument is kept.
-			a.log.Error("Audit arguments cannot be redacted as configured; records keep no arguments", "err", err)
-			red, _ = audit.NewRedactor(audit.ModeOff, nil, 0)
-		}
-		next = &auditState{cfg: cfg, red: red}
-		a.openFile(old, next)
-		a.openOTLP(old, next)
-		if next.sink == nil && next.otlp == nil {
-			next.sink = a.stdoutSink()
-		}
-		a.log.Info("Auditing requests", "methods", cfg.Methods, "denials", cfg.Denials, "arguments", cfg.Arguments,
-			"file", cfg.File, "otlpEndpoint", cfg.OTLPEndpoint)
-	} else {
-		a.log.Info("Auditing off")
-	}
-	a.cur.Store(next)
-	if old != nil && old.file != nil && (next == nil || next.file != old.file) {
-		a.closing.Go(func() { closeAuditFile(a.log, old) })
-	}
-	if old != nil && old.otlp != nil && (next == nil || next.otlp != old.otlp) {
-		a.closing.Go(func() { closeOTLP(a.log, old.otlp) })
-	}
-	return next
-}
-
-// openFile gives next the file sink its Audit names: old's when the path is the same, else
-// a newly opened file. A file outside the audit directory is refused, and one that cannot be
-// opened is left out: either way the records go to stdout (openOTLP aside), said in the log.
-func (a *auditor) openFile(old, next *auditState) {
-	file := next.cfg.File
-	switch {
-	case file == "":
-		return
-	case old != nil && old.file != nil && old.file.Name() == file:
-		next.sink, next.file = old.sink, old.file
-		return
-	case !inDir(cmp.Or(a.dir, catalog.AuditDir), file):
-		a.log.Error("Refusing an audit file outside the audit directory; audit records go to stdout", "file", file,
-			"dir", cmp.Or(a.dir, catalog.AuditDir))
-	default:
-		f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			a.log.Error("Opening the audit file failed; audit records go to stdout", "file", file, "err", err)
-			break
-		}
-		next.sink, next.file = audit.NewSink(f, a.queue, a.onDrop), f
-		return
-	}
-	next.sink = a.stdoutSink()
-}
-
-// stdoutSink is the one sink of stdout, started with its first use; a.mu is held.
-func (a *auditor) stdoutSink() *audit.Sink {
-	if a.stdout == nil {
-		a.stdout = audit.NewSink(a.out, a.queue, a.onDrop)
-	}
-	return a.stdout
-}
-
-// inDir reports whether the clean, absolute path file lies below dir.
-func inDir(dir, file string) bool {
-	rel, err := filepath.Rel(dir, file)
-	return err == nil && filepath.IsAbs(file) && filepath.Clean(file) == file && rel != "." && rel != ".." &&
-		!strings.HasPrefix(rel, "../")
-}
-
-// openOTLP gives next the OTLP sink its Audit names: old's when the endpoint is the same.
-func (a *auditor) openOTLP(old, next *auditState) {
-	ep := next.cfg.OTLPEndpoint
-	switch {
-	case ep == "":
-	case old != nil && old.otlp != nil && old.cfg.OTLPEndpoint == ep:
-		next.otlp = old.otlp
-	default:
-		s, err := audit.NewOTLPSink(ep, a.pod, a.queue, a.onDrop)
-		if err != nil {
-			a.log.Error("Starting the audit OTLP export failed", "otlpEndpoint", ep, "err", err)
-			return
-		}
-		next.otlp = s
-	}
-}
-
-func closeOTLP(log *slog.Logger, s *audit.Sink) {
-	if err := s.Close(); err != nil {
-		log.Error("Exporting audit records over OTLP failed", "err", err)
-	}
-}
-
-func closeAuditFile(log *slog.Logger, st *auditState) {
-	err := st.sink.Close()
-	if cerr := st.file.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		log.Error("Writing the audit file failed", "file", st.file.Name(), "err", err)
-	}
-}
-
-// close writes what is queued and closes the sinks (at shutdown).
-func (a *auditor) close() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	defer a.closing.Wait()
-	st := a.cur.Swap(nil)
-	if st != nil && st.file != nil {
-		closeAuditFile(a.log, st)
-	}
-	if st != nil && st.otlp != nil {
-		closeOTLP(a.log, st.otlp)
-	}
-	if a.stdout != nil {
-		if err := a.stdout.Close(); err != nil {
-			a.log.Error("Writing audit records to stdout failed", "err", err)
-		}
-	}
-}
 
 // deniable reports the methods the choke point may refuse on access grounds: with denials
 // audited, their requests are watched whatever the audited methods.
@@ -239,14 +42,14 @@ func deniable(method string) bool {
 
 // watches reports whether requests of method get an auditWriter: their method is audited, or
 // they may be denied and denials are.
-func (st *auditState) watches(method string) bool {
-	return st.cfg.Audits(method) || st.cfg.Denials && deniable(method)
+func watches(st *audit.State, method string) bool {
+	return st.Config().Audits(method) || st.Config().Denials && deniable(method)
 }
 
 // auditedDenial reports whether the request was refused on access grounds and denials are
 // audited.
 func (w *auditWriter) auditedDenial() bool {
-	return w.st.cfg.Denials && w.reason != "" && w.reason != audit.ReasonInvalid
+	return w.st.Config().Denials && w.reason != "" && w.reason != audit.ReasonInvalid
 }
 
 // startAudit returns the auditWriter of a request the catalog's audit covers, or nil.
@@ -255,8 +58,8 @@ func (s *Server) startAudit(w http.ResponseWriter, r *http.Request, req *request
 		return nil
 	}
 	c, rev := s.opts.Overlay.Catalog()
-	st := s.audit.state(c)
-	if st == nil || !st.watches(req.method) {
+	st := s.audit.State(c.Audit)
+	if st == nil || !watches(st, req.method) {
 		return nil
 	}
 	aw := &auditWriter{ResponseWriter: w, s: s, st: st, c: c, rev: rev, r: r, req: req, start: time.Now()}
@@ -294,7 +97,7 @@ func auditName(req *request) string {
 type auditWriter struct {
 	http.ResponseWriter
 	s     *Server
-	st    *auditState
+	st    *audit.State
 	c     *catalog.Catalog
 	rev   string
 	r     *http.Request
@@ -336,7 +139,7 @@ func (w *auditWriter) Write(b []byte) (int, error) {
 
 // auditFrom returns the auditWriter behind w when the request is audited.
 func auditFrom(w http.ResponseWriter) *auditWriter {
-	if tw, ok := w.(*tracedWriter); ok {
+	if tw, ok := w.(*tracing.RequestWriter); ok {
 		w = tw.ResponseWriter
 	}
 	aw, _ := w.(*auditWriter)
@@ -379,8 +182,8 @@ func (s *Server) auditRefusal(r *http.Request, req *request, reason, name string
 		return
 	}
 	c, rev := s.opts.Overlay.Catalog()
-	st := s.audit.state(c)
-	if st == nil || !st.cfg.Denials {
+	st := s.audit.State(c.Audit)
+	if st == nil || !st.Config().Denials {
 		return
 	}
 	aw := &auditWriter{s: s, st: st, c: c, rev: rev, r: r, req: req, start: time.Now(), reason: reason, code: code}
@@ -405,8 +208,8 @@ func noteSent(w http.ResponseWriter) {
 
 // noteError notes the JSON-RPC error the request is answered with.
 func noteError(w http.ResponseWriter, e *wire.Error) {
-	if tw := tracedFrom(w); tw != nil {
-		tw.recordError(e.Code, e.Message)
+	if tw := tracing.From(w); tw != nil {
+		tw.RecordError(e.Code, e.Message)
 	}
 	if aw := auditFrom(w); aw != nil {
 		aw.code = e.Code
@@ -424,8 +227,8 @@ func auditError(w http.ResponseWriter, e *wire.Error) {
 // noteResponse notes the upstream's JSON-RPC response the sidecar relays: its error, or a
 // result and whether it is a tool error or input_required.
 func noteResponse(w http.ResponseWriter, msg []byte) {
-	if tw := tracedFrom(w); tw != nil {
-		tw.observeResponse(msg)
+	if tw := tracing.From(w); tw != nil {
+		tw.ObserveResponse(msg)
 	}
 	aw := auditFrom(w)
 	if aw == nil {
@@ -467,7 +270,7 @@ func noteInputRound(w http.ResponseWriter) {
 // finish writes the request's record (when its method is audited, or it was denied and
 // denials are).
 func (w *auditWriter) finish() {
-	if !w.st.cfg.Audits(w.req.method) && !w.auditedDenial() {
+	if !w.st.Config().Audits(w.req.method) && !w.auditedDenial() {
 		return
 	}
 	req := w.req
@@ -475,7 +278,7 @@ func (w *auditWriter) finish() {
 		Schema:          audit.Schema,
 		Time:            w.start.UTC(),
 		Server:          audit.Server{Namespace: w.c.Server.Namespace, Name: w.c.Server.Name},
-		Pod:             w.s.audit.pod,
+		Pod:             w.s.audit.Pod(),
 		Method:          req.method,
 		Name:            w.name,
 		CatalogRevision: w.rev,
@@ -523,12 +326,12 @@ func (w *auditWriter) finish() {
 		rec.Outcome = audit.Outcome{Status: audit.StatusCancelled}
 	}
 	rec.Outcome.InputRequiredRounds = w.rounds
-	if w.st.red.Keeps() && (req.method == "tools/call" || req.method == "prompts/get") {
+	if w.st.Redactor().Keeps() && (req.method == "tools/call" || req.method == "prompts/get") {
 		if raw, ok, _ := wire.Field(req.params, "arguments"); ok {
-			rec.Arguments, rec.ArgumentsTruncated = w.st.red.Arguments(raw)
+			rec.Arguments, rec.ArgumentsTruncated = w.st.Redactor().Arguments(raw)
 		}
 	}
-	w.st.emit(rec)
+	w.st.Emit(rec)
 }
 
 // policy names the access policy rule that let the request through (none without policies).
@@ -557,21 +360,9 @@ func (w *auditWriter) traceID() string {
 	}
 	if v, ok, _ := wire.Field(w.req.meta, "traceparent"); ok {
 		tp, _ := wire.StringValue(v)
-		if t := traceIDOf(tp); t != "" {
+		if t := tracing.TraceIDOf(tp); t != "" {
 			return t
 		}
 	}
-	return traceIDOf(wire.HeaderValue(w.r.Header, "Traceparent"))
-}
-
-// traceIDOf is the trace id of a W3C traceparent (version-traceid-parentid-flags), or "".
-func traceIDOf(tp string) string {
-	if len(tp) < 55 || tp[2] != '-' || tp[35] != '-' {
-		return ""
-	}
-	id, err := trace.TraceIDFromHex(tp[3:35])
-	if err != nil {
-		return ""
-	}
-	return id.String()
+	return tracing.TraceIDOf(wire.HeaderValue(w.r.Header, "Traceparent"))
 }

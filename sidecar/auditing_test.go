@@ -61,11 +61,17 @@ func (l *lockedBuffer) records(t *testing.T) []audit.Record {
 // buffer (queue records per sink; 0: the default).
 func auditedEnv(t *testing.T, a *catalog.Audit, queue int) (*authzEnv, *lockedBuffer) {
 	t.Helper()
+	return auditedEnvIn(t, a, queue, "")
+}
+
+// auditedEnvIn is auditedEnv with dir the audit directory (catalog.AuditDir when empty).
+func auditedEnvIn(t *testing.T, a *catalog.Audit, queue int, dir string) (*authzEnv, *lockedBuffer) {
+	t.Helper()
 	env := newAuthzEnv(t, authzAccess())
 	out := &lockedBuffer{}
-	env.srv.audit = newAuditor(out, "pod-0", slog.New(slog.DiscardHandler), env.srv.m.AuditDropped.Inc)
-	env.srv.audit.queue = queue
-	t.Cleanup(env.srv.audit.close)
+	env.srv.audit = audit.NewTrail(audit.TrailOptions{Out: out, Queue: queue, Pod: "pod-0", Dir: dir,
+		Log: slog.New(slog.DiscardHandler), OnDrop: env.srv.m.AuditDropped.Inc})
+	t.Cleanup(env.srv.audit.Close)
 	c := authzCatalog(authzAccess())
 	c.Audit = a
 	env.applyCatalog(c)
@@ -108,7 +114,7 @@ func TestAuditDecisions(t *testing.T) {
 	env.post("a", modernBody("4", "prompts/get", `"name":"summarize"`), modernHeaders("prompts/get", "summarize"))
 	env.post("a", modernBody("5", "tools/list", `"cursor":null`), modernHeaders("tools/list", ""))
 	idle(t, env.srv)
-	env.srv.audit.close()
+	env.srv.audit.Close()
 	got := out.records(t)
 	type want struct {
 		id, method, name, upstream, reason, policy, status string
@@ -158,8 +164,8 @@ func (b *blockedWriter) Write(p []byte) (int, error) {
 func TestFullAuditSinkNeverDelaysACall(t *testing.T) {
 	env := newAuthzEnv(t, authzAccess())
 	stuck := &blockedWriter{release: make(chan struct{})}
-	env.srv.audit = newAuditor(stuck, "pod-0", slog.New(slog.DiscardHandler), env.srv.m.AuditDropped.Inc)
-	env.srv.audit.queue = 4
+	env.srv.audit = audit.NewTrail(audit.TrailOptions{Out: stuck, Queue: 4, Pod: "pod-0", Log: slog.New(slog.DiscardHandler),
+		OnDrop: env.srv.m.AuditDropped.Inc})
 	c := authzCatalog(authzAccess())
 	c.Audit = &catalog.Audit{Arguments: catalog.AuditArgumentsOff, Methods: []string{"tools/call"}}
 	env.applyCatalog(c)
@@ -188,7 +194,7 @@ func TestFullAuditSinkNeverDelaysACall(t *testing.T) {
 	}
 	env.post("a", modernBody("2", "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
 	idle(t, env.srv)
-	env.srv.audit.close()
+	env.srv.audit.Close()
 	recs := stuck.records(t)
 	var reported uint64
 	for _, r := range recs {
@@ -221,7 +227,7 @@ func TestAuditLive(t *testing.T) {
 	env.applyCatalog(authzCatalog(authzAccess()))
 	call("4", "delete")
 	idle(t, env.srv)
-	env.srv.audit.close()
+	env.srv.audit.Close()
 	got := out.records(t)
 	if len(got) != 1 || string(got[0].RequestID) != "3" || got[0].Decision.Reason != audit.ReasonNotGranted {
 		t.Fatalf("records %+v, want only the denial of call 3", got)
@@ -241,9 +247,8 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // TestAuditFileSinkLive: the catalog's file takes the records; renaming it moves them to the
 // new file (the old one is closed with everything written), and dropping it back to stdout.
 func TestAuditFileSinkLive(t *testing.T) {
-	env, out := auditedEnv(t, nil, 0)
 	dir := t.TempDir()
-	env.srv.audit.dir = dir
+	env, out := auditedEnvIn(t, nil, 0, dir)
 	call := func(id string) {
 		env.post("a", modernBody(id, "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
 	}
@@ -260,7 +265,7 @@ func TestAuditFileSinkLive(t *testing.T) {
 	withFile("")
 	call("4")
 	idle(t, env.srv)
-	env.srv.audit.close()
+	env.srv.audit.Close()
 	ids := func(file string) string {
 		t.Helper()
 		var got []string
@@ -292,9 +297,8 @@ func TestAuditFileSinkLive(t *testing.T) {
 // the API server's rules refuse; a hand-written catalog file may not) gets no file: the records
 // go to stdout, and the file is never created.
 func TestAuditFileOutsideTheAuditDir(t *testing.T) {
-	env, out := auditedEnv(t, nil, 0)
 	allowed, outside := t.TempDir(), t.TempDir()
-	env.srv.audit.dir = allowed
+	env, out := auditedEnvIn(t, nil, 0, allowed)
 	for i, file := range []string{filepath.Join(outside, "a.jsonl"), allowed, allowed + "x/b.jsonl"} {
 		c := authzCatalog(authzAccess())
 		c.Audit = &catalog.Audit{Arguments: catalog.AuditArgumentsOff, Methods: []string{"tools/call"}, File: file}
@@ -302,7 +306,7 @@ func TestAuditFileOutsideTheAuditDir(t *testing.T) {
 		env.post("a", modernBody(strconv.Itoa(i+1), "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
 	}
 	idle(t, env.srv)
-	env.srv.audit.close()
+	env.srv.audit.Close()
 	if got := out.records(t); len(got) != 3 {
 		t.Fatalf("stdout has %d records, want 3", len(got))
 	}
@@ -319,8 +323,8 @@ func TestAuditFileOutsideTheAuditDir(t *testing.T) {
 		{"/var/log/switchboard", false}, {"/var/log/switchboard/", false}, {"/var/log/switchboard/../x", false},
 		{"/var/log/switchboardx/a", false}, {"/tmp/a.jsonl", false}, {"audit.jsonl", false}, {"/var/log/switchboard/..a", true},
 	} {
-		if got := inDir(catalog.AuditDir, tc.file); got != tc.want {
-			t.Errorf("inDir(%q) = %v, want %v", tc.file, got, tc.want)
+		if got := audit.InDir(catalog.AuditDir, tc.file); got != tc.want {
+			t.Errorf("audit.InDir(%q) = %v, want %v", tc.file, got, tc.want)
 		}
 	}
 }
@@ -343,7 +347,7 @@ func TestAuditRefusedSubscriptions(t *testing.T) {
 		t.Fatalf("subscribe of a granted resource: %+v", a.Error)
 	}
 	idle(t, env.srv)
-	env.srv.audit.close()
+	env.srv.audit.Close()
 	got := out.records(t)
 	if len(got) != 2 {
 		t.Fatalf("%d records, want 2: %+v", len(got), got)
@@ -391,7 +395,7 @@ func TestAuditOTLPOnly(t *testing.T) {
 	audited := &catalog.Audit{Arguments: catalog.AuditArgumentsOff, Methods: []string{"tools/call"}, OTLPEndpoint: collector.URL + "/v1/logs"}
 	env, out := auditedEnv(t, audited, 0)
 	env.post("a", modernBody("1", "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
-	first := env.srv.audit.cur.Load().otlp
+	_, first := env.srv.audit.Current().Sinks()
 	c := authzCatalog(authzAccess())
 	edited := *audited
 	edited.Methods = []string{"resources/read", "tools/call"}
@@ -399,10 +403,10 @@ func TestAuditOTLPOnly(t *testing.T) {
 	env.applyCatalog(c)
 	env.post("a", modernBody("2", "tools/call", `"name":"search","arguments":{}`), modernHeaders("tools/call", "search"))
 	idle(t, env.srv)
-	if st := env.srv.audit.cur.Load(); st.otlp != first || st.sink != nil {
-		t.Fatalf("after the edit: OTLP sink %p (was %p), stream sink %v", st.otlp, first, st.sink)
+	if lines, otlp := env.srv.audit.Current().Sinks(); otlp != first || lines != nil {
+		t.Fatalf("after the edit: OTLP sink %p (was %p), stream sink %v", otlp, first, lines)
 	}
-	env.srv.audit.close()
+	env.srv.audit.Close()
 	if got := out.records(t); len(got) != 0 {
 		t.Fatalf("stdout has %d records with OTLP only", len(got))
 	}

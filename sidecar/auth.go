@@ -6,7 +6,6 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
-	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -70,23 +69,4 @@ func (s *Server) ServeMetadata(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.opts.Authn.ServeMetadata(w, r)
-}
-
-// setIdentityHeaders sets the caller's identity headers on h (a request to the upstream, with
-// the client's identity headers left out: setUpstreamHeaders) when the caller is known.
-func setIdentityHeaders(h http.Header, id *authn.Identity) {
-	if id == nil {
-		return
-	}
-	h[protocol.HeaderSubject] = []string{id.Subject}
-	if len(id.Groups) > 0 {
-		h[protocol.HeaderGroups] = id.Groups
-	}
-	if id.ServiceAccount != "" {
-		h[protocol.HeaderServiceAccount] = []string{id.ServiceAccount}
-	}
-	if id.SPIFFE != "" {
-		h[protocol.HeaderSPIFFE] = []string{id.SPIFFE}
-	}
-	h[protocol.HeaderIssuer] = []string{id.Issuer}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/audit"
+	"github.com/switchboard-mcp/switchboard/sidecar/headers"
 	"github.com/switchboard-mcp/switchboard/sidecar/overlay"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules"
@@ -39,12 +40,12 @@ func (s *Server) clientListRequest(r *http.Request, req *request) func(string) (
 		if e != nil {
 			return nil, e
 		}
-		ureq, err := http.NewRequestWithContext(cred.withHeader(r.Context()), http.MethodPost, s.up.URL(), bytes.NewReader(body))
+		ureq, err := http.NewRequestWithContext(cred.WithHeader(r.Context()), http.MethodPost, s.up.URL(), bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
-		setUpstreamHeaders(ureq, r)
-		cred.set(ureq.Header)
+		headers.ForUpstream(ureq, r)
+		cred.Set(ureq.Header)
 		return ureq, nil
 	}
 }
@@ -84,7 +85,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *request)
 		up, private, pass, err = s.up.List(method, spec.Member, s.clientListRequest(r, req))
 		s.m.ObserveUpstream(method, time.Since(start))
 		if we := (*wire.Error)(nil); errors.As(err, &we) {
-			s.failReq(w, req, we) // no upstream credential for the caller (credentials.go)
+			s.failReq(w, req, we) // no upstream credential for the caller (sidecar/credential)
 			return
 		}
 		if err != nil {

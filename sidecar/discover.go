@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/headers"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
@@ -24,13 +25,13 @@ func (s *Server) serveDiscover(w http.ResponseWriter, r *http.Request, req *requ
 		s.fail(w, req.id, e)
 		return
 	}
-	ureq, err := http.NewRequestWithContext(cred.withHeader(r.Context()), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
+	ureq, err := http.NewRequestWithContext(cred.WithHeader(r.Context()), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
 	if err != nil {
 		s.fail(w, req.id, wire.NewError(http.StatusInternalServerError, wire.CodeInternalError, "Internal error: "+err.Error()))
 		return
 	}
-	setUpstreamHeaders(ureq, r)
-	cred.set(ureq.Header)
+	headers.ForUpstream(ureq, r)
+	cred.Set(ureq.Header)
 	start := time.Now()
 	status, msg, err := s.up.RoundTrip(ureq)
 	s.m.ObserveUpstream(protocol.MethodDiscover, time.Since(start))

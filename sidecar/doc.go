@@ -37,12 +37,21 @@
 //     modern shape and back, the Mcp-Param-* headers of translated calls,
 //     cancellation and the input relay. Knows no request routing, no method
 //     table and no catalog.
+//   - sidecar/headers: which headers cross the hop to the upstream and
+//     back: the hop-by-hop headers, the client's headers the upstream gets,
+//     the sidecar's own forwarding and identity headers in place of any the
+//     client sent. Knows no MCP and no routing.
+//   - sidecar/credential: the caller's upstream credential: the catalog's
+//     mapping of the verified caller to a key of a watched Secret, the
+//     header the upstream gets it in, the 403 that names what to fix when
+//     the caller has none. Knows no request routing and no method table.
 //   - sidecar/upstream: the server behind the sidecar, always spoken to in
 //     2026-07-28: the discover cache and readiness, the transports that
 //     translate for a 2025-era server (session pool, input relay, its GET
 //     stream), and the relay of the sidecar's listen stream on it.
 //   - sidecar/hub: the open listen streams: fan-out, keepalive, expiry, the
-//     replica's subscription budget and the drain's EndAll. Knows no HTTP
+//     replica's subscription budget, the drain's EndAll, and the events that
+//     open and end a stream. Knows no HTTP
 //     routing and no catalog: a stream's transport is a hub.FrameWriter,
 //     what it counts goes to a hub.Observer (Metrics), its spans start
 //     through a hub.Tracer (Tracing).
@@ -68,11 +77,14 @@
 // no method table: sidecar.NewMetrics gives it the method label's values);
 // access, a caller's grant under the catalog's access policies
 // (pure); authn, the verified caller; audit, the audit record, argument
-// redaction and a sink that never delays a call; tracing, the tracer (OTLP
+// redaction, a sink that never delays a call and the Trail (the sinks the
+// catalog's Audit names, swapped live); tracing, the tracer (OTLP
 // set-up, sampling, trace context in and out, the fan-out's and the drain's
-// spans; the hub's Tracer); inflight, what the replica
+// spans, a request's span to its end (RequestWriter); the hub's Tracer); inflight, what the replica
 // is serving (the in-flight cap's admitted POSTs, the requests a drain waits
-// for, the draining flag, the drain budget's abort context); stdio, the
+// for, the draining flag, the drain budget's abort context); stream, the
+// transports of the streams the sidecar holds open (a hijacked HTTP/1.1
+// connection, chunked, or a parked handler; the hub's FrameWriter); stdio, the
 // stdio bridge (`sidecar stdio`); procs, how many OS threads run Go code
 // (one for requests, more for large fan-outs and queueing load).
 // hub/hubtest, overlay/overlaytest and rules/rulestest hold what the tests
@@ -96,7 +108,8 @@
 //   - auth.go, authz.go: who the caller is (package authn) and what it may
 //     use (package access decides); refusals look like unknown names.
 //   - auditing.go: the audit trail the catalog asks for: one record per
-//     audited request, written when its handler returns (package audit).
+//     audited request, filled by the steps on the way and written when its
+//     handler returns (to package audit's Trail).
 //   - legacyserve.go: where the path meets sidecar/legacy: the methods the
 //     sidecar answers for 2025-era clients, their GET streams and DELETE,
 //     the translation before the choke point, a session's call through the
@@ -105,12 +118,15 @@
 //     routing, resources/read, prompts/get, completion/complete), answered
 //     from sidecar/overlay's live catalog.
 //   - discover.go, listen.go, notify.go: server/discover and the merged
-//     capabilities (sidecar/rules); subscriptions/listen and the stream transports; the
-//     notifications clients send.
-//   - forward.go, forwarded.go, credentials.go: forwarding to the upstream
-//     (through sidecar/upstream), relaying SSE, stamping; the headers the
-//     upstream gets, the caller's upstream credential among them.
+//     capabilities (sidecar/rules); subscriptions/listen and a stream's
+//     opening on its transport (sidecar/stream); the notifications clients
+//     send.
+//   - forward.go: forwarding to the upstream (through sidecar/upstream),
+//     relaying SSE, stamping; the upstream request's headers come from
+//     sidecar/headers, the caller's upstream credential from
+//     sidecar/credential.
 //   - server.go, tracing.go, limits.go: the Server (the rooms'
 //     handles; the drain's exported handle on sidecar/inflight),
-//     a request's span (on sidecar/tracing's tracer), request limits.
+//     a request's span started with its attributes (sidecar/tracing
+//     carries it to its end), request limits.
 package sidecar

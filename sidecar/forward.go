@@ -7,43 +7,17 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/sidecar/authn"
+	"github.com/switchboard-mcp/switchboard/sidecar/credential"
+	"github.com/switchboard-mcp/switchboard/sidecar/headers"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
-
-// isHopHeader reports the headers that are not forwarded in either
-// direction (RFC 9110 §7.6.1), nor are Host (the upstream's own is used),
-// Content-Length (recomputed) and Accept-Encoding (the localhost hop is
-// never compressed). Keys arrive canonical from net/http's parsers.
-func isHopHeader(canonicalKey string) bool {
-	switch canonicalKey {
-	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-		"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", "Accept-Encoding", "Host":
-		return true
-	}
-	return false
-}
-
-// copyHeaders copies src into dst without the hop-by-hop headers and those
-// that src's Connection header names.
-func copyHeaders(dst, src http.Header) {
-	for k, vs := range src {
-		if !isHopHeader(k) {
-			dst[k] = vs
-		}
-	}
-	for _, f := range src["Connection"] {
-		for name := range strings.SplitSeq(f, ",") {
-			dst.Del(strings.TrimSpace(name))
-		}
-	}
-}
 
 // forward sends a request the sidecar does not own to the upstream and
 // streams the answer back, stamping results on the way. While draining,
@@ -97,13 +71,13 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 		s.failCall(w, req, lc, e)
 		return
 	}
-	ureq, err := http.NewRequestWithContext(cred.withHeader(ctx), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
+	ureq, err := http.NewRequestWithContext(cred.WithHeader(ctx), http.MethodPost, s.up.URL(), bytes.NewReader(req.body))
 	if err != nil {
 		s.failCall(w, req, lc, wire.NewError(http.StatusInternalServerError, wire.CodeInternalError, "Internal error: "+err.Error()))
 		return
 	}
-	setUpstreamHeaders(ureq, r)
-	cred.set(ureq.Header)
+	headers.ForUpstream(ureq, r)
+	cred.Set(ureq.Header)
 	if s.tr != nil {
 		s.injectUpstream(ureq.Header, req)
 	}
@@ -126,7 +100,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, req *reques
 	defer resp.Body.Close()
 	started := lc != nil && lc.Started
 	if !started {
-		copyHeaders(w.Header(), resp.Header)
+		headers.Copy(w.Header(), resp.Header)
 		if s.gate.Draining() {
 			w.Header().Set("Connection", "close")
 		}
@@ -321,4 +295,19 @@ func (s *Server) stamp(req *request, msg []byte) []byte {
 	out = append(out, msg[:rs]...)
 	out = append(out, nres...)
 	return append(out, msg[re:]...)
+}
+
+// credentialFor resolves the upstream credential of the caller of r (sidecar/credential) from
+// the live catalog and the watched Secret: none when the catalog asks for none, an error (the
+// request must not reach the upstream) when the caller has none or its key cannot be read.
+// The credential's Set replaces the client's header of its name after headers.ForUpstream.
+func (s *Server) credentialFor(r *http.Request) (credential.Credential, *wire.Error) {
+	if s.opts.Overlay == nil {
+		return credential.Credential{}, nil
+	}
+	c, _ := s.opts.Overlay.Catalog()
+	if c.Auth == nil || c.Auth.UpstreamCredentials == nil {
+		return credential.Credential{}, nil
+	}
+	return credential.For(c, s.opts.Overlay.Contents(), authn.FromContext(r.Context()))
 }

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,6 +14,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/stream"
 	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
@@ -94,7 +93,7 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, req *reques
 	st.OnClose = s.hub.Uncharge
 	// A listen that honours nothing, or arrives while draining, gets its
 	// acknowledgement and then its complete result at once.
-	if !s.attachStream(w, r, st, ackEvent(st.ID, agreedJSON, st.Expires), kinds == 0 && len(uris) == 0, func() {
+	if !s.attachStream(w, r, st, hub.AckEvent(st, agreedJSON), kinds == 0 && len(uris) == 0, func() {
 		s.fail(w, req.id, hub.ErrSubscriptionLimit(http.StatusServiceUnavailable))
 	}) {
 		s.hub.Uncharge(st) // never registered, or already closed
@@ -158,13 +157,14 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *hub.St
 		_ = conn.SetDeadline(time.Time{})
 		// Anything the client pipelined after its request is discarded.
 		_ = brw
-		cw := &connWriter{c: conn, timeout: s.hub.WriteTimeout()}
-		head := append([]byte(listenResponseHead), appendChunk(nil, first)...)
+		timeout := s.hub.WriteTimeout()
+		cw := stream.NewConn(conn, timeout)
+		head := stream.Head(first)
 		// Registered before the first event goes out (what is published
 		// until start waits in the stream): a change made after the client
 		// read its acknowledgement reaches it.
 		added, end := s.register(st, endNow, draining)
-		_ = conn.SetWriteDeadline(time.Now().Add(cw.timeout))
+		_ = conn.SetWriteDeadline(time.Now().Add(timeout))
 		if _, err := conn.Write(head); err != nil {
 			_ = conn.Close()
 			if added {
@@ -183,9 +183,9 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *hub.St
 
 	// Fallback (HTTP/2 or a wrapped writer): keep the handler parked.
 	h := w.Header()
-	setListenHeaders(h)
+	stream.SetHeaders(h)
 	w.WriteHeader(http.StatusOK)
-	rw := &rwWriter{w: w, rc: http.NewResponseController(w), timeout: s.hub.WriteTimeout(), done: make(chan struct{})}
+	rw := stream.NewParked(w, s.hub.WriteTimeout())
 	added, end := s.register(st, endNow, draining)
 	if _, err := rw.WriteEvent(first, nil); err != nil {
 		if added {
@@ -201,7 +201,7 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *hub.St
 	attaching = false
 	s.hub.EndAttach() // registered: EndAll ends it from here on
 	select {
-	case <-rw.done:
+	case <-rw.Done():
 	case <-r.Context().Done():
 		s.hub.Close(st, nil)
 	}
@@ -218,96 +218,4 @@ func (s *Server) register(st *hub.Stream, endNow, draining bool) (added, end boo
 		s.hub.Release()
 	}
 	return added, endNow || !added
-}
-
-// listenResponseHead is the response head of a hijacked listen stream.
-const listenResponseHead = "HTTP/1.1 200 OK\r\n" +
-	"Content-Type: text/event-stream\r\n" +
-	"Cache-Control: no-cache, no-transform\r\n" +
-	"X-Accel-Buffering: no\r\n" +
-	"Connection: close\r\n" +
-	"Transfer-Encoding: chunked\r\n\r\n"
-
-func setListenHeaders(h http.Header) {
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("X-Accel-Buffering", "no")
-}
-
-// ackEvent renders notifications/subscriptions/acknowledged. With a caller whose authorization
-// ends (until not zero), it carries authorizedUntil (RFC 3339): the stream ends then (the MCP
-// draft "Authorization lifetime for subscription streams").
-func ackEvent(id, agreed []byte, until time.Time) []byte {
-	b := make([]byte, 0, 240+len(id)+len(agreed))
-	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+protocol.NotifAcknowledged+"\",\"params\":{\"_meta\":{\""+protocol.MetaSubscriptionID+"\":"...)
-	b = append(b, id...)
-	b = append(b, `},"notifications":`...)
-	b = append(b, agreed...)
-	if !until.IsZero() {
-		b = append(b, `,"authorizedUntil":"`...)
-		b = until.UTC().AppendFormat(b, time.RFC3339)
-		b = append(b, '"')
-	}
-	return append(b, "}}\n\n"...)
-}
-
-// connWriter writes a hijacked HTTP/1.1 response with chunked framing.
-type connWriter struct {
-	c       net.Conn
-	timeout time.Duration
-}
-
-func (cw *connWriter) WriteEvent(ev []byte, scratch []byte) ([]byte, error) {
-	scratch = appendChunk(scratch[:0], ev)
-	if err := cw.c.SetWriteDeadline(time.Now().Add(cw.timeout)); err != nil {
-		return scratch, err
-	}
-	_, err := cw.c.Write(scratch)
-	return scratch, err
-}
-
-func (cw *connWriter) End(final []byte) {
-	var buf []byte
-	if final != nil {
-		buf = appendChunk(buf, final)
-	}
-	buf = append(buf, "0\r\n\r\n"...)
-	_ = cw.c.SetWriteDeadline(time.Now().Add(cw.timeout))
-	_, _ = cw.c.Write(buf)
-	_ = cw.c.Close()
-}
-
-// appendChunk appends ev as one HTTP/1.1 chunk.
-func appendChunk(b, ev []byte) []byte {
-	b = strconv.AppendInt(b, int64(len(ev)), 16)
-	b = append(b, '\r', '\n')
-	b = append(b, ev...)
-	return append(b, '\r', '\n')
-}
-
-// rwWriter is the fallback for connections that cannot be hijacked
-// (HTTP/2): the handler stays parked while the stream is open.
-type rwWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-	done    chan struct{}
-	once    sync.Once
-}
-
-func (rw *rwWriter) WriteEvent(ev []byte, scratch []byte) ([]byte, error) {
-	_ = rw.rc.SetWriteDeadline(time.Now().Add(rw.timeout))
-	if _, err := rw.w.Write(ev); err != nil {
-		return scratch, err
-	}
-	return scratch, rw.rc.Flush()
-}
-
-func (rw *rwWriter) End(final []byte) {
-	rw.once.Do(func() {
-		if final != nil {
-			_, _ = rw.WriteEvent(final, nil)
-		}
-		close(rw.done)
-	})
 }

@@ -13,7 +13,8 @@ package sidecar
 //     and sidecar/wire's exact-key scanner and strict JSON checks):
 //     parseRequest, then validate (headers, _meta claim, version), then
 //     Accept (sidecar/guard). A subscriptions/listen leaves the path here
-//     for its stream (listen.go, sidecar/hub).
+//     for its stream (listen.go, sidecar/hub, on a transport of
+//     sidecar/stream).
 //  4. Client generation (legacyserve.go, on the room sidecar/legacy): a
 //     2025-era request gets its session checked, the methods only the
 //     sidecar answers for 2025-era clients, and is turned into the modern
@@ -27,7 +28,9 @@ package sidecar
 //  7. Upstream (forward.go, and the client in sidecar/upstream; a 2025-era
 //     session's call through forwardLegacy, legacyserve.go): the request goes
 //     to the MCP server, always in 2026-07-28 (a 2025-era or stdio server
-//     through the transports that translate).
+//     through the transports that translate), with the headers of
+//     sidecar/headers, the caller's upstream credential (sidecar/credential)
+//     and the span's trace context (sidecar/tracing).
 //  8. Stamping and response (forward.go stamp, legacyserve.go finish): cache hints
 //     and resultType on the modern shape, or the 2025-era shape back.
 
@@ -44,6 +47,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/legacy"
 	"github.com/switchboard-mcp/switchboard/sidecar/procs"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
+	"github.com/switchboard-mcp/switchboard/sidecar/tracing"
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
@@ -157,9 +161,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer aw.finish()
 	}
 	if s.tr != nil {
-		var tw *tracedWriter
+		var tw *tracing.RequestWriter
 		if w, tw = s.startSpan(w, r, req); tw != nil {
-			defer tw.finish()
+			defer tw.Finish()
 		}
 	}
 	// Every other request is in flight until it is answered: the drain

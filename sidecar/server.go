@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sidecar/access"
+	"github.com/switchboard-mcp/switchboard/sidecar/audit"
 	"github.com/switchboard-mcp/switchboard/sidecar/authn"
 	"github.com/switchboard-mcp/switchboard/sidecar/hub"
 	"github.com/switchboard-mcp/switchboard/sidecar/inflight"
@@ -118,7 +119,7 @@ type Server struct {
 	// grants memoises callers' grants per catalog revision (authz.go).
 	grants access.Cache
 	// audit writes the audit trail the catalog asks for (auditing.go).
-	audit *auditor
+	audit *audit.Trail
 }
 
 // NewServer returns a Server for o.
@@ -167,8 +168,8 @@ func NewServer(o Options) (*Server, error) {
 	s.pol = newPolicy(!o.RejectLegacy)
 	s.legacy = legacy.New(legacy.Options{Key: o.SessionKey, Server: o.SessionServer, TTL: o.SessionTTL,
 		InputTimeout: o.InputTimeout, Hub: s.hub, Upstream: s.up, Observer: s.m})
-	s.audit = newAuditor(o.AuditOutput, o.PodName, o.Logger, o.Metrics.AuditDropped.Inc)
-	s.audit.dir = o.AuditDir
+	s.audit = audit.NewTrail(audit.TrailOptions{Out: o.AuditOutput, Pod: o.PodName, Dir: o.AuditDir, Log: o.Logger,
+		OnDrop: o.Metrics.AuditDropped.Inc})
 	return s, nil
 }
 
@@ -234,7 +235,7 @@ func (s *Server) Draining() bool { return s.gate.Draining() }
 
 // CloseAudit flushes and closes the audit trail's file sink, if the catalog named one; the
 // process calls it last, once no request is served any more.
-func (s *Server) CloseAudit() { s.audit.close() }
+func (s *Server) CloseAudit() { s.audit.Close() }
 
 // Inflight returns the number of forwarded requests in progress.
 func (s *Server) Inflight() int64 { return s.gate.Inflight() }

@@ -288,7 +288,7 @@ func TestSessionIDNotExported(t *testing.T) {
 		t.Fatalf("the session id is exported:\n%s", text)
 	}
 	last := attrs(spans[len(spans)-1])
-	if got, want := last["mcp.session.id"], sessionIDHash(sid); got != want || len(want) != 16 {
+	if got, want := last["mcp.session.id"], tracing.SessionIDHash(sid); got != want || len(want) != 16 {
 		t.Errorf("mcp.session.id = %q, want the hash %q", got, want)
 	}
 }

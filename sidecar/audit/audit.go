@@ -1,9 +1,11 @@
 // Package audit is the sidecar's audit trail: one JSON line per audited request, in a stable,
 // documented schema (docs/audit.md), written by a sink that never delays a call.
 //
-// It owns the record's shape, the redaction of tool arguments and the bounded queue in front
-// of the writer. It knows nothing of HTTP, of MCP methods beyond their names, or of how a
-// decision was made: the request path fills a Record and hands it to Sink.Emit.
+// It owns the record's shape, the redaction of tool arguments, the bounded queue in front of
+// the writer, and the Trail: the sinks and the redactor the catalog's Audit names (its file in
+// the audit directory, stdout, an OTLP endpoint), swapped live when the Audit changes. It knows
+// nothing of HTTP, of MCP methods beyond their names, or of how a decision was made: the
+// request path fills a Record and hands it to the Trail's current State (State.Emit).
 package audit
 
 import (

@@ -745,6 +745,24 @@ func (h *Hub) Run(ctx context.Context) {
 	}
 }
 
+// AckEvent renders a listen stream's first event, notifications/subscriptions/acknowledged,
+// with agreed, the notifications it honours (JSON). With a caller whose authorization ends
+// (s.Expires not zero), it carries authorizedUntil (RFC 3339): the stream ends then (the MCP
+// draft "Authorization lifetime for subscription streams").
+func AckEvent(s *Stream, agreed []byte) []byte {
+	b := make([]byte, 0, 240+len(s.ID)+len(agreed))
+	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+protocol.NotifAcknowledged+"\",\"params\":{\"_meta\":{\""+protocol.MetaSubscriptionID+"\":"...)
+	b = append(b, s.ID...)
+	b = append(b, `},"notifications":`...)
+	b = append(b, agreed...)
+	if !s.Expires.IsZero() {
+		b = append(b, `,"authorizedUntil":"`...)
+		b = s.Expires.UTC().AppendFormat(b, time.RFC3339)
+		b = append(b, '"')
+	}
+	return append(b, "}}\n\n"...)
+}
+
 // completeEvent renders the listen request's final result, which tells the
 // client the stream ended on purpose (spec: graceful closure).
 func completeEvent(id []byte) []byte {

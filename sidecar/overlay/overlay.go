@@ -740,7 +740,7 @@ func refsOf(c *catalog.Catalog) (configMaps, secrets []string) {
 		}
 	}
 	if name := c.CredentialsSecret(); name != "" {
-		secrets = append(secrets, name) // upstream credentials (credentials.go)
+		secrets = append(secrets, name) // upstream credentials (sidecar/credential)
 	}
 	return slices.Compact(slices.Sorted(slices.Values(configMaps))), slices.Compact(slices.Sorted(slices.Values(secrets)))
 }

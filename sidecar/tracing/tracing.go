@@ -1,7 +1,8 @@
 // Package tracing is the sidecar's tracer: the OTLP exporter's set-up, the
 // sampling decision, the trace context a client sent and the one the
-// upstream gets, and the spans of a fan-out and of the drain. The request
-// path builds each request's span on it (its attributes, its end).
+// upstream gets, the spans of a fan-out and of the drain, and a request's
+// span to its end (RequestWriter). The request path starts each request's
+// span on it and gives it the request's attributes.
 //
 // It must not know HTTP routing, MCP methods' handling or any other room:
 // what it records is given to it as names, headers and bytes.

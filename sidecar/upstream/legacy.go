@@ -526,17 +526,17 @@ func withID(msg, id []byte) []byte {
 }
 
 // legacyForwardHeaders are the client headers a legacy upstream gets (the
-// X-Forwarded-* ones as setUpstreamHeaders made them: the sidecar's, not the client's).
+// X-Forwarded-* ones as sidecar/headers made them: the sidecar's, not the client's).
 var legacyForwardHeaders = []string{"Authorization", "Traceparent", "Tracestate", "Baggage",
 	"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
-	// The verified caller, as setIdentityHeaders made them (the sidecar's auth.go).
+	// The verified caller, as sidecar/headers made them.
 	protocol.HeaderSubject, protocol.HeaderGroups, protocol.HeaderServiceAccount, protocol.HeaderSPIFFE, protocol.HeaderIssuer}
 
 // credentialHeaderKey is the context key of WithCredentialHeader.
 type credentialHeaderKey struct{}
 
 // WithCredentialHeader names the header carrying the caller's upstream credential (the
-// sidecar's credentials.go), which a legacy upstream gets with legacyForwardHeaders.
+// room sidecar/credential), which a legacy upstream gets with legacyForwardHeaders.
 func WithCredentialHeader(ctx context.Context, canonicalName string) context.Context {
 	return context.WithValue(ctx, credentialHeaderKey{}, canonicalName)
 }

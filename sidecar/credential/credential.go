@@ -1,4 +1,14 @@
-package sidecar
+// Package credential is the caller's upstream credential (MCPServer
+// spec.auth.upstreamCredentials, docs/credentials.md): the catalog maps the
+// verified caller to a key of one Secret, which the catalog's content source
+// watches by name, so Secret edits apply live; the value goes to the upstream
+// in the header the catalog names, replacing the client's own header of that
+// name. A credential value is never logged, traced, counted or put in an
+// error: errors name the Secret, the key and the caller.
+//
+// It knows no request routing and no method table: the request path asks
+// For the credential of a caller and sets it on the upstream request.
+package credential
 
 import (
 	"context"
@@ -10,45 +20,38 @@ import (
 	"github.com/switchboard-mcp/switchboard/sidecar/wire"
 )
 
-// Per-caller upstream credentials (MCPServer spec.auth.upstreamCredentials): the catalog maps
-// the verified caller to a key of one Secret, which the catalog's content source watches by
-// name (refsOf), so Secret edits apply live; the value goes to the upstream in the header the
-// catalog names, replacing the client's own header of that name. A credential value is never
-// logged, traced, counted or put in an error: errors name the Secret, the key and the caller.
+// Credential is the header one caller's upstream requests carry; the zero value is none.
+type Credential struct{ header, value string }
 
-// credential is the header one caller's upstream requests carry; the zero value is none.
-type credential struct{ header, value string }
-
-// set puts the credential on an upstream request's header, replacing whatever the client sent
-// under that name (copied by setUpstreamHeaders).
-func (c credential) set(h http.Header) {
+// Set puts the credential on an upstream request's header, replacing whatever the client sent
+// under that name.
+func (c Credential) Set(h http.Header) {
 	if c.header != "" {
 		h[c.header] = []string{c.value}
 	}
 }
 
-// withHeader tells the upstream transport to pass the credential's header on to a 2025-era
+// WithHeader tells the upstream transport to pass the credential's header on to a 2025-era
 // upstream too (whose requests carry only the headers it is told of).
-func (c credential) withHeader(ctx context.Context) context.Context {
+func (c Credential) WithHeader(ctx context.Context) context.Context {
 	if c.header == "" {
 		return ctx
 	}
 	return upstream.WithCredentialHeader(ctx, c.header)
 }
 
-// credentialFor resolves the credential of the caller of r from the live catalog and the
-// watched Secret: none when the catalog asks for none, an error (the request must not reach
-// the upstream) when the caller has none or its key cannot be read.
-func (s *Server) credentialFor(r *http.Request) (credential, *wire.Error) {
-	if s.opts.Overlay == nil {
-		return credential{}, nil
-	}
-	c, _ := s.opts.Overlay.Catalog()
-	if c.Auth == nil || c.Auth.UpstreamCredentials == nil {
-		return credential{}, nil
-	}
+// Source reads the watched Secrets' content (the catalog's content source).
+type Source interface {
+	Content(secret bool, name, key string) ([]byte, bool)
+}
+
+// For resolves the credential of caller id under catalog c, whose Auth maps callers to keys
+// (c.Auth.UpstreamCredentials is set), from the watched Secret in src (nil: none read yet). An
+// error (the request must not reach the upstream) when the caller has none or its key cannot
+// be read.
+func For(c *catalog.Catalog, src Source, id *authn.Identity) (Credential, *wire.Error) {
 	u := c.Auth.UpstreamCredentials
-	caller := callerOf(u, authn.FromContext(r.Context()))
+	caller := callerOf(u, id)
 	key, listed := "", false
 	if caller != "" {
 		key, listed = u.Keys[caller]
@@ -58,26 +61,26 @@ func (s *Server) credentialFor(r *http.Request) (credential, *wire.Error) {
 	}
 	switch {
 	case key == "":
-		return credential{}, errNoCredential(c, u, caller, "", "spec.auth.upstreamCredentials lists no key for "+describeCaller(u, caller)+
+		return Credential{}, errNoCredential(c, u, caller, "", "spec.auth.upstreamCredentials lists no key for "+describeCaller(u, caller)+
 			" and sets no defaultKey; add the caller to callers (with a key of Secret "+u.Secret+") or set defaultKey")
 	case !u.Readable:
-		return credential{}, errNoCredential(c, u, caller, key, "Secret "+u.Secret+" is not exposed to the server, or does not exist; "+
+		return Credential{}, errNoCredential(c, u, caller, key, "Secret "+u.Secret+" is not exposed to the server, or does not exist; "+
 			"create it and label it mcp.switchboard.dev/expose-to="+c.Server.Name+" (the MCPServer's UpstreamCredentials condition says the same)")
 	}
 	var v []byte
 	ok := false
-	if src := s.opts.Overlay.Contents(); src != nil {
+	if src != nil {
 		v, ok = src.Content(true, u.Secret, key)
 	}
 	switch {
 	case !ok:
-		return credential{}, errNoCredential(c, u, caller, key, "Secret "+u.Secret+" has no key "+key+" (for "+describeCaller(u, caller)+
+		return Credential{}, errNoCredential(c, u, caller, key, "Secret "+u.Secret+" has no key "+key+" (for "+describeCaller(u, caller)+
 			"); add it, and it applies without a restart")
 	case !catalog.ValidCredentialValue(v):
-		return credential{}, errNoCredential(c, u, caller, key, "the value of key "+key+" of Secret "+u.Secret+
+		return Credential{}, errNoCredential(c, u, caller, key, "the value of key "+key+" of Secret "+u.Secret+
 			" cannot be sent in a header (empty, too long, or a control character such as a trailing newline); store it without one")
 	}
-	return credential{header: http.CanonicalHeaderKey(u.Header), value: u.ValuePrefix + string(v)}, nil
+	return Credential{header: http.CanonicalHeaderKey(u.Header), value: u.ValuePrefix + string(v)}, nil
 }
 
 // callerOf is what selects the caller's entry in the mapping ("" if the caller has none).
