@@ -444,9 +444,10 @@ func (r *MCPServerReconciler) writeItemStatusAndPruneReports(ctx context.Context
 	var errs []error
 	var stale []string
 	awaiting := r.ItemSettle > 0 && r.settle != nil && awaitingReplicas(s)
+	wait := settleWait(s, r.ItemSettle)
 	for _, u := range itemStatuses(s) {
 		if awaiting && settles(u) {
-			if left := r.settle.left(u.object, s.now, r.ItemSettle); left > 0 {
+			if left := r.settle.left(u.object, s.now, wait); left > 0 {
 				if held == 0 || left < held {
 					held = left
 				}

@@ -20,7 +20,23 @@ import (
 // Until the write the item's status still describes its previous generation (observedGeneration
 // lags, which kstatus reads as in progress), or nothing for a new item: never a state it is not
 // in. Past the wait the status is written as it stands, and again when the replicas report.
+// While no replica of the server is ready yet the wait is startingSettleFactor times longer.
 const DefaultItemSettle = 5 * time.Second
+
+// startingSettleFactor stretches the wait while no replica of the server is ready yet (its pods
+// start: scheduling, image pulls, the sidecar's first catalog), which takes longer than a running
+// sidecar's report: a fleet created at once waited more than 5 s for its pods on a busy control
+// plane, and its items were written twice.
+const startingSettleFactor = 6
+
+// settleWait is how long an item's first status waits for the replicas: wait, or
+// startingSettleFactor times it while no replica is ready yet.
+func settleWait(s *scope, wait time.Duration) time.Duration {
+	if len(s.reports.Ready) == 0 {
+		return startingSettleFactor * wait
+	}
+	return wait
+}
 
 // awaitingReplicas reports whether the server's replicas are still to report the current catalog
 // revision, and to compare its tools with their MCP server: replicas are wanted (not scaled to
@@ -47,9 +63,9 @@ func settles(u itemStatusUpdate) bool {
 		u.accepted.Status == metav1.ConditionTrue && u.published.Status == metav1.ConditionTrue && u.stalled == nil
 }
 
-// settleClock remembers when each item's generation was first held back (settles), so the wait
-// is bounded also for an edit, whose generation carries no time. A first generation counts from
-// the item's creation, so a restarted manager does not wait again. mu guards the fields.
+// settleClock remembers when each item's generation was first held back (settles): the wait
+// counts from then, not from the item's creation, since a manager behind a burst of creates may
+// first see an item long after it was created. mu guards the fields.
 type settleClock struct {
 	mu     sync.Mutex
 	seen   map[types.UID]heldSince
@@ -75,7 +91,7 @@ func (c *settleClock) left(obj mcpv1alpha1.CatalogItem, now time.Time, wait time
 	}
 	if now.Sub(c.pruned) > settleForget {
 		for uid, h := range c.seen {
-			if now.Sub(h.at) > wait+settleForget {
+			if now.Sub(h.at) > startingSettleFactor*wait+settleForget {
 				delete(c.seen, uid)
 			}
 		}
@@ -84,9 +100,6 @@ func (c *settleClock) left(obj mcpv1alpha1.CatalogItem, now time.Time, wait time
 	h, ok := c.seen[obj.GetUID()]
 	if !ok || h.generation != obj.GetGeneration() {
 		h = heldSince{generation: obj.GetGeneration(), at: now}
-		if created := obj.GetCreationTimestamp().Time; obj.GetGeneration() == 1 && created.Before(now) {
-			h.at = created
-		}
 		c.seen[obj.GetUID()] = h
 	}
 	return h.at.Add(wait).Sub(now)

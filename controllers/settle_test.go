@@ -81,8 +81,9 @@ func TestSettles(t *testing.T) {
 	}
 }
 
-// TestSettleClock: a first generation waits from its creation, an edit from when it was first
-// held; a new generation starts a new wait, and a forgotten item starts over.
+// TestSettleClock: a wait counts from when the item's generation was first held, not from its
+// creation (a manager behind a burst of creates sees items late); a new generation starts a new
+// wait, and a forgotten item starts over. While no replica is ready the wait is longer.
 func TestSettleClock(t *testing.T) {
 	now := time.Date(2026, 12, 2, 20, 0, 0, 0, time.UTC)
 	const wait = 5 * time.Second
@@ -90,11 +91,8 @@ func TestSettleClock(t *testing.T) {
 		return &mcpv1alpha1.MCPTool{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Generation: generation, CreationTimestamp: metav1.NewTime(created)}}
 	}
 	var c settleClock
-	if left := c.left(item("new", 1, now.Add(-2*time.Second)), now, wait); left != 3*time.Second {
-		t.Errorf("a new item created 2 s ago has %v left, want 3s", left)
-	}
-	if left := c.left(item("old", 1, now.Add(-time.Hour)), now, wait); left > 0 {
-		t.Errorf("an item created an hour ago (a restarted manager) has %v left, want none", left)
+	if left := c.left(item("late", 1, now.Add(-time.Minute)), now, wait); left != wait {
+		t.Errorf("an item created a minute ago, first held now, has %v left, want %v", left, wait)
 	}
 	edited := item("edited", 4, now.Add(-time.Hour))
 	if left := c.left(edited, now, wait); left != wait {
@@ -113,5 +111,13 @@ func TestSettleClock(t *testing.T) {
 	}
 	if left := c.left(edited, now.Add(wait+6*time.Second), wait); left > 0 {
 		t.Errorf("past the wait %v is left", left)
+	}
+	starting := scope{observed: true, revision: "r1", workload: workload{Replicas: 1}}
+	running := scope{observed: true, revision: "r1", workload: workload{Replicas: 1}, reports: reports{Ready: []podReport{{Pod: "a", Missing: true}}}}
+	if got := settleWait(&starting, wait); got != startingSettleFactor*wait {
+		t.Errorf("while no replica is ready the wait is %v, want %v", got, startingSettleFactor*wait)
+	}
+	if got := settleWait(&running, wait); got != wait {
+		t.Errorf("with a ready replica the wait is %v, want %v", got, wait)
 	}
 }
