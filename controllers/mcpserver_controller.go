@@ -67,6 +67,11 @@ type MCPServerReconciler struct {
 	// Sharded is set when the manager runs one shard (--watch-label-selector): its cache holds
 	// the servers of the shard, but the pods of every server (kube.ShardCacheOptions).
 	Sharded bool
+	// ItemSettle is how long the first status of an item's generation waits for the replicas'
+	// reports (DefaultItemSettle); zero, or no settle clock, writes at once.
+	ItemSettle time.Duration
+
+	settle *settleClock
 }
 
 // scope is what the phases of one reconcile share: the server, and what each phase computed or
@@ -176,7 +181,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			result.RequeueAfter = res.RequeueAfter
 		}
 	}
-	changed, err := r.writeItemStatusAndPruneReports(ctx, s)
+	held, changed, err := r.writeItemStatusAndPruneReports(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, errors.Join(s.failedChildren.orNil(), err)
 	}
@@ -185,6 +190,9 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	if changed != nil {
 		return ctrl.Result{}, changed
+	}
+	if held > 0 && (result.RequeueAfter == 0 || held < result.RequeueAfter) {
+		result.RequeueAfter = held
 	}
 	return result, nil
 }
@@ -430,10 +438,25 @@ func (r *MCPServerReconciler) checkSources(ctx context.Context, s *scope) (ctrl.
 // removal of the reports of pods that are gone (found by observe). The server's own status is
 // written after it, once, by the deferred patchStatus. changed (errItemChanged) names the items
 // whose status another writer changed since they were read; they are decided again on retry.
-func (r *MCPServerReconciler) writeItemStatusAndPruneReports(ctx context.Context, s *scope) (changed, err error) {
+// An item whose status waits for the replicas' reports (DefaultItemSettle) is not written yet;
+// held is when to look again if no report comes first (0: nothing held).
+func (r *MCPServerReconciler) writeItemStatusAndPruneReports(ctx context.Context, s *scope) (held time.Duration, changed, err error) {
 	var errs []error
 	var stale []string
+	awaiting := r.ItemSettle > 0 && r.settle != nil && awaitingReplicas(s)
+	wait := settleWait(s, r.ItemSettle)
 	for _, u := range itemStatuses(s) {
+		if awaiting && settles(u) {
+			if left := r.settle.left(u.object, s.now, wait); left > 0 {
+				if held == 0 || left < held {
+					held = left
+				}
+				continue
+			}
+		}
+		if awaiting {
+			r.settle.forget(u.object.GetUID())
+		}
 		err := setItemStatus(ctx, r.Client, r.Recorder, u)
 		if apierrors.IsConflict(err) {
 			stale = append(stale, u.object.GetName())
@@ -454,7 +477,7 @@ func (r *MCPServerReconciler) writeItemStatusAndPruneReports(ctx context.Context
 		patch, _ := json.Marshal(map[string]any{"data": gone})
 		errs = append(errs, r.Patch(ctx, status, client.RawPatch(types.MergePatchType, patch)))
 	}
-	return changed, errors.Join(errs...)
+	return held, changed, errors.Join(errs...)
 }
 
 // errItemChanged is returned when an item's status changed between the read it was decided from

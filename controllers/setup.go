@@ -45,6 +45,8 @@ type Options struct {
 	TrustDomain string
 	// AppearGrace is DefaultAppearGrace when zero.
 	AppearGrace time.Duration
+	// ItemSettle is DefaultItemSettle when zero; negative writes every item status at once.
+	ItemSettle time.Duration
 	// Sharded is set when the manager's cache holds one shard (kube.ShardCacheOptions).
 	Sharded bool
 }
@@ -88,6 +90,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		Namespaces:   opts.Namespaces,
 		AppearGrace:  grace,
 		Sharded:      opts.Sharded,
+		ItemSettle:   max(cmp.Or(opts.ItemSettle, DefaultItemSettle), 0),
+		settle:       &settleClock{},
 	}
 	if err := servers.SetupWithManager(mgr, sources, max(opts.MaxConcurrentReconciles, 1)); err != nil {
 		return nil, err

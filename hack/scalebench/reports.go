@@ -47,15 +47,19 @@ const (
 // reports twice per catalog revision: once applied (Overlay.Apply), then once it compared the
 // revision's tools with its MCP server's tools/list (ToolsChecked, upstream digests), which the
 // Reporter coalesces when the first write is still in flight. Each catalog revision a started
-// pod has not reported yet is reported after lag, its tool check checkLag later.
-// mu guards pods and servers.
+// pod has not reported yet is reported after lag, its tool check checkLag later, unless the pod
+// has a newer revision to report by then (a real sidecar never reports a revision older than the
+// one it serves). mu guards pods and servers.
 type sidecarSim struct {
 	mode     string
 	lag      time.Duration
 	checkLag time.Duration
-	cfg      *rest.Config
-	ctx      context.Context
-	log      *slog.Logger
+	// after runs f in its own goroutine once d has passed (time.AfterFunc; tests fire them in
+	// the order they choose).
+	after func(d time.Duration, f func())
+	cfg   *rest.Config
+	ctx   context.Context
+	log   *slog.Logger
 
 	reports atomic.Int64 // reports Set (not writes: the Reporter coalesces and skips repeats)
 
@@ -68,10 +72,16 @@ type simPod struct {
 	server   string
 	started  bool // scheduled to a node
 	ready    bool
-	reporter *app.Reporter
+	reporter reportSetter
 	cancel   context.CancelFunc
 	reported string // the last revision scheduled for a report
+	// scheduled counts the revisions scheduled for a report; a report is set only while its
+	// revision is still the newest scheduled.
+	scheduled int
 }
+
+// reportSetter is what the simulation needs of the sidecar's Reporter.
+type reportSetter interface{ Set(catalog.Report) }
 
 type simServer struct {
 	revision string
@@ -90,8 +100,9 @@ func startSidecarSim(ctx context.Context, c cache.Cache, cfg *rest.Config, o opt
 		return fmt.Errorf("-sidecar-reports %q: want %s, %s or %s", o.sidecarReports, reportsBefore, reportsAfter, reportsNone)
 	}
 	s := &sidecarSim{mode: o.sidecarReports, lag: o.reportLag, checkLag: o.checkLag, cfg: cfg, ctx: ctx,
-		log:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		pods: map[types.NamespacedName]*simPod{}, servers: map[string]*simServer{}}
+		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) },
+		log:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		pods:  map[types.NamespacedName]*simPod{}, servers: map[string]*simServer{}}
 	pods, err := c.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return err
@@ -230,10 +241,29 @@ func (s *sidecarSim) maybeReport(key types.NamespacedName, sp *simPod) {
 		go r.Run(ctx)
 	}
 	sp.reported = srv.revision
+	sp.scheduled++
 	applied, checked := simulatedReports(srv.revision, srv.tools)
-	r := sp.reporter
-	time.AfterFunc(s.lag, func() { s.reports.Add(1); r.Set(applied) })
-	time.AfterFunc(s.lag+s.checkLag, func() { s.reports.Add(1); r.Set(checked) })
+	// Timers that expire together run in no set order (in practice the newest first): a report
+	// is set only while its revision is still the pod's newest, and the check is scheduled once
+	// the applied report is set. Else a revision that came moments after another could be
+	// followed by the older one's report, which its server then waited on in PropagationPending
+	// for good.
+	seq, r := sp.scheduled, sp.reporter
+	set := func(rep catalog.Report) bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if sp.scheduled != seq {
+			return false // a newer revision's reports follow
+		}
+		s.reports.Add(1)
+		r.Set(rep)
+		return true
+	}
+	s.after(s.lag, func() {
+		if set(applied) {
+			s.after(s.checkLag, func() { set(checked) })
+		}
+	})
 }
 
 // statusConfigMapOf is the status ConfigMap of a server.
