@@ -66,7 +66,9 @@ type Options struct {
 	// Contents serves ConfigMap/Secret-backed resources (none when nil).
 	Contents ContentSource
 	// Report receives the propagation report after every applied or
-	// rejected revision (nil: not reported).
+	// rejected revision (nil: not reported). It is called in the order the
+	// reports were made, under the overlay's lock: it must not block or call
+	// the overlay.
 	Report func(catalog.Report)
 	// Published, when set, is told when the stages of each computation ended
 	// (the sidecar's propagation log).
@@ -234,11 +236,11 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 	if err != nil {
 		o.report.RejectedRevision, o.report.Reason = revision, err.Error()
 		rep := o.report
+		o.sendReport(rep)
 		o.pendMu.Unlock()
 		o.m.CatalogRejected()
 		o.m.CatalogRejecting(true)
 		o.log.Error("Catalog revision rejected; still serving the last good one", "revision", revision, "serving", rep.Revision, "err", err)
-		o.sendReport(rep)
 		return err
 	}
 	o.cur.Store(&appliedCatalog{cat: c, rev: revision, at: time.Now(), templates: compileHintTemplates(c, o.log)})
@@ -247,7 +249,7 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 	// Not known for the new revision until the next computation.
 	o.report.ToolsChecked, o.report.MissingTools, o.report.MissingToolCount = false, nil, 0
 	o.report.ToolDigests, o.report.WithheldTools, o.report.WithheldToolCount = nil, nil, 0
-	rep := o.report
+	o.sendReport(o.report)
 	o.pendMu.Unlock()
 	o.m.CatalogApplied()
 	o.m.CatalogRejecting(false)
@@ -256,11 +258,13 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 		cms, secrets := refsOf(c)
 		o.opts.Contents.SetRefs(cms, secrets)
 	}
-	o.sendReport(rep)
 	o.signal()
 	return nil
 }
 
+// sendReport hands r to the reporter. It is called with pendMu held, so that reports reach the
+// reporter in the order they were built: a report of an older revision never lands after a
+// newer one's (Options.Report must not block, nor call back into the overlay).
 func (o *Overlay) sendReport(r catalog.Report) {
 	if o.opts.Report != nil {
 		o.opts.Report(r)
@@ -624,9 +628,8 @@ func (o *Overlay) reportMissing(rev string, checked bool, missing []string, up *
 	}
 	r.ToolsChecked, r.MissingTools, r.MissingToolCount, r.Upstream = checked, slices.Clone(names), len(missing), up
 	r.ToolDigests, r.WithheldTools, r.WithheldToolCount = pins.digests, slices.Clone(withheld), len(pins.withheld)
-	rep := o.report
+	o.sendReport(o.report)
 	o.pendMu.Unlock()
-	o.sendReport(rep)
 }
 
 func (o *Overlay) lastMissing() []string {

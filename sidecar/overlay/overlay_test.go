@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/overlay/overlaytest"
@@ -169,5 +171,50 @@ func TestObserveDigests(t *testing.T) {
 	o.observeDigests(c, nil)
 	if o.ObservedDigestOf("get_forecast") != "" {
 		t.Fatal("an unread list still gives digests")
+	}
+}
+
+// A computation's report of revision r1 that is still being handed over when r2 is applied must
+// not be the last one the reporter gets: the replica would go on reporting r1 until its next
+// computation, and not at all while the upstream is unreachable (nothing changes then).
+func TestReportOfAnOlderRevisionNeverOvertakesANewerOne(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		last    catalog.Report
+		entered = make(chan struct{})
+		applied = make(chan struct{})
+	)
+	o := New(Options{Report: func(r catalog.Report) {
+		if r.Revision == "r1" && r.ToolsChecked {
+			close(entered)
+			// Give Apply(r2) the time to run to its end while this report is in hand.
+			select {
+			case <-applied:
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		mu.Lock()
+		last = r
+		mu.Unlock()
+	}})
+	cat, _ := catalog.Encode(testCatalog(catalog.ToolPolicyDeclared))
+	if err := o.Apply(cat, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	reported := make(chan struct{})
+	go func() {
+		o.reportMissing("r1", true, nil, nil, pinReport{})
+		close(reported)
+	}()
+	<-entered
+	if err := o.Apply(cat, "r2"); err != nil {
+		t.Fatal(err)
+	}
+	close(applied)
+	<-reported
+	mu.Lock()
+	defer mu.Unlock()
+	if last.Revision != "r2" {
+		t.Errorf("last report is of %s, want r2", last.Revision)
 	}
 }

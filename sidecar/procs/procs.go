@@ -1,6 +1,9 @@
 // Package procs sets how many OS threads run the sidecar's (and the stdio
 // bridge's) Go code: one while serving requests, more while a large fan-out
 // runs or requests queue.
+//
+// It knows no MCP, no HTTP and no room above it: the rooms say how wide a piece of
+// work is (Widen), and it reads the Go runtime's scheduler metrics for queueing.
 package procs
 
 import (
