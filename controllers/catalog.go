@@ -230,22 +230,3 @@ func promptEntry(p *mcpv1alpha1.MCPPrompt) catalog.Prompt {
 	}
 	return out
 }
-
-// sourceRefs returns the ConfigMaps and Secrets the catalog's resources read, and the readable
-// upstream credentials Secret, sorted and unique.
-func sourceRefs(c *catalog.Catalog) (configMaps, secrets []string) {
-	for _, r := range c.Resources {
-		if r.Source.ConfigMap != nil {
-			configMaps = append(configMaps, r.Source.ConfigMap.Name)
-		}
-		if r.Source.Secret != nil {
-			secrets = append(secrets, r.Source.Secret.Name)
-		}
-	}
-	if name := c.CredentialsSecret(); name != "" {
-		secrets = append(secrets, name)
-	}
-	slices.Sort(configMaps)
-	slices.Sort(secrets)
-	return slices.Compact(configMaps), slices.Compact(secrets)
-}

@@ -139,7 +139,7 @@ func sidecarTokenSecretFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames) *core
 // would grant every object of the kind, so such rules are left out. list and watch by name need
 // a metadata.name field selector.
 func roleFor(s *mcpv1alpha1.MCPServer, n inject.ObjectNames, c *catalog.Catalog) *rbacv1ac.RoleApplyConfiguration {
-	configMaps, secrets := sourceRefs(c)
+	configMaps, secrets := c.ContentRefs()
 	read := []string{"get", "list", "watch"}
 	role := rbacv1ac.Role(n.Role, n.Namespace).
 		WithLabels(inject.LabelsFor(s)).

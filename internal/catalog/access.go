@@ -261,6 +261,26 @@ func (c *Catalog) CredentialsSecret() string {
 	return c.Auth.UpstreamCredentials.Secret
 }
 
+// ContentRefs returns the ConfigMaps and Secrets the sidecar reads for this catalog: those its
+// resources serve, and the upstream credentials Secret while it is readable; sorted and unique.
+// The controller grants the sidecar read access to exactly these, and the sidecar watches them.
+func (c *Catalog) ContentRefs() (configMaps, secrets []string) {
+	for _, r := range c.Resources {
+		if r.Source.ConfigMap != nil {
+			configMaps = append(configMaps, r.Source.ConfigMap.Name)
+		}
+		if r.Source.Secret != nil {
+			secrets = append(secrets, r.Source.Secret.Name)
+		}
+	}
+	if name := c.CredentialsSecret(); name != "" {
+		secrets = append(secrets, name)
+	}
+	slices.Sort(configMaps)
+	slices.Sort(secrets)
+	return slices.Compact(configMaps), slices.Compact(secrets)
+}
+
 // MaxCredentialBytes bounds a credential value (the Secret's, before ValuePrefix).
 const MaxCredentialBytes = 8 << 10
 

@@ -84,3 +84,22 @@ func TestAccessValidation(t *testing.T) {
 		t.Fatalf("valid sample refused: %v", err)
 	}
 }
+
+func TestContentRefs(t *testing.T) {
+	c := &Catalog{Resources: []Resource{
+		{Source: Source{Secret: &KeyRef{Name: "b", Key: "k"}}},
+		{Source: Source{ConfigMap: &KeyRef{Name: "cm", Key: "k"}}},
+		{Source: Source{Secret: &KeyRef{Name: "a", Key: "k"}}},
+		{Source: Source{Secret: &KeyRef{Name: "b", Key: "other"}}},
+		{Source: Source{Upstream: true}},
+	}}
+	c.Auth = &Auth{UpstreamCredentials: &UpstreamCredentials{Secret: "keys", Header: "X-Api-Key"}}
+	cms, secrets := c.ContentRefs()
+	if strings.Join(cms, ",") != "cm" || strings.Join(secrets, ",") != "a,b" {
+		t.Errorf("unreadable credentials Secret: ConfigMaps %v, Secrets %v; want [cm], [a b]", cms, secrets)
+	}
+	c.Auth.UpstreamCredentials.Readable = true
+	if _, secrets := c.ContentRefs(); strings.Join(secrets, ",") != "a,b,keys" {
+		t.Errorf("readable credentials Secret: Secrets %v, want [a b keys]", secrets)
+	}
+}

@@ -255,7 +255,7 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 	o.m.CatalogRejecting(false)
 	o.log.Info("Catalog revision applied", "revision", revision, "tools", len(c.Tools), "resources", len(c.Resources), "prompts", len(c.Prompts))
 	if o.opts.Contents != nil {
-		cms, secrets := refsOf(c)
+		cms, secrets := c.ContentRefs()
 		o.opts.Contents.SetRefs(cms, secrets)
 	}
 	o.signal()
@@ -730,20 +730,4 @@ func (o *Overlay) publishDiff(prev, next *snapshot, upURIs []string, conservativ
 	if kinds != 0 || len(changed) > 0 {
 		o.log.Debug("Overlay published changes", "kinds", kinds, "uris", len(changed))
 	}
-}
-
-// refsOf lists the ConfigMaps and Secrets a catalog's resources read.
-func refsOf(c *catalog.Catalog) (configMaps, secrets []string) {
-	for _, r := range c.Resources {
-		if r.Source.ConfigMap != nil {
-			configMaps = append(configMaps, r.Source.ConfigMap.Name)
-		}
-		if r.Source.Secret != nil {
-			secrets = append(secrets, r.Source.Secret.Name)
-		}
-	}
-	if name := c.CredentialsSecret(); name != "" {
-		secrets = append(secrets, name) // upstream credentials (sidecar/credential)
-	}
-	return slices.Compact(slices.Sorted(slices.Values(configMaps))), slices.Compact(slices.Sorted(slices.Values(secrets)))
 }
