@@ -33,9 +33,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -162,6 +164,14 @@ func run(o options) (err error) {
 			_ = os.RemoveAll(dir)
 		}
 	}()
+	// SIGINT or SIGTERM ends the phase under way; the deferred stop then tears the control plane
+	// and the managers down instead of leaving them running (a second signal kills at once).
+	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	go func() {
+		<-sigCtx.Done()
+		stopSignals() // the default action again, for a second signal
+	}()
 	if err := b.start(); err != nil {
 		return err
 	}
@@ -184,7 +194,10 @@ func run(o options) (err error) {
 		}
 		say("Phase %s", p.name)
 		// Each wait inside a phase is bounded by -timeout; the phase as a whole by four of them.
-		ctx, cancel := context.WithTimeout(context.Background(), 4*o.timeout)
+		if sigCtx.Err() != nil {
+			return fmt.Errorf("interrupted before phase %s", p.name)
+		}
+		ctx, cancel := context.WithTimeout(sigCtx, 4*o.timeout)
 		err := p.run(ctx)
 		cancel()
 		if err != nil {
