@@ -107,7 +107,11 @@ func deploymentOf(t *testing.T, ns, name string) *appsv1.Deployment {
 func TestAccessPolicyIsLive(t *testing.T) {
 	ns, evil := newNamespace(t), newNamespace(t)
 	server := authServer(ns, "weather")
-	mustCreate(t, server, newTool(ns, "forecast", "weather", "get_forecast"))
+	tool := newTool(ns, "forecast", "weather", "get_forecast")
+	mustCreate(t, server, tool)
+	// The tool in the catalog first: a catalog compiled before the manager saw the tool has
+	// another revision than the one after.
+	itemCondition(t, tool, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
 	open := accessIs(t, ns, "weather", nil)
 	d := deploymentOf(t, ns, "weather")
 

@@ -164,7 +164,11 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			// retried on fresh reads.
 			failure = nil
 		}
-		retErr = errors.Join(retErr, r.patchStatus(ctx, s, failure))
+		held, err := r.patchStatus(ctx, s, failure)
+		retErr = errors.Join(retErr, err)
+		if held > 0 && (result.RequeueAfter == 0 || held < result.RequeueAfter) {
+			result.RequeueAfter = held
+		}
 	}()
 	if !server.DeletionTimestamp.IsZero() {
 		// Owner references garbage-collect the children, but not the cluster-scoped binding.
@@ -486,25 +490,45 @@ func (r *MCPServerReconciler) writeItemStatusAndPruneReports(ctx context.Context
 var errItemChanged = errors.New("the status of these items changed since they were read; deciding it again")
 
 // patchStatus writes the status serverStatus decides, once and only when it changed, and
-// records an Event for every condition that changed.
-func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) error {
-	s.server.Status = serverStatus(s, reconcileErr)
+// records an Event for every condition change that says something (emitConditionEvents). A
+// status that waits for the replicas' reports of a new catalog revision (holdsServerStatus) is
+// not written yet: held is when to look again if no report comes first (0: nothing held).
+func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) (held time.Duration, err error) {
+	decided := serverStatus(s, reconcileErr)
+	if r.ItemSettle > 0 && r.settle != nil && s.server.DeletionTimestamp.IsZero() {
+		if holdsServerStatus(s, reconcileErr, s.before.Status, decided) {
+			if left := r.settle.hold(s.server.UID, "revision "+s.before.Status.CatalogRevision, s.now, r.ItemSettle); left > 0 {
+				return left, nil
+			}
+		}
+		r.settle.forget(s.server.UID)
+	}
+	s.server.Status = decided
 	emitConditionEvents(r.Recorder, s.server, s.before.Status.Conditions, s.server.Status.Conditions)
 	if c, ok := driftChanged(s.before.Status.Conditions, s.server.Status.Conditions); ok && r.Recorder != nil {
 		r.Recorder.Eventf(s.server, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s=%s: %s", c.Type, c.Status, c.Message)
 	}
 	if equality.Semantic.DeepEqual(s.before.Status, s.server.Status) {
-		return nil
+		return 0, nil
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Patching MCPServer status", "revision", s.server.Status.CatalogRevision)
-	return client.IgnoreNotFound(r.Status().Patch(ctx, s.server, client.MergeFrom(s.before)))
+	return 0, client.IgnoreNotFound(r.Status().Patch(ctx, s.server, client.MergeFrom(s.before)))
 }
 
-// emitConditionEvents records one Event per condition whose status or reason changed to a
-// Warning reason or to a settled state (not waiting), with the event reason equal to the
-// condition reason. Ready repeats the
-// reason of the condition it summarises, so its event is left out when that condition's event
-// says the same.
+// emitConditionEvents records an Event for a condition whose status or reason changed, with the
+// event reason equal to the condition reason, when that asks for or tells something a person
+// acts on:
+//   - it reaches a Warning reason (something to fix);
+//   - it reaches its good state from a Warning reason (what was fixed took effect);
+//   - Ready reaches True (the server serves, all its conditions in their good state).
+//
+// A Normal wait (any other state, and Reconciling in any Normal state) clears by itself and asks
+// nothing of anyone: for the Deployment, for a ready replica, for the sidecars' report. Every
+// server starts in them and a catalog edit passes through them; the return from a wait to the
+// good state is told once, by Ready. At 1,000 servers one Event per condition reaching its good
+// state was 6 Events per server of a cold start and 3 per fleet-wide MCPTool edit, a fifth of
+// Switchboard's writes (docs/performance.md, "Fleet scale"). Ready repeats the reason of the
+// condition it summarises, so its Event is left out when that condition's Event says the same.
 func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, after []metav1.Condition) {
 	if rec == nil {
 		return
@@ -515,12 +539,12 @@ func emitConditionEvents(rec events.EventRecorder, obj runtime.Object, before, a
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
 		}
-		if eventType(c.Reason) == corev1.EventTypeNormal && waiting(c) {
-			// A wait clears by itself and asks nothing of anyone: for the Deployment, for a
-			// ready replica, for the sidecars' report. Every server starts in them and passes
-			// through them on every catalog edit (3 of 5 Events per server on a fleet-wide
-			// MCPTool edit, docs/performance.md); the return to the good state is the Event.
-			continue
+		if eventType(c.Reason) == corev1.EventTypeNormal {
+			recovered := old != nil && eventType(old.Reason) == corev1.EventTypeWarning && !waiting(c)
+			ready := c.Type == string(mcpv1alpha1.ConditionReady) && c.Status == metav1.ConditionTrue
+			if !recovered && !ready {
+				continue
+			}
 		}
 		if seen[c.Reason] {
 			continue

@@ -111,7 +111,6 @@ func TestCatalogEditIsLiveImageChangeRolls(t *testing.T) {
 	serverCondition(t, key, mcpv1alpha1.ConditionCatalogPropagated, metav1.ConditionTrue, mcpv1alpha1.ReasonAllReplicasUpToDate)
 	serverCondition(t, key, mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonReady)
 	eventRecorded(t, server, mcpv1alpha1.ReasonReady)
-	eventRecorded(t, server, mcpv1alpha1.ReasonAllReplicasUpToDate)
 
 	// The sidecar's Role reaches exactly its objects: no other ConfigMap, no Secret, no pods.
 	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: ns}}

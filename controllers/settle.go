@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -63,18 +65,21 @@ func settles(u itemStatusUpdate) bool {
 		u.accepted.Status == metav1.ConditionTrue && u.published.Status == metav1.ConditionTrue && u.stalled == nil
 }
 
-// settleClock remembers when each item's generation was first held back (settles): the wait
-// counts from then, not from the item's creation, since a manager behind a burst of creates may
-// first see an item long after it was created. mu guards the fields.
+// settleClock remembers when each item's generation, or each server's catalog revision, was
+// first held back (settles, holdsServerStatus): the wait counts from then, not from the object's
+// creation or edit, since a manager behind a burst of creates may first see an item long after
+// it was created. mu guards the fields.
 type settleClock struct {
 	mu     sync.Mutex
 	seen   map[types.UID]heldSince
 	pruned time.Time
 }
 
+// heldSince is what is held back of an object (an item's generation, a server's catalog
+// revision) and since when.
 type heldSince struct {
-	generation int64
-	at         time.Time
+	version string
+	at      time.Time
 }
 
 // settleForget is how long an entry outlives its wait before it is pruned (an item deleted while
@@ -84,6 +89,12 @@ const settleForget = time.Minute
 // left returns how much of the wait the item has left at now (<= 0: none), starting the wait on
 // the first call for its generation.
 func (c *settleClock) left(obj mcpv1alpha1.CatalogItem, now time.Time, wait time.Duration) time.Duration {
+	return c.hold(obj.GetUID(), strconv.FormatInt(obj.GetGeneration(), 10), now, wait)
+}
+
+// hold returns how much of the wait the object has left at now (<= 0: none), starting the wait
+// on the first call for its version.
+func (c *settleClock) hold(uid types.UID, version string, now time.Time, wait time.Duration) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen == nil {
@@ -97,17 +108,41 @@ func (c *settleClock) left(obj mcpv1alpha1.CatalogItem, now time.Time, wait time
 		}
 		c.pruned = now
 	}
-	h, ok := c.seen[obj.GetUID()]
-	if !ok || h.generation != obj.GetGeneration() {
-		h = heldSince{generation: obj.GetGeneration(), at: now}
-		c.seen[obj.GetUID()] = h
+	h, ok := c.seen[uid]
+	if !ok || h.version != version {
+		h = heldSince{version: version, at: now}
+		c.seen[uid] = h
 	}
 	return h.at.Add(wait).Sub(now)
 }
 
-// forget drops the item's entry: its status is written.
+// forget drops the object's entry: its status is written.
 func (c *settleClock) forget(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.seen, uid)
+}
+
+// holdsServerStatus reports whether the server's newly decided status (after) may wait for the
+// replicas' reports instead of being written: the server was Ready, its catalog has a new
+// revision (a catalog edit: an MCPTool added, edited or removed) that its ready replicas have
+// still to report and check against their MCP server (awaitingReplicas), and the only reason it
+// is not Ready now, if it is not, is that revision (PropagationPending). A running sidecar
+// applies, checks and reports a new revision within moments; written at once, every catalog
+// edit would write the server two or three times (Ready=False PropagationPending, Ready=True
+// with ToolsServed unknown, then with the tools checked) and record its return to Ready, on
+// every server a fleet-wide edit touches. Until the write the status still describes the revision before
+// (status.catalogRevision, catalogUpToDateReplicas), which every ready replica served: never a
+// state the server is not in. The wait is counted from the revision the status was written
+// with, so edits that follow each other closer than the wait do not hold the status for longer
+// than one wait. A failed phase, a rollout, a new pod or anything else that makes
+// the server not Ready is written at once.
+func holdsServerStatus(s *scope, reconcileErr error, before, after mcpv1alpha1.MCPServerStatus) bool {
+	if reconcileErr != nil || len(s.reports.Ready) == 0 || !awaitingReplicas(s) || before.CatalogRevision == s.revision {
+		return false
+	}
+	was := meta.FindStatusCondition(before.Conditions, string(mcpv1alpha1.ConditionReady))
+	now := meta.FindStatusCondition(after.Conditions, string(mcpv1alpha1.ConditionReady))
+	return was != nil && was.Status == metav1.ConditionTrue && now != nil &&
+		(now.Status == metav1.ConditionTrue || now.Reason == string(mcpv1alpha1.ReasonPropagationPending))
 }

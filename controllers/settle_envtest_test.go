@@ -21,7 +21,8 @@ import (
 
 // TestItemStatusWrittenOncePerRevision: when the replicas report a new or edited tool's revision
 // promptly, the tool's status is written once, already Ready and with the digest its MCP server
-// serves, instead of first without them (DefaultItemSettle).
+// serves, instead of first without them (DefaultItemSettle); and the server's status is written
+// once, with the new revision, without leaving Ready (holdsServerStatus).
 func TestItemStatusWrittenOncePerRevision(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -80,6 +81,18 @@ func TestItemStatusWrittenOncePerRevision(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer watcher.Stop()
+			var servers mcpv1alpha1.MCPServerList
+			if err := k8s.List(ctx, &servers, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			serverWatcher, err := w.Watch(ctx, &mcpv1alpha1.MCPServerList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: servers.ResourceVersion}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer serverWatcher.Stop()
+			if len(servers.Items) != 1 {
+				t.Fatalf("%d servers in the namespace", len(servers.Items))
+			}
 			changedAt := time.Now()
 			tool := tc.change()
 			eventually.Succeeds(t, "a new revision", func() error {
@@ -101,16 +114,56 @@ func TestItemStatusWrittenOncePerRevision(t *testing.T) {
 				return nil
 			})
 			writes := statusWrites(t, watcher, tool.Name)
+			eventually.Succeeds(t, "the server's status at the new revision", func() error {
+				got := &mcpv1alpha1.MCPServer{}
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(server), got); err != nil {
+					return err
+				}
+				if got.Status.CatalogRevision != rev || got.Status.CatalogUpToDateReplicas != 1 {
+					return fmt.Errorf("revision %s with %d replicas up to date", got.Status.CatalogRevision, got.Status.CatalogUpToDateReplicas)
+				}
+				return nil
+			})
+			serverWrites, notReady := serverStatusWrites(t, serverWatcher, &servers.Items[0])
 			if took := reportedAt.Sub(changedAt); took > DefaultItemSettle-2*time.Second {
 				// The wait ended before the report: the status is written as it stood, then again.
 				t.Logf("the report came %v after the change, too late to count the writes (machine busy)", took)
 				return
 			}
 			if writes != 1 {
-				t.Fatalf("the tool's status was written %d times for one revision reported %v after the change, want once",
+				t.Errorf("the tool's status was written %d times for one revision reported %v after the change, want once",
 					writes, reportedAt.Sub(changedAt))
 			}
+			if serverWrites != 1 || len(notReady) > 0 {
+				t.Errorf("the server's status was written %d times for one revision reported %v after the change, want once; not Ready in between: %v",
+					serverWrites, reportedAt.Sub(changedAt), notReady)
+			}
 		})
+	}
+}
+
+// serverStatusWrites counts the watch events of the MCPServer that changed its status from last
+// (as listed when the watch began), until the watch is quiet for a second, and returns the Ready
+// conditions of those that were not True.
+func serverStatusWrites(t *testing.T, w watch.Interface, last *mcpv1alpha1.MCPServer) (writes int, notReady []string) {
+	t.Helper()
+	for {
+		select {
+		case e := <-w.ResultChan():
+			server, ok := e.Object.(*mcpv1alpha1.MCPServer)
+			if !ok {
+				continue
+			}
+			if !equality.Semantic.DeepEqual(last.Status, server.Status) {
+				writes++
+				if c := findConditionIn(server.Status.Conditions, mcpv1alpha1.ConditionReady); c.Status != metav1.ConditionTrue {
+					notReady = append(notReady, fmt.Sprintf("%s %s", c.Status, c.Reason))
+				}
+			}
+			last = server
+		case <-time.After(time.Second):
+			return writes, notReady
+		}
 	}
 }
 

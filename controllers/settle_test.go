@@ -121,3 +121,48 @@ func TestSettleClock(t *testing.T) {
 		t.Errorf("with a ready replica the wait is %v, want %v", got, wait)
 	}
 }
+
+// TestHoldsServerStatus: a Ready server's status waits for its replicas' reports of a new
+// catalog revision; a first status, an unchanged revision, a failure, a server with no ready
+// replica and any other reason not to be Ready are written at once.
+func TestHoldsServerStatus(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, reason mcpv1alpha1.ConditionReason) mcpv1alpha1.MCPServerStatus {
+		return mcpv1alpha1.MCPServerStatus{CatalogRevision: "r0", Conditions: []metav1.Condition{{Type: string(mcpv1alpha1.ConditionReady), Status: status, Reason: string(reason)}}}
+	}
+	wasReady := ready(metav1.ConditionTrue, mcpv1alpha1.ReasonReady)
+	pending := ready(metav1.ConditionFalse, mcpv1alpha1.ReasonPropagationPending)
+	applied := podReport{Pod: "a", Report: catalog.Report{Revision: "r1"}}
+	edited := scope{observed: true, revision: "r1", workload: workload{Replicas: 1}, reports: reports{Ready: []podReport{{Pod: "a", Report: catalog.Report{Revision: "r0", ToolsChecked: true}}}}}
+	appliedNotChecked := edited
+	appliedNotChecked.reports = reports{Ready: []podReport{applied}}
+	checked := edited
+	checked.reports = reports{Ready: []podReport{{Pod: "a", Report: catalog.Report{Revision: "r1", ToolsChecked: true}}}}
+	checked.reports.Checked = checked.reports.Ready
+	noReplica := edited
+	noReplica.reports = reports{}
+	unchanged := edited
+	unchanged.revision = "r0"
+	for _, tc := range []struct {
+		name          string
+		s             scope
+		err           error
+		before, after mcpv1alpha1.MCPServerStatus
+		want          bool
+	}{
+		{"an edit, not reported yet", edited, nil, wasReady, pending, true},
+		{"an edit, applied but the tools not checked yet", appliedNotChecked, nil, wasReady, wasReady, true},
+		{"an edit, checked by every ready replica", checked, nil, wasReady, wasReady, false},
+		{"the first status", edited, nil, mcpv1alpha1.MCPServerStatus{}, pending, false},
+		{"not Ready before", edited, nil, pending, pending, false},
+		{"the revision the status was written with", unchanged, nil, wasReady, pending, false},
+		{"no ready replica", noReplica, nil, wasReady, ready(metav1.ConditionFalse, mcpv1alpha1.ReasonNoReadyReplicas), false},
+		{"rolling out", edited, nil, wasReady, ready(metav1.ConditionFalse, mcpv1alpha1.ReasonRollingOut), false},
+		{"a failed phase", edited, errItemChanged, wasReady, ready(metav1.ConditionFalse, mcpv1alpha1.ReasonReconcileFailed), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := holdsServerStatus(&tc.s, tc.err, tc.before, tc.after); got != tc.want {
+				t.Fatalf("holdsServerStatus = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
