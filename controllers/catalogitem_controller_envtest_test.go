@@ -56,6 +56,52 @@ func TestPrunedServerWritesNothingOnItsItems(t *testing.T) {
 	}
 }
 
+// TestItemsAppliedBeforeTheirServerWriteNoServerNotFound: a GitOps sync or a kubectl apply -f
+// creates a server's tools a moment before or after the server itself. A tool created first is
+// not marked ServerNotFound, with a status patch and a Warning Event, when its server follows
+// within serverAppearDelay: its first status is the server's reconciler's, Accepted.
+func TestItemsAppliedBeforeTheirServerWriteNoServerNotFound(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	w, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := w.Watch(ctx, &mcpv1alpha1.MCPToolList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Stop()
+	tool := newTool(ns, "first", "second", "first")
+	mustCreate(t, tool)
+	time.Sleep(serverAppearDelay / 2)
+	mustCreate(t, newServer(ns, "second", 0))
+	itemCondition(t, tool, mcpv1alpha1.ConditionAccepted, metav1.ConditionTrue, mcpv1alpha1.ReasonAccepted)
+	time.Sleep(serverAppearDelay / 2) // past the delay: a ServerNotFound decided late would land now
+	for {
+		select {
+		case e := <-watcher.ResultChan():
+			if got, ok := e.Object.(*mcpv1alpha1.MCPTool); ok {
+				if c := findConditionIn(got.Status.Conditions, mcpv1alpha1.ConditionAccepted); c.Reason == string(mcpv1alpha1.ReasonServerNotFound) {
+					t.Fatalf("the tool was marked %s although its server came %v after it", c.Reason, serverAppearDelay/2)
+				}
+			}
+			continue
+		case <-time.After(time.Second):
+		}
+		break
+	}
+	var list eventsv1.EventList
+	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Reason == string(mcpv1alpha1.ReasonServerNotFound) {
+			t.Errorf("a %s Event for %s: %s", e.Reason, e.Regarding.Name, e.Note)
+		}
+	}
+}
+
 // staleCache is the cache as an item reconciler may read it while the server's reconciler writes
 // the item's status: the item as it was before that write, and no MCPServer yet (or any more).
 // Everything else, and every write, goes to the API server.
