@@ -106,15 +106,34 @@ func settledChildren(tb testing.TB) (*MCPServerReconciler, []child) {
 }
 
 // BenchmarkApplySettled measures what apply costs for the children of a server that is already
-// applied (a reconcile of an unchanged server, the common case at fleet scale): one op applies
-// every child once, and sends nothing.
+// applied (a reconcile of an unchanged server, the common case at fleet scale), with the memo the
+// manager uses (appliedMemo): one op applies every child once, and sends nothing.
 func BenchmarkApplySettled(b *testing.B) {
 	r, children := settledChildren(b)
+	r.applied = &appliedMemo{}
+	server := client.ObjectKeyFromObject(builderServer())
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, c := range children {
-			if err := r.apply(ctx, c); err != nil {
+			if err := r.apply(ctx, server, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkApplySettledFirstLook is BenchmarkApplySettled without the memo: every child is
+// converted and compared in full, as on the first reconcile of a server after the manager starts,
+// or after every change of a child.
+func BenchmarkApplySettledFirstLook(b *testing.B) {
+	r, children := settledChildren(b)
+	server := client.ObjectKeyFromObject(builderServer())
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, c := range children {
+			if err := r.apply(ctx, server, c); err != nil {
 				b.Fatal(err)
 			}
 		}
