@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -101,4 +103,28 @@ func (c statusCounter) Patch(ctx context.Context, obj client.Object, patch clien
 func (c statusCounter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	c.n.Add(1)
 	return c.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+// TestAppliedHashIsStable pins AppliedAnnotation's value for two configurations: it is stored on
+// every child, so a change of how it is computed would re-apply every child of every server once
+// the new manager runs (HTML characters, a line separator and numbers included, which encoding/json
+// escapes and formats in its own way).
+func TestAppliedHashIsStable(t *testing.T) {
+	for _, tc := range []struct {
+		obj  child
+		want string
+	}{
+		{corev1ac.ConfigMap("a", "ns").WithLabels(map[string]string{"x": "1"}).
+			WithData(map[string]string{"k": "<v & w>", "é": "\u2028"}), "b640ead639fe70e46a6e6a29"},
+		{corev1ac.Service("svc", "ns").WithSpec(corev1ac.ServiceSpec().
+			WithPorts(corev1ac.ServicePort().WithPort(8080).WithTargetPort(intstr.FromInt32(9000)))), "04811692a7ff9cac9029ada4"},
+	} {
+		u, err := stampApplied(tc.obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := u.GetAnnotations()[AppliedAnnotation]; got != tc.want {
+			t.Errorf("%s %s: hash %s, want %s", *tc.obj.GetKind(), *tc.obj.GetName(), got, tc.want)
+		}
+	}
 }

@@ -5,6 +5,7 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/tools/events"
@@ -72,6 +74,9 @@ type MCPServerReconciler struct {
 	ItemSettle time.Duration
 
 	settle *settleClock
+	// applied remembers which children were found applied (appliedMemo); nil checks every child
+	// in full.
+	applied *appliedMemo
 }
 
 // scope is what the phases of one reconcile share: the server, and what each phase computed or
@@ -149,6 +154,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	server := &mcpv1alpha1.MCPServer{}
 	if err := r.Get(ctx, req.NamespacedName, server); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.applied.forget(req.NamespacedName)
 			// A ClusterRoleBinding cannot be owned by a namespaced server: remove it here.
 			return ctrl.Result{}, r.removeTokenReviewBinding(ctx, req.Namespace, req.Name)
 		}
@@ -171,6 +177,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}()
 	if !server.DeletionTimestamp.IsZero() {
+		r.applied.forget(req.NamespacedName)
 		// Owner references garbage-collect the children, but not the cluster-scoped binding.
 		return ctrl.Result{}, r.removeTokenReviewBinding(ctx, server.Namespace, server.Name)
 	}
@@ -285,7 +292,7 @@ type childStep struct {
 func (r *MCPServerReconciler) children(s *scope) []childStep {
 	apply := func(obj child) childStep {
 		return childStep{kind: ptr.Deref(obj.GetKind(), ""), name: ptr.Deref(obj.GetName(), ""),
-			sync: func(ctx context.Context) error { return r.apply(ctx, obj) }}
+			sync: func(ctx context.Context) error { return r.apply(ctx, client.ObjectKeyFromObject(s.server), obj) }}
 	}
 	remove := func(obj client.Object, kind, name string) childStep {
 		return childStep{kind: kind, name: name, sync: func(ctx context.Context) error { return r.deleteOwned(ctx, s, obj, name) }}
@@ -571,38 +578,73 @@ func waiting(c metav1.Condition) bool {
 // child is the apply configuration of one child object, as the builders make it.
 type child interface {
 	runtime.ApplyConfiguration
+	GetAPIVersion() *string
 	GetKind() *string
+	GetNamespace() *string
 	GetName() *string
 }
 
-// apply server-side-applies a child with the controller's field owner, forcing ownership of the
-// fields it sets. It sends only the fields the builder set, so defaults the API server fills in
-// never cause a diff, and an unchanged child is not written. The configuration carries its own
-// hash (AppliedAnnotation); when the cached child already holds all of it, no request is sent.
-func (r *MCPServerReconciler) apply(ctx context.Context, obj child) error {
-	desired, err := stampApplied(obj)
-	if err != nil {
+// apply server-side-applies a child of server with the controller's field owner, forcing
+// ownership of the fields it sets. It sends only the fields the builder set, so defaults the API
+// server fills in never cause a diff, and an unchanged child is not written. The configuration
+// carries its own hash (AppliedAnnotation); when the cached child already holds all of it, no
+// request is sent.
+func (r *MCPServerReconciler) apply(ctx context.Context, server types.NamespacedName, obj child) error {
+	desired, held, err := r.alreadyApplied(ctx, server, obj)
+	if err != nil || held {
 		return err
-	}
-	if r.alreadyApplied(ctx, desired) {
-		return nil
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applying child", "kind", ptr.Deref(obj.GetKind(), ""), "name", ptr.Deref(obj.GetName(), ""))
 	return r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership)
 }
 
-// alreadyApplied reports whether the cached child holds every field of desired (its hash
-// annotation included).
-func (r *MCPServerReconciler) alreadyApplied(ctx context.Context, desired *unstructured.Unstructured) bool {
-	fresh, err := r.Scheme.New(desired.GroupVersionKind())
+// alreadyApplied reports whether the cached child holds every field of obj stamped with its hash
+// (stampApplied), and when it does not, returns the stamped object to apply. The cheap checks
+// come first: a child found holding the same configuration at the same resourceVersion
+// (appliedMemo) holds it still, and one whose AppliedAnnotation is another hash does not; only
+// the rest is converted and compared field by field (holdsApplied).
+func (r *MCPServerReconciler) alreadyApplied(ctx context.Context, server types.NamespacedName, obj child) (*unstructured.Unstructured, bool, error) {
+	raw, err := json.Marshal(obj)
 	if err != nil {
-		return false
+		return nil, false, err
+	}
+	sum := sha256.Sum256(raw)
+	key := childKey{apiVersion: ptr.Deref(obj.GetAPIVersion(), ""), kind: ptr.Deref(obj.GetKind(), ""),
+		namespace: ptr.Deref(obj.GetNamespace(), ""), name: ptr.Deref(obj.GetName(), "")}
+	live := r.cachedChild(ctx, key)
+	hash := ""
+	if e, ok := r.applied.lookup(server, key); ok && e.sum == sum {
+		if live != nil && e.resourceVersion != "" && live.GetResourceVersion() == e.resourceVersion {
+			return nil, true, nil
+		}
+		hash = e.hash
+	}
+	desired, err := stamp(raw, hash)
+	if err != nil {
+		return nil, false, err
+	}
+	hash = desired.GetAnnotations()[AppliedAnnotation]
+	if live == nil || live.GetAnnotations()[AppliedAnnotation] != hash || !holdsApplied(live, desired.Object) {
+		return desired, false, nil
+	}
+	r.applied.remember(server, key, appliedEntry{sum: sum, hash: hash, resourceVersion: live.GetResourceVersion()})
+	return nil, true, nil
+}
+
+// cachedChild returns the cached object of a child, or nil when the cache holds none. It is not
+// deep-copied (client.UnsafeDisableDeepCopy): it shares its maps, slices and pointers with the
+// cache's object, which other reconciles read at the same time, so it must only be read, never
+// changed. A Deployment's deep copy is hundreds of allocations, for an object that is only read.
+func (r *MCPServerReconciler) cachedChild(ctx context.Context, key childKey) client.Object {
+	fresh, err := r.Scheme.New(schema.FromAPIVersionAndKind(key.apiVersion, key.kind))
+	if err != nil {
+		return nil
 	}
 	live, ok := fresh.(client.Object)
-	if !ok || r.Get(ctx, client.ObjectKeyFromObject(desired), live) != nil {
-		return false
+	if !ok || r.Get(ctx, client.ObjectKey{Namespace: key.namespace, Name: key.name}, live, client.UnsafeDisableDeepCopy) != nil {
+		return nil
 	}
-	return holdsApplied(live, desired.Object)
+	return live
 }
 
 // ensureSidecarTokenSecret creates the token Secret of <server>-sidecar for an External

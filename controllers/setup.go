@@ -92,6 +92,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		Sharded:      opts.Sharded,
 		ItemSettle:   max(cmp.Or(opts.ItemSettle, DefaultItemSettle), 0),
 		settle:       &settleClock{},
+		applied:      &appliedMemo{},
 	}
 	if err := servers.SetupWithManager(mgr, sources, max(opts.MaxConcurrentReconciles, 1)); err != nil {
 		return nil, err
