@@ -175,6 +175,9 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if held > 0 && (result.RequeueAfter == 0 || held < result.RequeueAfter) {
 			result.RequeueAfter = held
 		}
+		if retErr == nil {
+			result = waitEnds(result)
+		}
 	}()
 	if !server.DeletionTimestamp.IsZero() {
 		r.applied.forget(req.NamespacedName)
@@ -206,6 +209,17 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		result.RequeueAfter = held
 	}
 	return result, nil
+}
+
+// waitEnds is the result of a reconcile that looks again after a wait (RequeueAfter: a status
+// held for the replicas' reports, a source's appear grace): the look follows, at followPriority,
+// whatever the reconcile was queued for.
+func waitEnds(result ctrl.Result) ctrl.Result {
+	if result.RequeueAfter > 0 {
+		result.Priority = new(int)
+		*result.Priority = followPriority
+	}
+	return result
 }
 
 // validate renders a Managed server's Deployment: its pod template must take the sidecar. The
@@ -755,30 +769,33 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceC
 		return []reconcile.Request{{NamespacedName: key}}
 	})
 	items := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	// Changes of what the server serves are reconciled first; changes that follow from them (its
+	// children, its pods, its sidecars' reports) after them (followPriority).
+	child := owned(mgr.GetClient())
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&mcpv1alpha1.MCPServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ServiceAccount{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&rbacv1.Role{}).
-		Owns(&rbacv1.RoleBinding{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		Owns(&corev1.Secret{}).
-		Watches(&corev1.Pod{}, fromPod).
+		Watches(&appsv1.Deployment{}, child).
+		Watches(&corev1.Service{}, child).
+		Watches(&corev1.ServiceAccount{}, child).
+		Watches(&corev1.ConfigMap{}, child).
+		Watches(&rbacv1.Role{}, child).
+		Watches(&rbacv1.RoleBinding{}, child).
+		Watches(&policyv1.PodDisruptionBudget{}, child).
+		Watches(&networkingv1.NetworkPolicy{}, child).
+		Watches(&corev1.Secret{}, child).
+		Watches(&corev1.Pod{}, following(fromPod)).
 		Watches(&mcpv1alpha1.MCPTool{}, toServer, items).
 		Watches(&mcpv1alpha1.MCPResource{}, toServer, items).
 		Watches(&mcpv1alpha1.MCPPrompt{}, toServer, items).
 		Watches(&mcpv1alpha1.MCPAccessPolicy{}, enqueueTargets(), items).
 		// Every binding's server, also each one that exists when the manager starts: a server
 		// deleted while the manager was down is NotFound, and its binding removed.
-		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		Watches(&rbacv1.ClusterRoleBinding{}, following(handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if ns, name, ok := bindingServer(o); ok && (len(r.Namespaces) == 0 || slices.Contains(r.Namespaces, ns)) {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 			}
 			return nil
-		}))
+		})))
 	return watchSources(b, sources).
 		Named("mcpserver").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).

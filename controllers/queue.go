@@ -1,0 +1,83 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+)
+
+// followPriority is the work queue priority of an MCPServer reconcile that follows what others
+// did (a child's or a pod's change, a sidecar's report in the status ConfigMap, a wait that ends),
+// below the default priority (0) of one that changes what the server serves (the server's spec,
+// its tools, resources and prompts, the policies and sources that reach it). The queue
+// (controller-runtime's priority queue) hands out higher priorities first and raises a queued
+// server to the highest priority it was added with, so a catalog edit is compiled and published
+// before the reconciles that only update statuses. A fleet-wide MCPTool edit queues one reconcile
+// per server for the edit and two for the sidecars' reports of it: in arrival order, the servers
+// edited last waited behind the reports of those edited first, and their catalogs came up to
+// 29 s after the last edit at 1,000 servers (docs/performance.md, "Fleet scale"). It is above
+// handler.LowPriority, which the informers' initial lists get.
+const followPriority = -10
+
+// following adds the requests of h at followPriority, unless h gives a priority of its own (the
+// informers' initial lists). With a queue that is not a priority queue it is h.
+func following(h handler.EventHandler) handler.EventHandler {
+	wrap := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+			return followQueue{pq}
+		}
+		return q
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Create(ctx, e, wrap(q))
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(ctx, e, wrap(q))
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Delete(ctx, e, wrap(q))
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Generic(ctx, e, wrap(q))
+		},
+	}
+}
+
+// followQueue is a priority queue whose adds without a priority are at followPriority.
+type followQueue struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+}
+
+func (q followQueue) Add(r reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{}, r)
+}
+
+func (q followQueue) AddAfter(r reconcile.Request, after time.Duration) {
+	q.AddWithOpts(priorityqueue.AddOpts{After: after}, r)
+}
+
+func (q followQueue) AddRateLimited(r reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, r)
+}
+
+func (q followQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Request) {
+	if o.Priority == nil {
+		o.Priority = new(int)
+		*o.Priority = followPriority
+	}
+	q.PriorityQueue.AddWithOpts(o, rs...)
+}
+
+// owned enqueues the MCPServer that controls an object, at followPriority: a child changed.
+func owned(c client.Client) handler.EventHandler {
+	return following(handler.EnqueueRequestForOwner(c.Scheme(), c.RESTMapper(), &mcpv1alpha1.MCPServer{}, handler.OnlyControllerOwner()))
+}

@@ -1,0 +1,73 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+)
+
+// TestFollowingReconcilesComeAfterCatalogChanges: in controller-runtime's priority queue, a
+// server queued by a change that follows (a child, a pod, a report) waits behind a server queued
+// by a change of what it serves (an MCPTool edit), even when it was queued first; a server queued
+// for both is handed out at the higher priority; an informer's initial list stays below both.
+func TestFollowingReconcilesComeAfterCatalogChanges(t *testing.T) {
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	ctx := context.Background()
+	req := func(name string) reconcile.Request {
+		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
+	}
+	byName := func(name string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			return []reconcile.Request{req(name)}
+		})
+	}
+	obj := func(rv string) client.Object {
+		return &mcpv1alpha1.MCPTool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x", ResourceVersion: rv}}
+	}
+	// In the order they arrive: a report of server a, the initial list's server c, an edit of
+	// server b, a report and then an edit of server d.
+	following(byName("a")).Update(ctx, event.UpdateEvent{ObjectOld: obj("1"), ObjectNew: obj("2")}, q)
+	following(byName("c")).Create(ctx, event.CreateEvent{Object: obj("1"), IsInInitialList: true}, q)
+	byName("b").Update(ctx, event.UpdateEvent{ObjectOld: obj("1"), ObjectNew: obj("2")}, q)
+	following(byName("d")).Update(ctx, event.UpdateEvent{ObjectOld: obj("1"), ObjectNew: obj("2")}, q)
+	byName("d").Update(ctx, event.UpdateEvent{ObjectOld: obj("2"), ObjectNew: obj("3")}, q)
+
+	want := []struct {
+		name     string
+		priority int
+	}{{"b", 0}, {"d", 0}, {"a", followPriority}, {"c", handler.LowPriority}}
+	for i, w := range want {
+		got, priority, shutdown := q.GetWithPriority()
+		if shutdown {
+			t.Fatal("queue shut down")
+		}
+		q.Done(got)
+		if got != req(w.name) || priority != w.priority {
+			t.Errorf("request %d: server %s at priority %d, want %s at %d", i, got.Name, priority, w.name, w.priority)
+		}
+	}
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d requests left", n)
+	}
+}
+
+// TestWaitEndsFollows: a reconcile that looks again after a wait does so at followPriority; one
+// that does not look again sets no priority.
+func TestWaitEndsFollows(t *testing.T) {
+	if r := waitEnds(reconcile.Result{RequeueAfter: 5e9}); r.Priority == nil || *r.Priority != followPriority {
+		t.Errorf("a wait: priority %v, want %d", r.Priority, followPriority)
+	}
+	if r := waitEnds(reconcile.Result{}); r.Priority != nil {
+		t.Errorf("no wait: priority %d, want none", *r.Priority)
+	}
+}
