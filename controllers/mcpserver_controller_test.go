@@ -252,7 +252,11 @@ func TestSecondReconcileWritesNothing(t *testing.T) {
 		newResource(ns, "readme", "calc", "docs://readme", mcpv1alpha1.ResourceSource{Upstream: &mcpv1alpha1.UpstreamSource{}}))
 	key := client.ObjectKeyFromObject(server)
 	serverCondition(t, key, mcpv1alpha1.ConditionAvailable, metav1.ConditionTrue, mcpv1alpha1.ReasonDeploymentAvailable)
+	// Every item's status written: a first status waits for the replicas' reports
+	// (DefaultItemSettle), which no sidecar sends here, and is written when the wait ends.
 	itemCondition(t, &mcpv1alpha1.MCPPrompt{ObjectMeta: metav1.ObjectMeta{Name: "explain", Namespace: ns}}, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
+	itemCondition(t, &mcpv1alpha1.MCPTool{ObjectMeta: metav1.ObjectMeta{Name: "add", Namespace: ns}}, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
+	itemCondition(t, &mcpv1alpha1.MCPResource{ObjectMeta: metav1.ObjectMeta{Name: "readme", Namespace: ns}}, mcpv1alpha1.ConditionPublished, metav1.ConditionTrue, mcpv1alpha1.ReasonPublished)
 
 	// Wait until two snapshots a reconcile apart agree (the Deployment controller and kwok may
 	// still be finishing), then require a further reconcile to change nothing.
