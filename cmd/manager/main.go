@@ -26,7 +26,7 @@ import (
 )
 
 // defaultGCPercent is the manager's GOGC unless the environment sets one.
-const defaultGCPercent = 50
+const defaultGCPercent = 25
 
 func main() {
 	var (
@@ -91,9 +91,11 @@ func main() {
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	// The manager waits on the API server, not on its own CPU (1,000 servers: 56 CPU-seconds in a
-	// 314 s cold start). A tighter GC trades a little of that CPU for memory: the live heap is
-	// about 90 MB at that size, and Go's default GOGC=100 let RSS peak at 239 MB. $GOGC overrides.
+	// The manager waits on the API server, not on its own CPU (1,000 servers: 46-54 CPU-seconds in
+	// a cold start of 250-310 s, while the API server used 6 times that). A tighter GC trades a
+	// little of that CPU for memory: the live heap is 70-80 MB at that size; Go's default
+	// GOGC=100 let RSS peak at 239 MB, 50 at 173 MB, 25 at 146 MB for about a fifth more CPU
+	// (docs/performance.md, "Fleet scale"). $GOGC overrides.
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(defaultGCPercent)
 	}
