@@ -770,7 +770,8 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceC
 	})
 	items := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	// Changes of what the server serves are reconciled first; changes that follow from them (its
-	// children, its pods, its sidecars' reports) after them (followPriority).
+	// children, its pods, its sidecars' reports) and items created (createsFollow) after them
+	// (followPriority).
 	child := owned(mgr.GetClient())
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&mcpv1alpha1.MCPServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -784,9 +785,9 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceC
 		Watches(&networkingv1.NetworkPolicy{}, child).
 		Watches(&corev1.Secret{}, child).
 		Watches(&corev1.Pod{}, following(fromPod)).
-		Watches(&mcpv1alpha1.MCPTool{}, toServer, items).
-		Watches(&mcpv1alpha1.MCPResource{}, toServer, items).
-		Watches(&mcpv1alpha1.MCPPrompt{}, toServer, items).
+		Watches(&mcpv1alpha1.MCPTool{}, createsFollow(toServer), items).
+		Watches(&mcpv1alpha1.MCPResource{}, createsFollow(toServer), items).
+		Watches(&mcpv1alpha1.MCPPrompt{}, createsFollow(toServer), items).
 		Watches(&mcpv1alpha1.MCPAccessPolicy{}, enqueueTargets(), items).
 		// Every binding's server, also each one that exists when the manager starts: a server
 		// deleted while the manager was down is NotFound, and its binding removed.

@@ -17,7 +17,8 @@ import (
 // followPriority is the work queue priority of an MCPServer reconcile that follows what others
 // did (a child's or a pod's change, a sidecar's report in the status ConfigMap, a wait that ends),
 // below the default priority (0) of one that changes what the server serves (the server's spec,
-// its tools, resources and prompts, the policies and sources that reach it). The queue
+// an edit or deletion of its tools, resources and prompts, the policies and sources that reach
+// it; an item's creation follows, createsFollow). The queue
 // (controller-runtime's priority queue) hands out higher priorities first and raises a queued
 // server to the highest priority it was added with, so a catalog edit is compiled and published
 // before the reconciles that only update statuses. A fleet-wide MCPTool edit queues one reconcile
@@ -49,6 +50,22 @@ func following(h handler.EventHandler) handler.EventHandler {
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			h.Generic(ctx, e, wrap(q))
 		},
+	}
+}
+
+// createsFollow adds the requests of h for a created object at followPriority, and those for an
+// updated or deleted one at h's. An item created is usually one of many a GitOps sync or a fleet
+// creates at once with their servers: at the default priority a burst of them kept every
+// sidecar's report, and so every server's Ready, waiting until the burst ended (at 1,000 servers
+// each server's p99 from declared to Ready went from 79-105 s to 171 s). An item edited or
+// deleted changes what a running server serves, and goes first.
+func createsFollow(h handler.EventHandler) handler.EventHandler {
+	f := following(h)
+	return handler.Funcs{
+		CreateFunc:  f.Create,
+		UpdateFunc:  h.Update,
+		DeleteFunc:  h.Delete,
+		GenericFunc: h.Generic,
 	}
 }
 

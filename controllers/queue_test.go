@@ -61,6 +61,31 @@ func TestFollowingReconcilesComeAfterCatalogChanges(t *testing.T) {
 	}
 }
 
+// TestCreatedItemsFollow: an item's creation queues its server at followPriority, its edit at
+// the default priority.
+func TestCreatedItemsFollow(t *testing.T) {
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	ctx := context.Background()
+	h := createsFollow(enqueueServerOf())
+	tool := func(server, rv string) *mcpv1alpha1.MCPTool {
+		return &mcpv1alpha1.MCPTool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t-" + server, ResourceVersion: rv},
+			Spec: mcpv1alpha1.MCPToolSpec{ServerRef: mcpv1alpha1.ServerReference{Name: server}}}
+	}
+	h.Create(ctx, event.CreateEvent{Object: tool("created", "1")}, q)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: tool("edited", "1"), ObjectNew: tool("edited", "2")}, q)
+	for _, w := range []struct {
+		name     string
+		priority int
+	}{{"edited", 0}, {"created", followPriority}} {
+		got, priority, _ := q.GetWithPriority()
+		q.Done(got)
+		if got.Name != w.name || priority != w.priority {
+			t.Errorf("server %s at priority %d, want %s at %d", got.Name, priority, w.name, w.priority)
+		}
+	}
+}
+
 // TestWaitEndsFollows: a reconcile that looks again after a wait does so at followPriority; one
 // that does not look again sets no priority.
 func TestWaitEndsFollows(t *testing.T) {
