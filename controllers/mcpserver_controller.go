@@ -769,12 +769,12 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceC
 		return []reconcile.Request{{NamespacedName: key}}
 	})
 	items := builder.WithPredicates(predicate.GenerationChangedPredicate{})
-	// Changes of what the server serves are reconciled first; changes that follow from them (its
-	// children, its pods, its sidecars' reports) and items created (createsFollow) after them
-	// (followPriority).
+	// Changes of what a server serves are reconciled first; changes that follow from them (its
+	// children, its pods, its sidecars' reports) and creations of servers and items
+	// (createsFollow) after them (followPriority).
 	child := owned(mgr.GetClient())
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&mcpv1alpha1.MCPServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&mcpv1alpha1.MCPServer{}, createsFollow(&handler.EnqueueRequestForObject{}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&appsv1.Deployment{}, child).
 		Watches(&corev1.Service{}, child).
 		Watches(&corev1.ServiceAccount{}, child).
