@@ -130,13 +130,20 @@ func TestLoadStateNext(t *testing.T) {
 // idle process keeps none. As TestActiveWakesSampling, it tries three times: the queueing needs
 // CPU time, which a heavily loaded machine may not give one attempt.
 func TestLoadMeterSeesQueueing(t *testing.T) {
+	threeAttempts(t, loadMeterSeesQueueing)
+}
+
+// threeAttempts runs attempt up to three times, until it says nothing went wrong, and fails
+// with what went wrong in each.
+func threeAttempts(t *testing.T, attempt func(*testing.T) string) {
+	t.Helper()
 	var failures []string
-	for attempt := 1; attempt <= 3; attempt++ {
-		failure := loadMeterSeesQueueing(t)
+	for i := 1; i <= 3; i++ {
+		failure := attempt(t)
 		if failure == "" {
 			return
 		}
-		t.Logf("attempt %d: %s", attempt, failure)
+		t.Logf("attempt %d: %s", i, failure)
 		failures = append(failures, failure)
 	}
 	t.Fatalf("three attempts: %q", failures)
@@ -184,16 +191,7 @@ func loadMeterSeesQueueing(t *testing.T) string {
 // test tries three times; Active that does not wake the sampling misses every
 // attempt.
 func TestActiveWakesSampling(t *testing.T) {
-	var failures []string
-	for attempt := 1; attempt <= 3; attempt++ {
-		failure := activeWakesSampling(t)
-		if failure == "" {
-			return
-		}
-		t.Logf("attempt %d: %s", attempt, failure)
-		failures = append(failures, failure)
-	}
-	t.Fatalf("three attempts: %q", failures)
+	threeAttempts(t, activeWakesSampling)
 }
 
 // activeWakesSampling runs one attempt of TestActiveWakesSampling and says
