@@ -64,19 +64,10 @@ func holds(live, desired any) bool {
 	}
 }
 
-// stampApplied turns an apply configuration into the unstructured object that is applied: the
-// same fields, plus AppliedAnnotation with their hash.
-func stampApplied(obj runtime.ApplyConfiguration) (*unstructured.Unstructured, error) {
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
-	return stamp(raw, "")
-}
-
-// stamp is stampApplied from the JSON of the apply configuration. hash, when not empty, is the
-// hash an earlier stamp of the same JSON computed (appliedMemo): the map is decoded from the JSON
-// alone, and the hash from the map alone, so it is the same, and not computed again.
+// stamp turns the JSON of an apply configuration into the unstructured object that is applied:
+// the same fields, plus AppliedAnnotation with their hash. hash, when not empty, is the hash an
+// earlier stamp of the same JSON computed (appliedMemo): the map is decoded from the JSON alone,
+// and the hash from the map alone, so it is the same, and not computed again.
 func stamp(raw []byte, hash string) (*unstructured.Unstructured, error) {
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {

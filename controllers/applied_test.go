@@ -2,9 +2,11 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"sync/atomic"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -127,4 +129,14 @@ func TestAppliedHashIsStable(t *testing.T) {
 			t.Errorf("%s %s: hash %s, want %s", *tc.obj.GetKind(), *tc.obj.GetName(), got, tc.want)
 		}
 	}
+}
+
+// stampApplied is what the reconciler applies for an apply configuration (alreadyApplied, with
+// no memo): the configuration's fields, plus AppliedAnnotation with their hash.
+func stampApplied(obj runtime.ApplyConfiguration) (*unstructured.Unstructured, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	return stamp(raw, "")
 }

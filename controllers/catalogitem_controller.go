@@ -85,8 +85,8 @@ const serverGoneDelay = 5 * time.Second
 // serverAppearDelay is how long after its creation an object whose server does not exist is left
 // without a status. A GitOps sync or a kubectl apply -f creates a server and its objects moments
 // apart, in any order: an object created first would be marked ServerNotFound (a status patch
-// and a Warning Event) and accepted a moment later (at 1,000 servers created by 16 clients, a
-// tenth of the objects were). An object without a status reads as in progress (kstatus).
+// and a Warning Event) and accepted a moment later. An object without a status reads as in
+// progress (kstatus).
 const serverAppearDelay = 5 * time.Second
 
 // newItem returns an empty object of the kind T.

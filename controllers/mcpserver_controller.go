@@ -216,8 +216,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // whatever the reconcile was queued for.
 func waitEnds(result ctrl.Result) ctrl.Result {
 	if result.RequeueAfter > 0 {
-		result.Priority = new(int)
-		*result.Priority = followPriority
+		result.Priority = new(followPriority)
 	}
 	return result
 }

@@ -23,9 +23,9 @@ import (
 // server to the highest priority it was added with, so a catalog edit is compiled and published
 // before the reconciles that only update statuses. A fleet-wide MCPTool edit queues one reconcile
 // per server for the edit and two for the sidecars' reports of it: in arrival order, the servers
-// edited last waited behind the reports of those edited first, and their catalogs came up to
-// 29 s after the last edit at 1,000 servers (docs/performance.md, "Fleet scale"). It is above
-// handler.LowPriority, which the informers' initial lists get.
+// edited last waited behind the reports of those edited first, and at 1,000 servers the last
+// catalogs came 7-13 s after the last edit, 1.1-1.6 s with edits first (docs/performance.md,
+// "Fleet scale"). It is above handler.LowPriority, which the informers' initial lists get.
 const followPriority = -10
 
 // following adds the requests of h at followPriority, unless h gives a priority of its own (the
@@ -56,10 +56,10 @@ func following(h handler.EventHandler) handler.EventHandler {
 // createsFollow adds the requests of h for a created object at followPriority, and those for an
 // updated or deleted one at h's. A server or item created is usually one of many a GitOps sync or
 // a fleet creates at once: at the default priority a burst of them kept every sidecar's report,
-// and so every server's Ready, waiting until the burst ended (at 1,000 servers, items created at
-// the default priority: each server's p99 from declared to Ready 171-193 s; servers created at
-// it: 224 s; both following, in arrival order as before: 79-105 s). An edit or deletion changes
-// what a running server serves, and goes first.
+// and so every server's Ready, waiting until the burst ended (at 1,000 servers, each server's p99
+// from declared to Ready: 171-193 s with items' creations at the default priority, 224 s with
+// servers' creations at it, 102-111 s with both following, 79-105 s with no priorities at all).
+// An edit or deletion changes what a running server serves, and goes first.
 func createsFollow(h handler.EventHandler) handler.EventHandler {
 	f := following(h)
 	return handler.Funcs{
@@ -89,8 +89,7 @@ func (q followQueue) AddRateLimited(r reconcile.Request) {
 
 func (q followQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Request) {
 	if o.Priority == nil {
-		o.Priority = new(int)
-		*o.Priority = followPriority
+		o.Priority = new(followPriority)
 	}
 	q.PriorityQueue.AddWithOpts(o, rs...)
 }
