@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,21 +88,20 @@ func (r *MCPServerReconciler) checkCredentials(ctx context.Context, s *mcpv1alph
 	if !exposedTo(m.Labels, s.Name) {
 		return notExposed, nil
 	}
-	sec := &corev1.Secret{}
-	err = r.APIReader.Get(ctx, key, sec)
-	if apierrors.IsNotFound(err) {
-		return notExposed, nil
-	}
+	rd, found, err := r.sourceReads.read(ctx, r.APIReader, "Secret", m)
 	if err != nil {
 		return nil, err
 	}
-	if p := refusedSource("Secret", sec, sec.Type); p.reason != "" {
-		return refusedCredentials(p), nil
-	}
-	if !exposedTo(sec.Labels, s.Name) {
+	if !found {
 		return notExposed, nil
 	}
-	return credentialKeys(u, sec.Data), nil
+	if p := refusedSource("Secret", &rd.meta, rd.secretType); p.reason != "" {
+		return refusedCredentials(p), nil
+	}
+	if !exposedTo(rd.meta.Labels, s.Name) {
+		return notExposed, nil
+	}
+	return credentialKeys(u, rd.keys), nil
 }
 
 func refusedCredentials(p sourceProblem) *credentialsCheck {
@@ -111,10 +109,10 @@ func refusedCredentials(p sourceProblem) *credentialsCheck {
 		message: strings.Replace(p.message, "point spec.source at", "point spec.auth.upstreamCredentials.secretName at", 1)}
 }
 
-// credentialKeys checks an exposed Secret's content against the mapping: every key it names is
-// present and holds a value a header can carry. The message names keys and the callers mapped
+// credentialKeys checks an exposed Secret's keys (credentialValues: whether each value could be
+// sent) against the mapping: every key it names is present and holds a value a header can carry. The message names keys and the callers mapped
 // to them, never a value.
-func credentialKeys(u *mcpv1alpha1.UpstreamCredentials, data map[string][]byte) *credentialsCheck {
+func credentialKeys(u *mcpv1alpha1.UpstreamCredentials, keys map[string]bool) *credentialsCheck {
 	callers := map[string][]string{} // key -> callers mapped to it
 	for _, c := range u.Callers {
 		callers[c.Key] = append(callers[c.Key], c.Caller)
@@ -124,11 +122,11 @@ func credentialKeys(u *mcpv1alpha1.UpstreamCredentials, data map[string][]byte) 
 	}
 	var missing, invalid []string
 	for _, k := range slices.Sorted(maps.Keys(callers)) {
-		v, ok := data[k]
+		valid, ok := keys[k]
 		switch {
 		case !ok:
 			missing = append(missing, fmt.Sprintf("%q (for %s)", k, strings.Join(callers[k], ", ")))
-		case !catalog.ValidCredentialValue(v):
+		case !valid:
 			invalid = append(invalid, fmt.Sprintf("%q (for %s)", k, strings.Join(callers[k], ", ")))
 		}
 	}

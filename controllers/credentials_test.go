@@ -72,7 +72,7 @@ func TestCredentialKeys(t *testing.T) {
 			for k, v := range tc.data {
 				data[k] = []byte(v)
 			}
-			got := credentialKeys(&u, data)
+			got := credentialKeys(&u, credentialValues(data))
 			if got.reason != tc.reason || !got.readable {
 				t.Fatalf("credentialKeys = %+v, want reason %s", got, tc.reason)
 			}

@@ -77,6 +77,9 @@ type MCPServerReconciler struct {
 	// applied remembers which children were found applied (appliedMemo); nil checks every child
 	// in full.
 	applied *appliedMemo
+	// sourceReads remembers what was read of exposed ConfigMaps and Secrets, by resourceVersion;
+	// nil reads them on every reconcile.
+	sourceReads *sourceReads
 }
 
 // scope is what the phases of one reconcile share: the server, and what each phase computed or
@@ -796,7 +799,7 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceC
 			}
 			return nil
 		})))
-	return watchSources(b, sources).
+	return watchSources(b, sources, r.sourceReads).
 		Named("mcpserver").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)

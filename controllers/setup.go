@@ -93,6 +93,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		ItemSettle:   max(cmp.Or(opts.ItemSettle, DefaultItemSettle), 0),
 		settle:       &settleClock{},
 		applied:      &appliedMemo{},
+		sourceReads:  &sourceReads{},
 	}
 	if err := servers.SetupWithManager(mgr, sources, max(opts.MaxConcurrentReconciles, 1)); err != nil {
 		return nil, err

@@ -92,8 +92,9 @@ func sourceMeta(kind string) *metav1.PartialObjectMetadata {
 
 // watchSources enqueues the servers an exposed ConfigMap or Secret names, before and after a
 // change: adding or removing the label (leaving the selector is a delete), renaming the servers,
-// editing the content (a missing key may have appeared) and deleting the object.
-func watchSources(b *ctrl.Builder, c sourceCache) *ctrl.Builder {
+// editing the content (a missing key may have appeared) and deleting the object. A deleted
+// object's read is forgotten (reads).
+func watchSources(b *ctrl.Builder, c sourceCache, reads *sourceReads) *ctrl.Builder {
 	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
 		for _, o := range objs {
 			for _, name := range exposedServers(o.GetLabels()) {
@@ -101,18 +102,19 @@ func watchSources(b *ctrl.Builder, c sourceCache) *ctrl.Builder {
 			}
 		}
 	}
-	h := handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(q, e.Object)
-		},
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(q, e.ObjectOld, e.ObjectNew)
-		},
-		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(q, e.Object)
-		},
-	}
 	for _, kind := range []string{"ConfigMap", "Secret"} {
+		h := handler.Funcs{
+			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				enqueue(q, e.Object)
+			},
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				enqueue(q, e.ObjectOld, e.ObjectNew)
+			},
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				reads.forget(kind, client.ObjectKeyFromObject(e.Object))
+				enqueue(q, e.Object)
+			},
+		}
 		b = b.WatchesRawSource(source.Kind[client.Object](c, sourceMeta(kind), h))
 	}
 	return b
@@ -142,13 +144,12 @@ func (p sourceProblem) waits() bool {
 func (r *MCPServerReconciler) checkSource(ctx context.Context, server string, res *mcpv1alpha1.MCPResource) (sourceProblem, error) {
 	src := res.Spec.Source
 	var ref *mcpv1alpha1.KeyReference
-	var full client.Object
 	kind := ""
 	switch {
 	case src.ConfigMapKeyRef != nil:
-		ref, full, kind = src.ConfigMapKeyRef, &corev1.ConfigMap{}, "ConfigMap"
+		ref, kind = src.ConfigMapKeyRef, "ConfigMap"
 	case src.SecretKeyRef != nil:
-		ref, full, kind = src.SecretKeyRef, &corev1.Secret{}, "Secret"
+		ref, kind = src.SecretKeyRef, "Secret"
 	default:
 		return sourceProblem{}, nil
 	}
@@ -168,30 +169,19 @@ func (r *MCPServerReconciler) checkSource(ctx context.Context, server string, re
 	if p := refusedSource(kind, m, ""); p.reason != "" || !exposedTo(m.Labels, server) {
 		return cmpProblem(p, notExposed), nil
 	}
-	// Exposed: read it from the API server for the key, and for its type, which metadata lacks.
-	err = r.APIReader.Get(ctx, key, full)
-	if apierrors.IsNotFound(err) {
-		return notExposed, nil
-	}
+	// Exposed: read it from the API server (once per resourceVersion) for the key, and for its
+	// type, which metadata lacks.
+	rd, found, err := r.sourceReads.read(ctx, r.APIReader, kind, m)
 	if err != nil {
 		return sourceProblem{}, err
 	}
-	var has bool
-	var secretType corev1.SecretType
-	switch o := full.(type) {
-	case *corev1.ConfigMap:
-		_, has = o.Data[ref.Key]
-		if !has {
-			_, has = o.BinaryData[ref.Key]
-		}
-	case *corev1.Secret:
-		_, has = o.Data[ref.Key]
-		secretType = o.Type
+	if !found {
+		return notExposed, nil
 	}
-	if p := refusedSource(kind, full, secretType); p.reason != "" || !exposedTo(full.GetLabels(), server) {
+	if p := refusedSource(kind, &rd.meta, rd.secretType); p.reason != "" || !exposedTo(rd.meta.Labels, server) {
 		return cmpProblem(p, notExposed), nil
 	}
-	if !has {
+	if _, has := rd.keys[ref.Key]; !has {
 		return sourceProblem{reason: mcpv1alpha1.ReasonSourceNotFound, inCatalog: true,
 			message: fmt.Sprintf("%s %q has no key %q; add it, and reads of this resource succeed without a restart", kind, ref.Name, ref.Key)}, nil
 	}
