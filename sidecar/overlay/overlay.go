@@ -65,10 +65,15 @@ type Options struct {
 	PageSize int
 	// Contents serves ConfigMap/Secret-backed resources (none when nil).
 	Contents ContentSource
-	// Report receives the propagation report after every applied or
-	// rejected revision (nil: not reported). It is called in the order the
-	// reports were made, under the overlay's lock: it must not block or call
-	// the overlay.
+	// Report receives the propagation report (nil: not reported): a rejected
+	// revision's at once; an applied revision's once the computation it starts
+	// has published its changes to the streams, with what that computation
+	// found (the tools missing upstream, the digests), or before that
+	// computation reads the upstream's lists. So the report of a revision
+	// says its clients were told, is written once, and its write (a request
+	// to the API server, and the controller's reconcile it wakes) does not
+	// compete with the fan-out. It is called in the order the reports were
+	// made, under the overlay's lock: it must not block or call the overlay.
 	Report func(catalog.Report)
 	// Published, when set, is told when the stages of each computation ended
 	// (the sidecar's propagation log).
@@ -104,6 +109,7 @@ type Overlay struct {
 
 	pendMu      sync.Mutex
 	report      catalog.Report // last report (guarded by pendMu)
+	reportDue   bool           // report changed since it was handed to Options.Report (guarded by pendMu)
 	upKinds     protocol.Kind  // upstream lists to re-read
 	upURIs      map[string]bool
 	kick        chan struct{}
@@ -249,7 +255,7 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 	// Not known for the new revision until the next computation.
 	o.report.ToolsChecked, o.report.MissingTools, o.report.MissingToolCount = false, nil, 0
 	o.report.ToolDigests, o.report.WithheldTools, o.report.WithheldToolCount = nil, nil, 0
-	o.sendReport(o.report)
+	o.reportDue = true // handed over by the computation Apply asks for (Run)
 	o.pendMu.Unlock()
 	o.m.CatalogApplied()
 	o.m.CatalogRejecting(false)
@@ -266,9 +272,19 @@ func (o *Overlay) Apply(data []byte, revision string) error {
 // reporter in the order they were built: a report of an older revision never lands after a
 // newer one's (Options.Report must not block, nor call back into the overlay).
 func (o *Overlay) sendReport(r catalog.Report) {
+	o.reportDue = false
 	if o.opts.Report != nil {
 		o.opts.Report(r)
 	}
+}
+
+// handOverReport sends the report if it changed since it was last sent.
+func (o *Overlay) handOverReport() {
+	o.pendMu.Lock()
+	if o.reportDue {
+		o.sendReport(o.report)
+	}
+	o.pendMu.Unlock()
 }
 
 // ContentChanged tells the overlay that a referenced ConfigMap or Secret
@@ -333,6 +349,8 @@ func (o *Overlay) Run(ctx context.Context) {
 		refetch |= asked
 		var failed protocol.Kind
 		if refetch != 0 {
+			// Reading the upstream may take its timeout: an applied revision is reported first.
+			o.handOverReport()
 			failed = o.fetchUpstream(ctx, refetch)
 			if ctx.Err() != nil {
 				return
@@ -352,6 +370,7 @@ func (o *Overlay) Run(ctx context.Context) {
 		}
 		o.last = snap
 		done = time.Now()
+		o.handOverReport()
 		if o.opts.Published != nil {
 			t := PublishTimes{Revision: snap.rev, Coalesced: coalesced, Computed: computed, Published: done}
 			if a := o.cur.Load(); a != nil && a.rev == snap.rev {
@@ -610,7 +629,8 @@ func (o *Overlay) ObservedDigestOf(name string) string {
 
 // reportMissing puts the declared tools of revision rev that the upstream
 // does not list into the propagation report (checked: the upstream's list
-// has been read), and sends it when that changed. A list computed for a
+// has been read) when that changed; Run hands it over once the computation
+// published its changes (handOverReport). A list computed for a
 // revision that is no longer the reported one is dropped (the next
 // computation, which Apply asked for, covers the new one).
 func (o *Overlay) reportMissing(rev string, checked bool, missing []string, up *catalog.UpstreamReport, pins pinReport) {
@@ -628,7 +648,7 @@ func (o *Overlay) reportMissing(rev string, checked bool, missing []string, up *
 	}
 	r.ToolsChecked, r.MissingTools, r.MissingToolCount, r.Upstream = checked, slices.Clone(names), len(missing), up
 	r.ToolDigests, r.WithheldTools, r.WithheldToolCount = pins.digests, slices.Clone(withheld), len(pins.withheld)
-	o.sendReport(o.report)
+	o.reportDue = true // handed over once the computation published (Run)
 	o.pendMu.Unlock()
 }
 

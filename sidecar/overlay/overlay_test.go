@@ -1,18 +1,26 @@
 package overlay
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/sidecar/overlay/overlaytest"
 	"github.com/switchboard-mcp/switchboard/sidecar/protocol"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules"
 	"github.com/switchboard-mcp/switchboard/sidecar/rules/rulestest"
+	"github.com/switchboard-mcp/switchboard/sidecar/upstream"
 )
 
 func testCatalog(policy string, tools ...catalog.Tool) *catalog.Catalog {
@@ -139,6 +147,7 @@ func TestApplyRejectsAndKeepsServing(t *testing.T) {
 	if err := o.Apply(good, "r1"); err != nil {
 		t.Fatal(err)
 	}
+	o.handOverReport() // what Run does once the computation published
 	if err := o.Apply([]byte(`{"schemaVersion":1,"server":{},"bogus":true}`), "r2"); err == nil {
 		t.Fatal("a bad catalog was applied")
 	}
@@ -204,17 +213,99 @@ func TestReportOfAnOlderRevisionNeverOvertakesANewerOne(t *testing.T) {
 	reported := make(chan struct{})
 	go func() {
 		o.reportMissing("r1", true, nil, nil, pinReport{})
+		o.handOverReport()
 		close(reported)
 	}()
 	<-entered
 	if err := o.Apply(cat, "r2"); err != nil {
 		t.Fatal(err)
 	}
+	o.handOverReport() // Run's computation of r2
 	close(applied)
 	<-reported
 	mu.Lock()
 	defer mu.Unlock()
 	if last.Revision != "r2" {
 		t.Errorf("last report is of %s, want r2", last.Revision)
+	}
+}
+
+// timeline records, in order, what the overlay published and the reports it handed over.
+type timeline struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (tl *timeline) add(e string) {
+	tl.mu.Lock()
+	tl.events = append(tl.events, e)
+	tl.mu.Unlock()
+}
+
+func (tl *timeline) Publish(k protocol.Kind, _ string) int {
+	tl.add("publish " + k.Method())
+	return 1
+}
+
+func (tl *timeline) since(mark int) []string {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return slices.Clone(tl.events[mark:])
+}
+
+// An applied revision is reported once, after its changes were published to the streams, with
+// what its computation found: its report (an API write, and the controller's reconcile it
+// wakes) does not run beside the fan-out, and says the clients were told.
+func TestReportFollowsThePublish(t *testing.T) {
+	ms := mcp.NewServer(&mcp.Implementation{Name: "report-upstream", Version: "1"}, nil)
+	mcp.AddTool(ms, &mcp.Tool{Name: "get_forecast", Description: "the forecast"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{}, nil, nil
+		})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(up.Close)
+
+	tl := &timeline{}
+	o := New(Options{Hub: tl, Upstream: upstream.New(up.URL, 0), Logger: slog.New(slog.DiscardHandler),
+		Report: func(r catalog.Report) { tl.add(fmt.Sprintf("report %s checked=%v", r.Revision, r.ToolsChecked)) }})
+	apply := func(rev, desc string) {
+		t.Helper()
+		data, err := catalog.Encode(testCatalog(catalog.ToolPolicyDeclared,
+			catalog.Tool{Name: "forecast", UpstreamName: "get_forecast", Description: desc}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Apply(data, rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(mark int, want string) []string {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if got := tl.since(mark); slices.Contains(got, want) {
+				time.Sleep(50 * time.Millisecond) // a second report would come at once
+				return tl.since(mark)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		t.Fatalf("no %q: %q", want, tl.since(mark))
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	apply("r1", "v1")
+	go o.Run(ctx)
+	// The first computation reads the upstream's lists: r1 is reported before that read, then
+	// with the tools checked.
+	if got, want := waitFor(0, "report r1 checked=true"), []string{"report r1 checked=false", "report r1 checked=true"}; !slices.Equal(got, want) {
+		t.Fatalf("first revision: %q, want %q", got, want)
+	}
+
+	mark := len(tl.since(0))
+	apply("r2", "v2")
+	if got, want := waitFor(mark, "report r2 checked=true"), []string{"publish notifications/tools/list_changed", "report r2 checked=true"}; !slices.Equal(got, want) {
+		t.Fatalf("a description edited: %q, want %q", got, want)
 	}
 }
