@@ -43,13 +43,16 @@ const (
 
 // sidecarSim writes, for every pod of the fleet, the propagation reports its sidecar would
 // write: with the sidecar's own Reporter (same object, same server-side apply body, same field
-// manager switchboard-sidecar-<pod>, same client limits and user agent). Like the real sidecar it
-// reports twice per catalog revision: once applied (Overlay.Apply), then once it compared the
-// revision's tools with its MCP server's tools/list (ToolsChecked, upstream digests), which the
-// Reporter coalesces when the first write is still in flight. Each catalog revision a started
-// pod has not reported yet is reported after lag, its tool check checkLag later, unless the pod
-// has a newer revision to report by then (a real sidecar never reports a revision older than the
-// one it serves). mu guards pods and servers.
+// manager switchboard-sidecar-<pod>, same client limits and user agent). Like the real sidecar
+// (sidecar/overlay: a report is handed over once the revision's changes are published, or before
+// the upstream's lists are read) it reports its first catalog revision twice: once applied,
+// before it reads its MCP server's tools/list, then once it compared the revision's tools with
+// that list (ToolsChecked, upstream digests), which the Reporter coalesces when the first write
+// is still in flight. A later revision, whose tools are compared with the list already read, is
+// reported once, checked. The first revision a started pod reports is reported after lag, its
+// tool check checkLag later; a later one after lag; each unless the pod has a newer revision to
+// report by then (a real sidecar never reports a revision older than the one it serves). mu
+// guards pods and servers.
 type sidecarSim struct {
 	mode     string
 	lag      time.Duration
@@ -78,6 +81,9 @@ type simPod struct {
 	// scheduled counts the revisions scheduled for a report; a report is set only while its
 	// revision is still the newest scheduled.
 	scheduled int
+	// anySet: a report was set (the sidecar's first computation, which reads the upstream's
+	// lists, is over).
+	anySet bool
 }
 
 // reportSetter is what the simulation needs of the sidecar's Reporter.
@@ -240,6 +246,7 @@ func (s *sidecarSim) maybeReport(key types.NamespacedName, sp *simPod) {
 		sp.reporter, sp.cancel = r, cancel
 		go r.Run(ctx)
 	}
+	first := !sp.anySet
 	sp.reported = srv.revision
 	sp.scheduled++
 	applied, checked := simulatedReports(srv.revision, srv.tools)
@@ -257,7 +264,12 @@ func (s *sidecarSim) maybeReport(key types.NamespacedName, sp *simPod) {
 		}
 		s.reports.Add(1)
 		r.Set(rep)
+		sp.anySet = true
 		return true
+	}
+	if !first {
+		s.after(s.lag, func() { set(checked) })
+		return
 	}
 	s.after(s.lag, func() {
 		if set(applied) {
@@ -272,7 +284,7 @@ func statusConfigMapOf(server string) string {
 }
 
 // simulatedReports are the two reports a sidecar writes for a revision whose every declared tool
-// its MCP server lists (as the fleet's server would): applied, then checked, with the upstream
+// its MCP server lists (as the fleet's server would): applied (its first revision only), then checked, with the upstream
 // digests computed by the sidecar's own functions from the tool list such a server serves.
 func simulatedReports(revision string, tools []catalog.Tool) (applied, checked catalog.Report) {
 	applied = catalog.Report{Revision: revision}
