@@ -17,7 +17,7 @@ import (
 // from the API server at one resourceVersion: its metadata, its type and its keys, each with
 // whether its value could be sent as an upstream credential. It holds no value.
 type sourceRead struct {
-	meta       metav1.ObjectMeta // name, uid, resourceVersion, labels, annotations, owner references
+	meta       metav1.ObjectMeta // name, uid, resourceVersion, labels, owner references, the ServiceAccount annotation
 	secretType corev1.SecretType
 	keys       map[string]bool // key -> a Secret's value could be sent as a credential (catalog.ValidCredentialValue)
 }
@@ -74,8 +74,14 @@ func (c *sourceReads) read(ctx context.Context, live client.Reader, kind string,
 	default:
 		return nil, false, fmt.Errorf("no source of kind %q", kind)
 	}
+	// Of the annotations only the one refusedSource reads: others may carry the content
+	// (kubectl apply's last-applied-configuration holds a Secret's data).
+	var annotations map[string]string
+	if v, ok := rd.meta.Annotations[corev1.ServiceAccountNameKey]; ok {
+		annotations = map[string]string{corev1.ServiceAccountNameKey: v}
+	}
 	rd.meta = metav1.ObjectMeta{Name: rd.meta.Name, Namespace: rd.meta.Namespace, UID: rd.meta.UID,
-		ResourceVersion: rd.meta.ResourceVersion, Labels: rd.meta.Labels, Annotations: rd.meta.Annotations,
+		ResourceVersion: rd.meta.ResourceVersion, Labels: rd.meta.Labels, Annotations: annotations,
 		OwnerReferences: rd.meta.OwnerReferences}
 	if c != nil {
 		c.mu.Lock()
@@ -96,13 +102,6 @@ func (c *sourceReads) forget(kind string, key types.NamespacedName) {
 	c.mu.Lock()
 	delete(c.m, sourceKey{kind, key})
 	c.mu.Unlock()
-}
-
-// len is the number of objects remembered.
-func (c *sourceReads) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m)
 }
 
 // credentialValues is, per key of data, whether its value could be sent as a credential.

@@ -22,6 +22,13 @@ func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 	return c.Reader.Get(ctx, key, obj, opts...)
 }
 
+// len is the number of objects remembered.
+func (c *sourceReads) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
 // metaOf is what the source cache would hold of o: its metadata at its resourceVersion.
 func metaOf(t *testing.T, c client.Reader, kind string, key client.ObjectKey) *metav1.PartialObjectMetadata {
 	t.Helper()
@@ -45,7 +52,10 @@ func TestSourceReadsOncePerResourceVersion(t *testing.T) {
 	}
 	key := client.ObjectKey{Namespace: "team", Name: "keys"}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: "u1",
-		Labels: map[string]string{ExposeToLabel: "weather"}}, Data: map[string][]byte{"alice": []byte("k1"), "bob": []byte("k2\n")}}
+		Labels: map[string]string{ExposeToLabel: "weather"},
+		// kubectl apply keeps the whole object, data included, in this annotation.
+		Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"alice":"azE="}}`}},
+		Data: map[string][]byte{"alice": []byte("k1"), "bob": []byte("k2\n")}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "handbook", UID: "u2"},
 		Data: map[string]string{"a.md": "x"}, BinaryData: map[string][]byte{"b.bin": {0}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sec, cm).Build()
@@ -60,6 +70,9 @@ func TestSourceReadsOncePerResourceVersion(t *testing.T) {
 		}
 		if !rd.keys["alice"] || rd.keys["bob"] || len(rd.keys) != 2 || rd.meta.Labels[ExposeToLabel] != "weather" {
 			t.Fatalf("read %+v, want alice valid, bob invalid, the label", rd)
+		}
+		if len(rd.meta.Annotations) != 0 {
+			t.Fatalf("the read keeps annotations %v: they may hold the content", rd.meta.Annotations)
 		}
 	}
 	if live.gets != 1 {
@@ -106,6 +119,21 @@ func TestSourceReadsOncePerResourceVersion(t *testing.T) {
 	if _, b := rd.keys["b.bin"]; !b {
 		t.Fatalf("ConfigMap keys %v, want a.md and b.bin", rd.keys)
 	}
+
+	// A ServiceAccount token stays refused: its annotation is kept.
+	tok := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "legacy-token", UID: "u4",
+		Labels: map[string]string{ExposeToLabel: "weather"}, Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}}}
+	if err := c.Create(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	rd, _, err = reads.read(ctx, live, "Secret", metaOf(t, c, "Secret", client.ObjectKeyFromObject(tok)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := refusedSource("Secret", &rd.meta, rd.secretType); p.reason == "" {
+		t.Fatalf("a ServiceAccount token's read is not refused: %+v", rd.meta)
+	}
+	reads.forget("Secret", client.ObjectKeyFromObject(tok))
 
 	// Deleted: forgotten, and a read says not found.
 	if err := c.Delete(ctx, sec); err != nil {

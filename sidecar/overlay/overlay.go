@@ -42,6 +42,9 @@ const (
 	// re-reading the upstream's lists after a failure.
 	overlayRetryFloor   = 200 * time.Millisecond
 	overlayRetryCeiling = 10 * time.Second
+	// reportWait is the longest a fan-out holds up the report of the revision it publishes: a
+	// stream whose client does not read holds each write for up to the hub's write timeout.
+	reportWait = time.Second
 )
 
 // ContentSource serves the ConfigMap and Secret keys that resources
@@ -69,10 +72,10 @@ type Options struct {
 	// revision's at once; an applied revision's once the computation it starts
 	// has published its changes to the streams, with what that computation
 	// found (the tools missing upstream, the digests), or before that
-	// computation reads the upstream's lists. So the report of a revision
-	// says its clients were told, is written once, and its write (a request
-	// to the API server, and the controller's reconcile it wakes) does not
-	// compete with the fan-out. It is called in the order the reports were
+	// computation reads the upstream's lists, or once the fan-out has taken
+	// reportWait. So the report of a revision says its clients were told, is
+	// written once, and its write (a request to the API server, and the
+	// controller's reconcile it wakes) does not compete with the fan-out. It is called in the order the reports were
 	// made, under the overlay's lock: it must not block or call the overlay.
 	Report func(catalog.Report)
 	// Published, when set, is told when the stages of each computation ended
@@ -366,7 +369,9 @@ func (o *Overlay) Run(ctx context.Context) {
 		snap := o.compute()
 		computed := time.Now()
 		if o.last != nil {
+			late := time.AfterFunc(reportWait, o.handOverReport)
 			o.publishDiff(o.last, snap, uris, asked&failed)
+			late.Stop()
 		}
 		o.last = snap
 		done = time.Now()

@@ -230,6 +230,33 @@ func TestReportOfAnOlderRevisionNeverOvertakesANewerOne(t *testing.T) {
 	}
 }
 
+// forecastUpstream is a go-sdk MCP server listing one tool, get_forecast.
+func forecastUpstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	ms := mcp.NewServer(&mcp.Implementation{Name: "report-upstream", Version: "1"}, nil)
+	mcp.AddTool(ms, &mcp.Tool{Name: "get_forecast", Description: "the forecast"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{}, nil, nil
+		})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+// applyForecast applies revision rev of a catalog declaring get_forecast as forecast, described desc.
+func applyForecast(t *testing.T, o *Overlay, rev, desc string) {
+	t.Helper()
+	data, err := catalog.Encode(testCatalog(catalog.ToolPolicyDeclared,
+		catalog.Tool{Name: "forecast", UpstreamName: "get_forecast", Description: desc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Apply(data, rev); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // timeline records, in order, what the overlay published and the reports it handed over.
 type timeline struct {
 	mu     sync.Mutex
@@ -257,29 +284,11 @@ func (tl *timeline) since(mark int) []string {
 // what its computation found: its report (an API write, and the controller's reconcile it
 // wakes) does not run beside the fan-out, and says the clients were told.
 func TestReportFollowsThePublish(t *testing.T) {
-	ms := mcp.NewServer(&mcp.Implementation{Name: "report-upstream", Version: "1"}, nil)
-	mcp.AddTool(ms, &mcp.Tool{Name: "get_forecast", Description: "the forecast"},
-		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{}, nil, nil
-		})
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms },
-		&mcp.StreamableHTTPOptions{Stateless: true}))
-	t.Cleanup(up.Close)
+	up := forecastUpstream(t)
 
 	tl := &timeline{}
 	o := New(Options{Hub: tl, Upstream: upstream.New(up.URL, 0), Logger: slog.New(slog.DiscardHandler),
 		Report: func(r catalog.Report) { tl.add(fmt.Sprintf("report %s checked=%v", r.Revision, r.ToolsChecked)) }})
-	apply := func(rev, desc string) {
-		t.Helper()
-		data, err := catalog.Encode(testCatalog(catalog.ToolPolicyDeclared,
-			catalog.Tool{Name: "forecast", UpstreamName: "get_forecast", Description: desc}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Apply(data, rev); err != nil {
-			t.Fatal(err)
-		}
-	}
 	waitFor := func(mark int, want string) []string {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
@@ -295,7 +304,7 @@ func TestReportFollowsThePublish(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	apply("r1", "v1")
+	applyForecast(t, o, "r1", "v1")
 	go o.Run(ctx)
 	// The first computation reads the upstream's lists: r1 is reported before that read, then
 	// with the tools checked.
@@ -304,8 +313,59 @@ func TestReportFollowsThePublish(t *testing.T) {
 	}
 
 	mark := len(tl.since(0))
-	apply("r2", "v2")
+	applyForecast(t, o, "r2", "v2")
 	if got, want := waitFor(mark, "report r2 checked=true"), []string{"publish notifications/tools/list_changed", "report r2 checked=true"}; !slices.Equal(got, want) {
 		t.Fatalf("a description edited: %q, want %q", got, want)
+	}
+}
+
+// stalledHub is a Publisher whose fan-out lasts until release is closed, as one to streams whose
+// clients do not read (each write waits for the hub's write timeout).
+type stalledHub struct {
+	*timeline
+	release chan struct{}
+}
+
+func (h stalledHub) Publish(k protocol.Kind, uri string) int {
+	<-h.release
+	return h.timeline.Publish(k, uri)
+}
+
+// A fan-out held up by streams that do not read does not hold up the report past reportWait:
+// else a client that stops reading would keep every replica's report, and so the server's
+// status, from saying which revision it serves.
+func TestReportDoesNotWaitForAStalledFanout(t *testing.T) {
+	up := forecastUpstream(t)
+
+	tl := &timeline{}
+	hub := stalledHub{timeline: tl, release: make(chan struct{})}
+	reported := make(chan catalog.Report, 8)
+	o := New(Options{Hub: hub, Upstream: upstream.New(up.URL, 0), Logger: slog.New(slog.DiscardHandler),
+		Report: func(r catalog.Report) { reported <- r }})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer close(hub.release)
+	applyForecast(t, o, "r1", "v1")
+	go o.Run(ctx)
+	for r := range reported {
+		if r.Revision == "r1" && r.ToolsChecked {
+			break
+		}
+	}
+	applyForecast(t, o, "r2", "v2")
+	start := time.Now()
+	select {
+	case r := <-reported:
+		if r.Revision != "r2" || !r.ToolsChecked {
+			t.Fatalf("report %+v, want r2 checked", r)
+		}
+		if waited := time.Since(start); waited < reportWait/2 {
+			t.Fatalf("reported after %v, before the fan-out was held up for reportWait (%v)", waited, reportWait)
+		}
+	case <-time.After(10 * reportWait):
+		t.Fatalf("no report of r2 within %v while the fan-out is stalled", 10*reportWait)
+	}
+	if got := tl.since(0); len(got) != 0 {
+		t.Fatalf("published %q before the stalled fan-out ended", got)
 	}
 }
