@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
 	"github.com/switchboard-mcp/switchboard/internal/eventually"
@@ -65,4 +69,58 @@ func TestSettledReconcileSendsNoRequest(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestOwnWriteEventIsDropped: the resourceVersion an apply returns is the one the watch event of
+// that write carries, so that event is dropped (ownWrites), and the next write by someone else
+// still reconciles.
+func TestOwnWriteEventIsDropped(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	r := *servers
+	r.own = &ownWrites{}
+	drop := r.own.notOwnWrite("v1", "ConfigMap")
+	w, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := w.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": "mine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Stop()
+	next := func() *corev1.ConfigMap {
+		t.Helper()
+		select {
+		case ev := <-watcher.ResultChan():
+			cm, ok := ev.Object.(*corev1.ConfigMap)
+			if !ok {
+				t.Fatalf("watch event %s %T", ev.Type, ev.Object)
+			}
+			return cm
+		case <-time.After(10 * time.Second):
+			t.Fatal("no watch event")
+			return nil
+		}
+	}
+	server := types.NamespacedName{Namespace: ns, Name: "nobody"}
+	if err := r.apply(ctx, server, corev1ac.ConfigMap("mine", ns).WithData(map[string]string{"k": "v1"})); err != nil {
+		t.Fatal(err)
+	}
+	if drop.Create(event.CreateEvent{Object: next()}) {
+		t.Fatal("the creation by the controller's apply would reconcile")
+	}
+	if err := r.apply(ctx, server, corev1ac.ConfigMap("mine", ns).WithData(map[string]string{"k": "v2"})); err != nil {
+		t.Fatal(err)
+	}
+	if cm := next(); drop.Update(event.UpdateEvent{ObjectOld: cm, ObjectNew: cm}) {
+		t.Fatal("the controller's update would reconcile")
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"someone"}}`))
+	if err := k8s.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mine"}}, patch); err != nil {
+		t.Fatal(err)
+	}
+	if cm := next(); !drop.Update(event.UpdateEvent{ObjectOld: cm, ObjectNew: cm}) {
+		t.Fatal("someone else's edit was dropped")
+	}
 }

@@ -80,6 +80,9 @@ type MCPServerReconciler struct {
 	// sourceReads remembers what was read of exposed ConfigMaps and Secrets, by resourceVersion;
 	// nil reads them on every reconcile.
 	sourceReads *sourceReads
+	// own remembers the reconciler's own writes to children, whose events need no reconcile
+	// (ownWrites); nil reconciles on every event.
+	own *ownWrites
 }
 
 // scope is what the phases of one reconcile share: the server, and what each phase computed or
@@ -611,7 +614,17 @@ func (r *MCPServerReconciler) apply(ctx context.Context, server types.Namespaced
 		return err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applying child", "kind", ptr.Deref(obj.GetKind(), ""), "name", ptr.Deref(obj.GetName(), ""))
-	return r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership)
+	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return err
+	}
+	r.own.wrote(childKeyOf(obj), desired.GetResourceVersion()) // the apply's answer
+	return nil
+}
+
+// childKeyOf names the child obj.
+func childKeyOf(obj child) childKey {
+	return childKey{apiVersion: ptr.Deref(obj.GetAPIVersion(), ""), kind: ptr.Deref(obj.GetKind(), ""),
+		namespace: ptr.Deref(obj.GetNamespace(), ""), name: ptr.Deref(obj.GetName(), "")}
 }
 
 // alreadyApplied reports whether the cached child holds every field of obj stamped with its hash
@@ -625,8 +638,7 @@ func (r *MCPServerReconciler) alreadyApplied(ctx context.Context, server types.N
 		return nil, false, err
 	}
 	sum := sha256.Sum256(raw)
-	key := childKey{apiVersion: ptr.Deref(obj.GetAPIVersion(), ""), kind: ptr.Deref(obj.GetKind(), ""),
-		namespace: ptr.Deref(obj.GetNamespace(), ""), name: ptr.Deref(obj.GetName(), "")}
+	key := childKeyOf(obj)
 	live := r.cachedChild(ctx, key)
 	hash := ""
 	if e, ok := r.applied.lookup(server, key); ok && e.sum == sum {
@@ -774,17 +786,19 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceC
 	// Changes of what a server serves are reconciled first; changes that follow from them (its
 	// children, its pods, its sidecars' reports) and creations of servers and items
 	// (createsFollow) after them (followPriority).
+	// The events of the reconciler's own applies are dropped (ownWrites), but the Deployment's.
 	child := owned(mgr.GetClient())
+	mine := r.own.notOwnWrite
 	b := ctrl.NewControllerManagedBy(mgr).
 		Watches(&mcpv1alpha1.MCPServer{}, createsFollow(&handler.EnqueueRequestForObject{}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&appsv1.Deployment{}, child).
-		Watches(&corev1.Service{}, child).
-		Watches(&corev1.ServiceAccount{}, child).
-		Watches(&corev1.ConfigMap{}, child).
-		Watches(&rbacv1.Role{}, child).
-		Watches(&rbacv1.RoleBinding{}, child).
-		Watches(&policyv1.PodDisruptionBudget{}, child).
-		Watches(&networkingv1.NetworkPolicy{}, child).
+		Watches(&corev1.Service{}, child, builder.WithPredicates(mine("v1", "Service"))).
+		Watches(&corev1.ServiceAccount{}, child, builder.WithPredicates(mine("v1", "ServiceAccount"))).
+		Watches(&corev1.ConfigMap{}, child, builder.WithPredicates(mine("v1", "ConfigMap"))).
+		Watches(&rbacv1.Role{}, child, builder.WithPredicates(mine("rbac.authorization.k8s.io/v1", "Role"))).
+		Watches(&rbacv1.RoleBinding{}, child, builder.WithPredicates(mine("rbac.authorization.k8s.io/v1", "RoleBinding"))).
+		Watches(&policyv1.PodDisruptionBudget{}, child, builder.WithPredicates(mine("policy/v1", "PodDisruptionBudget"))).
+		Watches(&networkingv1.NetworkPolicy{}, child, builder.WithPredicates(mine("networking.k8s.io/v1", "NetworkPolicy"))).
 		Watches(&corev1.Secret{}, child).
 		Watches(&corev1.Pod{}, following(fromPod)).
 		Watches(&mcpv1alpha1.MCPTool{}, createsFollow(toServer), items).

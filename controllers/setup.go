@@ -94,6 +94,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		settle:       &settleClock{},
 		applied:      &appliedMemo{},
 		sourceReads:  &sourceReads{},
+		own:          &ownWrites{},
 	}
 	if err := servers.SetupWithManager(mgr, sources, max(opts.MaxConcurrentReconciles, 1)); err != nil {
 		return nil, err
