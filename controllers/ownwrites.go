@@ -43,7 +43,9 @@ func (w *ownWrites) wrote(key childKey, resourceVersion string) {
 }
 
 // own reports whether o, at its resourceVersion, is the child as the reconciler's last apply of
-// it left it, and forgets that write: each write has one event (a later resync is reconciled).
+// it left it, and forgets that write: each write has one event, so a later resync of the child
+// is reconciled. An event that came before the apply's answer was recorded reconciled as before;
+// its entry then stays until the child's next write, and drops at most one resync of the child.
 func (w *ownWrites) own(apiVersion, kind string, o client.Object) bool {
 	if w == nil {
 		return false
