@@ -5,6 +5,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,6 +77,18 @@ func TestSettledReconcileSendsNoRequest(t *testing.T) {
 // still reconciles.
 func TestOwnWriteEventIsDropped(t *testing.T) {
 	ctx := context.Background()
+	// The running manager filters the kinds it applies but the Deployment, under the apiVersion
+	// and kind its apply configurations carry.
+	servers.own.mu.Lock()
+	filtered := maps.Clone(servers.own.kinds)
+	servers.own.mu.Unlock()
+	want := map[[2]string]bool{{"v1", "Service"}: true, {"v1", "ServiceAccount"}: true, {"v1", "ConfigMap"}: true,
+		{"rbac.authorization.k8s.io/v1", "Role"}: true, {"rbac.authorization.k8s.io/v1", "RoleBinding"}: true,
+		{"policy/v1", "PodDisruptionBudget"}: true, {"networking.k8s.io/v1", "NetworkPolicy"}: true}
+	if !maps.Equal(filtered, want) {
+		t.Fatalf("own writes filtered for %v, want %v", filtered, want)
+	}
+
 	ns := newNamespace(t)
 	r := *servers
 	r.own = &ownWrites{}

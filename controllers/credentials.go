@@ -110,8 +110,8 @@ func refusedCredentials(p sourceProblem) *credentialsCheck {
 }
 
 // credentialKeys checks an exposed Secret's keys (credentialValues: whether each value could be
-// sent) against the mapping: every key it names is present and holds a value a header can carry. The message names keys and the callers mapped
-// to them, never a value.
+// sent) against the mapping: every key it names is present and holds a value a header can carry.
+// The message names keys and the callers mapped to them, never a value.
 func credentialKeys(u *mcpv1alpha1.UpstreamCredentials, keys map[string]bool) *credentialsCheck {
 	callers := map[string][]string{} // key -> callers mapped to it
 	for _, c := range u.Callers {

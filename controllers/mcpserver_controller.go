@@ -786,21 +786,21 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceC
 	// Changes of what a server serves are reconciled first; changes that follow from them (its
 	// children, its pods, its sidecars' reports) and creations of servers and items
 	// (createsFollow) after them (followPriority).
-	// The events of the reconciler's own applies are dropped (ownWrites), but the Deployment's.
 	child := owned(mgr.GetClient())
-	mine := r.own.notOwnWrite
 	b := ctrl.NewControllerManagedBy(mgr).
 		Watches(&mcpv1alpha1.MCPServer{}, createsFollow(&handler.EnqueueRequestForObject{}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&appsv1.Deployment{}, child).
-		Watches(&corev1.Service{}, child, builder.WithPredicates(mine("v1", "Service"))).
-		Watches(&corev1.ServiceAccount{}, child, builder.WithPredicates(mine("v1", "ServiceAccount"))).
-		Watches(&corev1.ConfigMap{}, child, builder.WithPredicates(mine("v1", "ConfigMap"))).
-		Watches(&rbacv1.Role{}, child, builder.WithPredicates(mine("rbac.authorization.k8s.io/v1", "Role"))).
-		Watches(&rbacv1.RoleBinding{}, child, builder.WithPredicates(mine("rbac.authorization.k8s.io/v1", "RoleBinding"))).
-		Watches(&policyv1.PodDisruptionBudget{}, child, builder.WithPredicates(mine("policy/v1", "PodDisruptionBudget"))).
-		Watches(&networkingv1.NetworkPolicy{}, child, builder.WithPredicates(mine("networking.k8s.io/v1", "NetworkPolicy"))).
-		Watches(&corev1.Secret{}, child).
-		Watches(&corev1.Pod{}, following(fromPod)).
+		Watches(&corev1.Secret{}, child)
+	// The events of the reconciler's own applies of the other children are dropped (ownWrites).
+	for _, o := range []client.Object{&corev1.Service{}, &corev1.ServiceAccount{}, &corev1.ConfigMap{}, &rbacv1.Role{},
+		&rbacv1.RoleBinding{}, &policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{}} {
+		gvk, err := apiutil.GVKForObject(o, mgr.GetScheme())
+		if err != nil {
+			return err
+		}
+		b = b.Watches(o, child, builder.WithPredicates(r.own.notOwnWrite(gvk.GroupVersion().String(), gvk.Kind)))
+	}
+	b = b.Watches(&corev1.Pod{}, following(fromPod)).
 		Watches(&mcpv1alpha1.MCPTool{}, createsFollow(toServer), items).
 		Watches(&mcpv1alpha1.MCPResource{}, createsFollow(toServer), items).
 		Watches(&mcpv1alpha1.MCPPrompt{}, createsFollow(toServer), items).

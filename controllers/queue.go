@@ -22,7 +22,7 @@ import (
 // (controller-runtime's priority queue) hands out higher priorities first and raises a queued
 // server to the highest priority it was added with, so a catalog edit is compiled and published
 // before the reconciles that only update statuses. A fleet-wide MCPTool edit queues one reconcile
-// per server for the edit and two for the sidecars' reports of it: in arrival order, the servers
+// per server for the edit and more for the sidecars' reports of it: in arrival order, the servers
 // edited last waited behind the reports of those edited first, and at 1,000 servers the last
 // catalogs came 7-13 s after the last edit, 1.1-1.6 s with edits first (docs/performance.md,
 // "Fleet scale"). It is above handler.LowPriority, which the informers' initial lists get.

@@ -321,6 +321,11 @@ type publishedLine struct {
 	Publish  time.Duration `json:"publish"`
 }
 
+// lastWrite is when the sidecar's fan-out of the revision had attempted every write.
+func (p publishedLine) lastWrite() time.Time {
+	return p.Received.Add(p.Decode + p.Coalesce + p.Compute + p.Publish)
+}
+
 // publishedLog reads the sidecar's propagation log by revision.
 func publishedLog(path string) (map[string]publishedLine, error) {
 	b, err := os.ReadFile(path)
@@ -356,7 +361,7 @@ var stages = []stage{
 		return c.first.Sub(p.Received.Add(p.Decode + p.Coalesce + p.Compute))
 	}},
 	{"last client's read (after the fan-out's last write)", func(c change, p publishedLine) time.Duration {
-		return c.last.Sub(p.Received.Add(p.Decode + p.Coalesce + p.Compute + p.Publish))
+		return c.last.Sub(p.lastWrite())
 	}},
 }
 
@@ -379,7 +384,7 @@ func report(o options, changes []change, published map[string]publishedLine) {
 	for i, c := range changes {
 		if p, ok := published[c.rev]; ok && !c.tool.IsZero() && !c.cm.IsZero() {
 			have = append(have, i)
-			written = append(written, p.Received.Add(p.Decode+p.Coalesce+p.Compute+p.Publish).Sub(c.applied))
+			written = append(written, p.lastWrite().Sub(c.applied))
 		}
 	}
 	if len(written) > 0 {
