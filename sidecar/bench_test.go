@@ -261,3 +261,5 @@ func (f fixedSecrets) Content(secret bool, name, key string) ([]byte, bool) {
 }
 
 func (fixedSecrets) SetRefs(_, _ []string) {}
+
+func (fixedSecrets) Synced() bool { return true }

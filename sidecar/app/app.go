@@ -405,9 +405,10 @@ func (a *App) adminHandler() http.Handler {
 				http.Error(w, "no catalog revision applied yet", http.StatusServiceUnavailable)
 				return
 			}
-			// Nor before the ConfigMaps and Secrets behind resources are read once: their
-			// resources would answer "not found".
-			if a.catalog.refs != nil && !a.catalog.refs.Synced() {
+			// Nor before the ConfigMaps and Secrets behind resources are listed and read by a
+			// published computation: their resources would answer "not found", and a stream
+			// opened before that computation would be told they were updated.
+			if !a.catalog.overlay.ContentsServed() {
 				http.Error(w, "resource sources not synced yet", http.StatusServiceUnavailable)
 				return
 			}

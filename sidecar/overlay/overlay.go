@@ -55,6 +55,8 @@ type ContentSource interface {
 	Content(secret bool, name, key string) ([]byte, bool)
 	// SetRefs names the ConfigMaps and Secrets the current catalog uses.
 	SetRefs(configMaps, secrets []string)
+	// Synced reports whether every object SetRefs named has been listed once.
+	Synced() bool
 }
 
 // Options configure an Overlay.
@@ -122,6 +124,9 @@ type Overlay struct {
 	// Owned by Run.
 	upLists map[string][]json.RawMessage // by list method; nil = unknown
 	last    *snapshot
+	// sourcesRead is whether the last published computation read the ConfigMap and Secret
+	// sources after they were listed (ContentsServed).
+	sourcesRead atomic.Bool
 	// grants memoises callers' grants for the fan-out (safe for concurrent use).
 	grants access.Cache
 }
@@ -218,6 +223,12 @@ func (o *Overlay) readHintFor(uri string) catalog.CacheHint {
 // it made published (readiness waits for it, so clients that connect once
 // the pod is ready never see the switch from the empty catalog).
 func (o *Overlay) Applied() <-chan struct{} { return o.appliedC }
+
+// ContentsServed reports whether the last published computation read the ConfigMap and Secret
+// sources of the catalog's resources after they were listed. Before that, their resources
+// answer "not found", and the computation that first reads them tells their subscribers
+// notifications/resources/updated: a replica is not ready until then (sidecar/app's /readyz).
+func (o *Overlay) ContentsServed() bool { return o.sourcesRead.Load() }
 
 func (o *Overlay) signal() {
 	select {
@@ -374,6 +385,7 @@ func (o *Overlay) Run(ctx context.Context) {
 			late.Stop()
 		}
 		o.last = snap
+		o.sourcesRead.Store(snap.sourcesRead)
 		done = time.Now()
 		o.handOverReport()
 		if o.opts.Published != nil {
@@ -443,6 +455,8 @@ type snapshot struct {
 	missing []string
 	// withheld are the tools pinning withholds (client names, sorted).
 	withheld []string
+	// sourcesRead: the ConfigMap and Secret sources had been listed when content was read.
+	sourcesRead bool
 }
 
 func hashEntries(es []rules.Entry) string {
@@ -506,6 +520,9 @@ func (o *Overlay) compute() *snapshot {
 		lists:   map[string]string{"tools/list": hashEntries(tools)},
 		content: map[string]string{},
 		missing: missing,
+		// Asked before any content is read: a source listed after this is read by the
+		// computation its informer's event asks for.
+		sourcesRead: o.opts.Contents == nil || o.opts.Contents.Synced(),
 	}
 	s.entries[access.Tools] = accessEntries(tools, false)
 	for _, l := range Lists[1:] {

@@ -369,3 +369,77 @@ func TestReportDoesNotWaitForAStalledFanout(t *testing.T) {
 		t.Fatalf("published %q before the stalled fan-out ended", got)
 	}
 }
+
+// listing is a ContentSource whose objects are listed when the test says so, as an informer's
+// first list arrives some time after the revision naming them was applied.
+type listing struct {
+	mu     sync.Mutex
+	listed bool
+	data   map[string]string // "name/key" -> value, once listed
+}
+
+func (l *listing) Content(_ bool, name, key string) ([]byte, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v, ok := l.data[name+"/"+key]
+	return []byte(v), ok && l.listed
+}
+
+func (*listing) SetRefs(_, _ []string) {}
+
+func (l *listing) Synced() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.listed
+}
+
+// A replica is ready only once a published computation has read the resources' sources after
+// they were listed. Being listed is not enough: the computation that first reads them tells
+// every subscriber the resource was updated, and a client that connected in between (the
+// replica looked ready) would hear of a change that never happened.
+func TestContentsServedOnlyAfterAComputationReadTheListedSources(t *testing.T) {
+	up := forecastUpstream(t)
+	tl := &timeline{}
+	src := &listing{data: map[string]string{"handbook/text": "Weather desk handbook"}}
+	o := New(Options{Hub: tl, Upstream: upstream.New(up.URL, 0), Logger: slog.New(slog.DiscardHandler), Contents: src})
+	c := testCatalog(catalog.ToolPolicyDeclared, catalog.Tool{Name: "forecast", UpstreamName: "get_forecast"})
+	c.Resources = []catalog.Resource{{URI: "docs://handbook", Name: "handbook",
+		Source: catalog.Source{ConfigMap: &catalog.KeyRef{Name: "handbook", Key: "text"}}}}
+	data, err := catalog.Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Apply(data, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go o.Run(ctx)
+	<-o.Applied()
+	if o.ContentsServed() {
+		t.Fatal("contents served before the source was listed")
+	}
+
+	// The informer's list has arrived; the event that asks for a computation has not.
+	src.mu.Lock()
+	src.listed = true
+	src.mu.Unlock()
+	if o.ContentsServed() {
+		t.Fatal("contents served once the source was listed, before any computation read it")
+	}
+
+	o.ContentChanged()
+	deadline := time.Now().Add(10 * time.Second)
+	for !o.ContentsServed() {
+		if time.Now().After(deadline) {
+			t.Fatal("contents not served 10 s after the listed source's event")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got, want := tl.since(0), []string{"publish notifications/resources/updated"}; !slices.Equal(got, want) {
+		t.Fatalf("published %q by the time contents are served, want %q (the first read of the source)", got, want)
+	}
+	if body, _, err := o.Content(&c.Resources[0]); err != nil || string(body) != "Weather desk handbook" {
+		t.Fatalf("content = %q, %v", body, err)
+	}
+}
