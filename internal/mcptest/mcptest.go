@@ -37,7 +37,9 @@ func New(url string) *Client {
 	return &Client{URL: url, HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}}}
 }
 
-func (c *Client) newRequest(ctx context.Context, method string, params map[string]any) (*http.Request, error) {
+// NewRequest builds the POST of one JSON-RPC request of method with params, as every call of c
+// sends it: the 2026-07-28 _meta and headers, and the bearer token when c has one.
+func (c *Client) NewRequest(ctx context.Context, method string, params map[string]any) (*http.Request, error) {
 	if params == nil {
 		params = map[string]any{}
 	}
@@ -85,7 +87,7 @@ type Response struct {
 
 // Call sends one request and returns its response (from a JSON or an SSE answer).
 func (c *Client) Call(ctx context.Context, method string, params map[string]any) (*Response, error) {
-	req, err := c.newRequest(ctx, method, params)
+	req, err := c.NewRequest(ctx, method, params)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +155,7 @@ func NewStream(c <-chan Notification, cancel context.CancelFunc) *Stream {
 // returns once it is acknowledged.
 func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Stream, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	req, err := c.newRequest(ctx, "subscriptions/listen", map[string]any{"notifications": filter})
+	req, err := c.NewRequest(ctx, "subscriptions/listen", map[string]any{"notifications": filter})
 	if err != nil {
 		cancel()
 		return nil, err
