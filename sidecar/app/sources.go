@@ -317,6 +317,14 @@ func (k *kubeContents) reconcileLocked() {
 		ctx, cancel := context.WithCancel(k.ctx)
 		k.watchers[key] = &refWatcher{store: inf.GetStore(), synced: inf.HasSynced, cancel: cancel}
 		go inf.Run(ctx.Done())
+		// One more change once listed: the overlay's readiness (ContentsServed) asks Synced before
+		// it reads the content, and the list's own event may have asked for a computation that
+		// ran before Synced turned true; this one finds it true.
+		go func() {
+			if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+				notify(nil)
+			}
+		}()
 		k.log.Info("Watching a resource source", "object", k.namespace+"/"+key)
 	}
 }
