@@ -265,8 +265,8 @@ const (
 	// message decoded with encoding/json.
 	readerDecode = "decode"
 	// readerScan reads each stream's bytes and counts the notification's method name in them,
-	// as a client that only waits for a change can: a tenth of decode's CPU per notification,
-	// which on this machine the clients take from the sidecar.
+	// as a client that only waits for a change can: no SSE parsing and no JSON decoding, whose
+	// CPU the clients would take from the sidecar on this machine's cores.
 	readerScan = "scan"
 	// readerLegacy opens 2025-era sessions (initialize, then the session's GET stream).
 	readerLegacy = "legacy"
