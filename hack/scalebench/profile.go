@@ -17,10 +17,15 @@ import (
 // profiler takes the manager's CPU and heap profiles through its /debug/pprof endpoints
 // (--pprof-bind-address on 127.0.0.1) into -profile DIR: during each phase, CPU profiles of
 // cpuSlice each (cpu-<phase>-<n>.pb.gz; `go tool pprof -proto` merges them), and at its end
-// the heap (heap-<phase>.pb.gz: in-use and allocated).
+// the heap (heap-<phase>.pb.gz: in-use and allocated). It takes the API server's CPU profiles
+// of the same slices too (apiserver-cpu-<phase>-<n>.pb.gz, read with the kube-apiserver binary
+// of KUBEBUILDER_ASSETS), through the API server's own /debug/pprof as the admin.
 type profiler struct {
 	dir   string
 	addrs map[string]string // manager name -> pprof address
+	// api and apiHost reach the API server as the admin (set once it runs).
+	api     *http.Client
+	apiHost string
 
 	stop atomic.Bool
 	wg   sync.WaitGroup
@@ -47,19 +52,23 @@ func (p *profiler) begin(phase, name string) {
 		return
 	}
 	p.stop.Store(false)
-	p.wg.Go(func() {
+	collect := func(c *http.Client, base, prefix, what string) {
 		for n := 0; !p.stop.Load(); n++ {
-			file := filepath.Join(p.dir, fmt.Sprintf("cpu-%s-%02d.pb.gz", phase, n))
-			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.addrs[name], int(cpuSlice.Seconds()))
+			file := filepath.Join(p.dir, fmt.Sprintf("%s-%s-%02d.pb.gz", prefix, phase, n))
+			url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, int(cpuSlice.Seconds()))
 			ctx, cancel := context.WithTimeout(context.Background(), 2*cpuSlice)
-			err := fetchTo(ctx, url, file)
+			err := fetchTo(ctx, c, url, file)
 			cancel()
 			if err != nil {
-				say("CPU profile: %v", err)
+				say("%s CPU profile: %v", what, err)
 				return
 			}
 		}
-	})
+	}
+	p.wg.Go(func() { collect(http.DefaultClient, "http://"+p.addrs[name], "cpu", "Manager") })
+	if p.api != nil {
+		p.wg.Go(func() { collect(p.api, p.apiHost, "apiserver-cpu", "API server") })
+	}
 }
 
 // end waits for the phase's last CPU profile slice (at most cpuSlice) and saves the heap.
@@ -72,17 +81,17 @@ func (p *profiler) end(phase, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// gc=1: the in-use figures are of live objects, right after a collection.
-	if err := fetchTo(ctx, "http://"+p.addrs[name]+"/debug/pprof/heap?gc=1", filepath.Join(p.dir, "heap-"+phase+".pb.gz")); err != nil {
+	if err := fetchTo(ctx, http.DefaultClient, "http://"+p.addrs[name]+"/debug/pprof/heap?gc=1", filepath.Join(p.dir, "heap-"+phase+".pb.gz")); err != nil {
 		say("Heap profile: %v", err)
 	}
 }
 
-func fetchTo(ctx context.Context, url, file string) error {
+func fetchTo(ctx context.Context, c *http.Client, url, file string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return err
 	}
