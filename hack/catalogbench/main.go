@@ -342,12 +342,12 @@ func scanStream(ctx context.Context, c *mcptest.Client, heard func(time.Time)) (
 		cancel()
 		return nil, err
 	}
-	sc := &scanner{r: resp.Body, buf: make([]byte, 2048)}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
 		cancel()
 		return nil, fmt.Errorf("listen: HTTP %d", resp.StatusCode)
 	}
+	sc := &scanner{r: resp.Body, buf: make([]byte, 2048)}
 	if _, err := sc.next(ackMarker); err != nil {
 		resp.Body.Close()
 		cancel()

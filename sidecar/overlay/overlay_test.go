@@ -415,7 +415,11 @@ func TestContentsServedOnlyAfterAComputationReadTheListedSources(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go o.Run(ctx)
-	<-o.Applied()
+	select {
+	case <-o.Applied():
+	case <-time.After(10 * time.Second):
+		t.Fatal("r1 not applied and published within 10 s")
+	}
 	if o.ContentsServed() {
 		t.Fatal("contents served before the source was listed")
 	}
