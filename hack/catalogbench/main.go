@@ -331,21 +331,9 @@ var (
 // read that completed a notifications/tools/list_changed returned. It returns once the stream
 // is acknowledged.
 func scanStream(ctx context.Context, c *mcptest.Client, heard func(time.Time)) (func(), error) {
-	ctx, cancel := context.WithCancel(ctx)
-	req, err := c.NewRequest(ctx, "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
+	resp, cancel, err := c.OpenListen(ctx, map[string]any{"toolsListChanged": true}) //nolint:bodyclose // the reader goroutine closes it
 	if err != nil {
-		cancel()
 		return nil, err
-	}
-	resp, err := c.HTTP.Do(req) //nolint:bodyclose // the reader goroutine closes it
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		cancel()
-		return nil, fmt.Errorf("listen: HTTP %d", resp.StatusCode)
 	}
 	sc := &scanner{r: resp.Body, buf: make([]byte, 2048)}
 	if _, err := sc.next(ackMarker); err != nil {

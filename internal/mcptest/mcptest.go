@@ -151,25 +151,37 @@ func NewStream(c <-chan Notification, cancel context.CancelFunc) *Stream {
 	return &Stream{C: c, cancel: cancel}
 }
 
-// Listen opens a listen stream with the given filter (e.g. {"toolsListChanged": true}) and
-// returns once it is acknowledged.
-func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Stream, error) {
+// OpenListen sends a subscriptions/listen with the given filter (e.g. {"toolsListChanged":
+// true}) and returns its 200 response, whose body the caller reads and closes, and the cancel
+// that ends the stream. Listen reads the body as SSE; a caller that reads it its own way (bytes,
+// frames) opens it here.
+func (c *Client) OpenListen(ctx context.Context, filter map[string]any) (*http.Response, context.CancelFunc, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	req, err := c.NewRequest(ctx, "subscriptions/listen", map[string]any{"notifications": filter})
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, nil, err
 	}
-	resp, err := c.HTTP.Do(req) //nolint:bodyclose // the stream's reader goroutine closes it
+	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		cancel()
-		return nil, fmt.Errorf("listen: HTTP %d: %s", resp.StatusCode, b)
+		return nil, nil, fmt.Errorf("listen: HTTP %d: %s", resp.StatusCode, b)
+	}
+	return resp, cancel, nil
+}
+
+// Listen opens a listen stream with the given filter (e.g. {"toolsListChanged": true}) and
+// returns once it is acknowledged.
+func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Stream, error) {
+	resp, cancel, err := c.OpenListen(ctx, filter) //nolint:bodyclose // the stream's reader goroutine closes it
+	if err != nil {
+		return nil, err
 	}
 	rd := wire.NewSSEReader(resp.Body, maxEvent)
 	ack, err := nextData(rd)

@@ -108,27 +108,9 @@ type stream struct {
 func listen(c *mcptest.Client) (*stream, error) { return listenCtx(context.Background(), c) }
 
 func listenCtx(parent context.Context, c *mcptest.Client) (*stream, error) {
-	ctx, cancel := context.WithCancel(parent)
-	body := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` +
-		mcptest.ProtocolVersion + `","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, strings.NewReader(body))
+	resp, cancel, err := c.OpenListen(parent, map[string]any{"toolsListChanged": true}) //nolint:bodyclose // closed by the reader goroutine
 	if err != nil {
-		cancel()
 		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", mcptest.ProtocolVersion)
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
-	resp, err := c.HTTP.Do(req) //nolint:bodyclose // closed by the reader goroutine
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		cancel()
-		return nil, fmt.Errorf("listen: HTTP %d", resp.StatusCode)
 	}
 	rd := wire.NewSSEReader(resp.Body, 1<<20)
 	ev, err := rd.Next()
