@@ -366,6 +366,14 @@ func (b *bench) cold(ctx context.Context) error {
 	// declared[i]: when server i's last object was created (the server is then fully declared).
 	declared := make([]time.Time, b.o.servers)
 	err := parallel(b.o.servers, b.o.workers, func(i int) error {
+		if b.o.createRate > 0 { // server i's turn: i/rate after the start
+			at := start.Add(time.Duration(float64(i) / b.o.createRate * float64(time.Second)))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Until(at)):
+			}
+		}
 		for _, obj := range fleetObjects(i, b.o.tools) {
 			if err := b.c.Create(ctx, obj); err != nil {
 				return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
@@ -827,13 +835,15 @@ func mb(b int64) float64 { return float64(b) / (1 << 20) }
 
 // results is the benchmark's outcome (one JSON line with -json).
 type results struct {
-	Started              string  `json:"started"`
-	Servers              int     `json:"servers"`
-	SidecarReports       string  `json:"sidecarReports"`
-	ToolsPerServer       int     `json:"toolsPerServer"`
-	Nodes                int     `json:"nodes"`
-	PodsPerNode          int     `json:"podsPerNode"`
-	Objects              int     `json:"objects"`
+	Started        string `json:"started"`
+	Servers        int    `json:"servers"`
+	SidecarReports string `json:"sidecarReports"`
+	ToolsPerServer int    `json:"toolsPerServer"`
+	Nodes          int    `json:"nodes"`
+	PodsPerNode    int    `json:"podsPerNode"`
+	Objects        int    `json:"objects"`
+	// CreateRate: servers declared per second as asked (-create-rate); 0: as fast as the workers go.
+	CreateRate           float64 `json:"createRate,omitempty"`
 	CreateSeconds        float64 `json:"createSeconds"`
 	ColdCatalogsSeconds  float64 `json:"coldCatalogsSeconds"`
 	ColdAvailableSeconds float64 `json:"coldAvailableSeconds"`
@@ -859,7 +869,11 @@ func (b *bench) report() {
 	items := float64(r.Servers * (r.ToolsPerServer + 2))
 	fmt.Printf("\nscalebench: %d MCPServers × (%d MCPTools + 1 MCPResource + 1 MCPPrompt) = %d objects; %d kwok nodes × %d pods\n",
 		r.Servers, r.ToolsPerServer, r.Objects, r.Nodes, r.PodsPerNode)
-	fmt.Printf("create (first → last)                     %7.1f s\n", r.CreateSeconds)
+	fmt.Printf("create (first → last)                     %7.1f s (%.2f servers per second", r.CreateSeconds, float64(r.Servers)/r.CreateSeconds)
+	if r.CreateRate > 0 {
+		fmt.Printf(", %.2f asked", r.CreateRate)
+	}
+	fmt.Println(")")
 	fmt.Printf("cold: last create → every catalog        %7.1f s\n", r.ColdCatalogsSeconds)
 	fmt.Printf("cold: last create → every Deployment available %5.1f s\n", r.ColdAvailableSeconds)
 	fmt.Printf("cold: last create → every server and item Ready %5.1f s (simulated sidecar reports: %s)\n", r.ColdReadySeconds, r.SidecarReports)

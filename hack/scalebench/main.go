@@ -58,6 +58,7 @@ type options struct {
 	nodes       int
 	podsPerNode int
 	workers     int
+	createRate  float64
 	steady      time.Duration
 	sidecars    int
 	ha          bool
@@ -91,6 +92,8 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 0, "kwok nodes; 0 means enough for one pod per server with 10% spare.")
 	flag.IntVar(&o.podsPerNode, "pods-per-node", testenv.DefaultPodsPerNode, "Pod capacity of each kwok node.")
 	flag.IntVar(&o.workers, "workers", 16, "Concurrent creates, edits and deletes.")
+	flag.Float64Var(&o.createRate, "create-rate", 0, "Servers declared per second in the cold phase (each server's objects are created from its turn on); "+
+		"0 creates as fast as -workers allow.")
 	flag.DurationVar(&o.steady, "steady", 60*time.Second, "Length of the steady-state window.")
 	flag.IntVar(&o.sidecars, "sidecars", -1, "Sidecars watching their catalog ConfigMap (spread over the servers); -1 means 2 per server, 0 skips.")
 	flag.BoolVar(&o.ha, "ha", true, "Run the high-availability phase (a second manager replica).")
@@ -156,6 +159,7 @@ func run(o options) (err error) {
 	}
 	b.res.Started = time.Now().UTC().Format(time.RFC3339)
 	b.res.Servers, b.res.ToolsPerServer, b.res.Nodes, b.res.PodsPerNode = o.servers, o.tools, o.nodes, o.podsPerNode
+	b.res.CreateRate = o.createRate
 	b.res.Sidecars = o.sidecars
 	say("Folder %s", dir)
 	defer func() {
