@@ -35,9 +35,9 @@ const (
 	DefaultMaxListenStreams = 10000
 	// DefaultKeepalive is the interval between SSE keepalive comments.
 	DefaultKeepalive = 15 * time.Second
-	// DefaultStreamWriteTimeout bounds one write to one listen stream, so a
-	// client that stopped reading cannot hold a fan-out writer; the stream is
-	// closed instead.
+	// DefaultStreamWriteTimeout bounds how long a listen stream's client may
+	// take to read what a stalled write left (sidecar/stream): the stream is
+	// closed after it. A fan-out writer never waits for it.
 	DefaultStreamWriteTimeout = 5 * time.Second
 	// fanoutInlineMax is the target count up to which a fan-out runs on the
 	// publishing goroutine alone.
@@ -491,10 +491,13 @@ func (h *Hub) Close(s *Stream, final []byte) bool {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	if s.w != nil {
-		s.w.End(final)
-	}
+	w := s.w
 	s.mu.Unlock()
+	// Nothing is written to a closed stream: its end is written without the lock, so a send
+	// that finds the stream closed does not wait for a client that stopped reading.
+	if w != nil {
+		w.End(final)
+	}
 	h.Remove(s)
 	if s.OnClose != nil {
 		s.OnClose(s)

@@ -7,8 +7,10 @@
 package stream
 
 import (
+	"errors"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -35,36 +37,159 @@ func SetHeaders(h http.Header) {
 	h.Set("X-Accel-Buffering", "no")
 }
 
-// Conn writes a hijacked HTTP/1.1 response with chunked framing, each write within timeout.
+// stallWait is how long a write to a hijacked stream may wait for room in its socket before the
+// stream counts as stalled: what is left of the event is then written in the background (within
+// the stream's timeout), and the writer goes on to the next stream.
+const stallWait = time.Millisecond
+
+// maxBacklog bounds the bytes a stalled stream holds for its client (the event being written
+// and those after it); an event past it ends the stream.
+const maxBacklog = 8 << 10
+
+// errBacklogFull is a stalled stream's answer to an event past maxBacklog; the connection is
+// closed.
+var errBacklogFull = errors.New("stream: the client stopped reading and its backlog is full")
+
+// Conn writes a hijacked HTTP/1.1 response with chunked framing. A write never waits for a
+// client that stopped reading more than stallWait: it is left to one goroutine of that stream,
+// which writes what the client did not take and the events that follow (at most maxBacklog
+// bytes), all within the timeout, or closes the connection. So one stalled client cannot hold
+// a fan-out for the others, and a client that falls behind for a moment loses nothing.
+//
+// WriteEvent and End are called by one goroutine at a time (the hub's stream lock, and End
+// once no write follows).
 type Conn struct {
 	c       net.Conn
 	timeout time.Duration
+	slow    *backlog // nil until a write stalled
+}
+
+// backlog is what a stalled stream still has to write, and its background writer's state.
+type backlog struct {
+	mu       sync.Mutex
+	buf      []byte        // framed bytes not yet written
+	flushing bool          // a background writer runs (done is open)
+	err      error         // the connection failed: it is closed
+	done     chan struct{} // closed when the background writer returns
 }
 
 // NewConn is the transport of a stream on the hijacked connection c.
 func NewConn(c net.Conn, timeout time.Duration) *Conn { return &Conn{c: c, timeout: timeout} }
 
-// WriteEvent writes ev as one chunk (scratch is the buffer it may reuse, returned).
+// WriteEvent writes ev as one chunk (scratch is the buffer it may reuse, returned), or queues
+// it behind a stalled write.
 func (cw *Conn) WriteEvent(ev []byte, scratch []byte) ([]byte, error) {
+	if b := cw.slow; b != nil {
+		b.mu.Lock()
+		if b.flushing {
+			defer b.mu.Unlock()
+			if b.err != nil { // full: the background writer is about to see its connection closed
+				return scratch, b.err
+			}
+			if len(b.buf)+len(ev)+chunkOverhead > maxBacklog {
+				b.err, b.buf = errBacklogFull, nil
+				_ = cw.c.Close() // the background write fails at once
+				return scratch, b.err
+			}
+			b.buf = appendChunk(b.buf, ev)
+			return scratch, nil
+		}
+		err := b.err
+		b.mu.Unlock()
+		if err != nil {
+			return scratch, err
+		}
+	}
 	scratch = appendChunk(scratch[:0], ev)
-	if err := cw.c.SetWriteDeadline(time.Now().Add(cw.timeout)); err != nil {
+	if err := cw.c.SetWriteDeadline(time.Now().Add(stallWait)); err != nil {
 		return scratch, err
 	}
-	_, err := cw.c.Write(scratch)
+	n, err := cw.c.Write(scratch)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		cw.background(scratch[n:])
+		return scratch, nil
+	}
 	return scratch, err
 }
 
-// End writes final, if any, ends the chunked body and closes the connection.
+// background starts the stalled stream's writer with rest, the part of an event not written.
+func (cw *Conn) background(rest []byte) {
+	if cw.slow == nil {
+		cw.slow = &backlog{}
+	}
+	b := cw.slow
+	b.mu.Lock()
+	b.buf = append(b.buf[:0], rest...)
+	b.flushing = true
+	b.done = make(chan struct{})
+	b.mu.Unlock()
+	go cw.flush(b)
+}
+
+// flush writes the backlog, and what is queued meanwhile, within the timeout from the stall on.
+// It writes from the front of b.buf while WriteEvent appends behind it, so b.buf holds every
+// byte not yet written and maxBacklog bounds them all.
+func (cw *Conn) flush(b *backlog) {
+	defer close(b.done)
+	_ = cw.c.SetWriteDeadline(time.Now().Add(cw.timeout))
+	for {
+		b.mu.Lock()
+		if b.err != nil || len(b.buf) == 0 {
+			b.flushing = false
+			b.mu.Unlock()
+			return
+		}
+		out := b.buf
+		b.mu.Unlock()
+		_, err := cw.c.Write(out)
+		b.mu.Lock()
+		if err == nil && b.err == nil {
+			b.buf = b.buf[:copy(b.buf, b.buf[len(out):])]
+			b.mu.Unlock()
+			continue
+		}
+		if b.err == nil {
+			b.err = err
+		}
+		b.flushing, b.buf = false, nil
+		b.mu.Unlock()
+		_ = cw.c.Close() // the hub's watcher ends the stream
+		return
+	}
+}
+
+// End writes final, if any, ends the chunked body and closes the connection. Behind a stalled
+// write it waits for the backlog to be written first (within the timeout of the stall).
 func (cw *Conn) End(final []byte) {
 	var buf []byte
 	if final != nil {
 		buf = appendChunk(buf, final)
 	}
 	buf = append(buf, "0\r\n\r\n"...)
+	if b := cw.slow; b != nil {
+		b.mu.Lock()
+		if b.flushing {
+			b.buf = append(b.buf, buf...) // the end goes out even past maxBacklog: it is the last
+			done := b.done
+			b.mu.Unlock()
+			<-done
+			_ = cw.c.Close()
+			return
+		}
+		err := b.err
+		b.mu.Unlock()
+		if err != nil {
+			_ = cw.c.Close()
+			return
+		}
+	}
 	_ = cw.c.SetWriteDeadline(time.Now().Add(cw.timeout))
 	_, _ = cw.c.Write(buf)
 	_ = cw.c.Close()
 }
+
+// chunkOverhead bounds the framing appendChunk adds to an event of up to maxBacklog bytes.
+const chunkOverhead = 8
 
 // appendChunk appends ev as one HTTP/1.1 chunk.
 func appendChunk(b, ev []byte) []byte {
