@@ -517,13 +517,23 @@ var errItemChanged = errors.New("the status of these items changed since they we
 
 // patchStatus writes the status serverStatus decides, once and only when it changed, and
 // records an Event for every condition change that says something (emitConditionEvents). A
-// status that waits for the replicas' reports of a new catalog revision (holdsServerStatus) is
-// not written yet: held is when to look again if no report comes first (0: nothing held).
+// status that waits for the replicas' reports of a new catalog revision (holdsServerStatus), or
+// that only tells of more progress toward Ready less than progressSettle after the last
+// (holdsProgress), is not written yet: held is when to look again if nothing else comes first
+// (0: nothing held).
 func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) (held time.Duration, err error) {
 	decided := serverStatus(s, reconcileErr)
 	if r.ItemSettle > 0 && r.settle != nil && s.server.DeletionTimestamp.IsZero() {
-		if holdsServerStatus(s, reconcileErr, s.before.Status, decided) {
-			if left := r.settle.hold(s.server.UID, "revision "+s.before.Status.CatalogRevision, s.now, r.ItemSettle); left > 0 {
+		var version string
+		var wait time.Duration
+		switch {
+		case holdsServerStatus(s, reconcileErr, s.before.Status, decided):
+			version, wait = "revision "+s.before.Status.CatalogRevision, r.ItemSettle
+		case holdsProgress(s, reconcileErr, s.before.Status, decided):
+			version, wait = "progress "+s.before.ResourceVersion, progressSettle
+		}
+		if version != "" {
+			if left := r.settle.hold(s.server.UID, version, s.now, wait); left > 0 {
 				return left, nil
 			}
 		}

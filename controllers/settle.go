@@ -1,10 +1,12 @@
 package controllers
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -145,4 +147,28 @@ func holdsServerStatus(s *scope, reconcileErr error, before, after mcpv1alpha1.M
 	now := meta.FindStatusCondition(after.Conditions, string(mcpv1alpha1.ConditionReady))
 	return was != nil && was.Status == metav1.ConditionTrue && now != nil &&
 		(now.Status == metav1.ConditionTrue || now.Reason == string(mcpv1alpha1.ReasonPropagationPending))
+}
+
+// progressSettle is the least time between two writes of a server's status while it only makes
+// progress toward Ready (holdsProgress).
+const progressSettle = time.Second
+
+// holdsProgress reports whether the server's newly decided status (after) may wait instead of
+// being written: the status of this generation was written (kstatus reads the first write's
+// observedGeneration and Reconciling at once), and both it and after say Reconciling with
+// nothing for a person to act on (every reason Normal), so after only tells of more progress
+// toward Ready (the Deployment controller observed the spec, a replica became ready, an item
+// joined the catalog). A new server passes through four or five such states in under a second,
+// each one status write; held, they are written at most once per progressSettle, and the state
+// the status then describes is at most that old. Ready, a Warning reason, a failed phase and a
+// new generation are written at once.
+func holdsProgress(s *scope, reconcileErr error, before, after mcpv1alpha1.MCPServerStatus) bool {
+	return reconcileErr == nil && before.ObservedGeneration == s.server.Generation &&
+		after.ObservedGeneration == before.ObservedGeneration && progressing(before) && progressing(after)
+}
+
+// progressing reports whether a status says Reconciling and nothing a person acts on.
+func progressing(st mcpv1alpha1.MCPServerStatus) bool {
+	return meta.IsStatusConditionTrue(st.Conditions, string(mcpv1alpha1.ConditionReconciling)) &&
+		!slices.ContainsFunc(st.Conditions, func(c metav1.Condition) bool { return eventType(c.Reason) != corev1.EventTypeNormal })
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -162,6 +163,59 @@ func TestHoldsServerStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := holdsServerStatus(&tc.s, tc.err, tc.before, tc.after); got != tc.want {
 				t.Fatalf("holdsServerStatus = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestHoldsProgress: once a generation's status is written, a status that only tells of more
+// progress toward Ready waits (at most progressSettle); the first status of a generation, Ready,
+// a Warning reason anywhere and a failed phase are written at once.
+func TestHoldsProgress(t *testing.T) {
+	status := func(gen int64, conds ...metav1.Condition) mcpv1alpha1.MCPServerStatus {
+		return mcpv1alpha1.MCPServerStatus{ObservedGeneration: gen, Conditions: conds}
+	}
+	cond := func(typ mcpv1alpha1.ConditionType, st metav1.ConditionStatus, reason mcpv1alpha1.ConditionReason) metav1.Condition {
+		return metav1.Condition{Type: string(typ), Status: st, Reason: string(reason)}
+	}
+	reconciling := func(reason mcpv1alpha1.ConditionReason) metav1.Condition {
+		return cond(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, reason)
+	}
+	notReady := func(reason mcpv1alpha1.ConditionReason) metav1.Condition {
+		return cond(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, reason)
+	}
+	rollout := status(3, notReady(mcpv1alpha1.ReasonDeploymentProgressing), reconciling(mcpv1alpha1.ReasonDeploymentProgressing))
+	noReplica := status(3, notReady(mcpv1alpha1.ReasonNoReadyReplicas), reconciling(mcpv1alpha1.ReasonNoReadyReplicas))
+	pending := status(3, notReady(mcpv1alpha1.ReasonPropagationPending), reconciling(mcpv1alpha1.ReasonPropagationPending))
+	ready := status(3, cond(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonReady))
+	unavailable := status(3, notReady(mcpv1alpha1.ReasonDeploymentUnavailable), reconciling(mcpv1alpha1.ReasonDeploymentUnavailable))
+	stalled := status(3, notReady(mcpv1alpha1.ReasonProgressDeadlineExceeded),
+		cond(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressDeadlineExceeded))
+	warnedBeside := pending
+	warnedBeside.Conditions = append(slices.Clone(pending.Conditions), cond(mcpv1alpha1.ConditionUpstreamCredentials, metav1.ConditionFalse, mcpv1alpha1.ReasonCredentialsKeyMissing))
+	s := scope{server: &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Generation: 3}}}
+	for _, tc := range []struct {
+		name          string
+		err           error
+		before, after mcpv1alpha1.MCPServerStatus
+		want          bool
+	}{
+		{"the rollout observed, no replica ready yet", nil, rollout, noReplica, true},
+		{"a replica ready, its report pending", nil, noReplica, pending, true},
+		{"the same progress", nil, pending, pending, true},
+		{"Ready", nil, pending, ready, false},
+		{"the first status", nil, mcpv1alpha1.MCPServerStatus{}, rollout, false},
+		{"the first status of a new generation", nil, status(2, rollout.Conditions...), rollout, false},
+		{"a Warning reason", nil, rollout, unavailable, false},
+		{"stalled", nil, rollout, stalled, false},
+		{"a Warning in another condition", nil, pending, warnedBeside, false},
+		{"from a Warning back to progress", nil, unavailable, rollout, false},
+		{"a failed phase", errItemChanged, rollout, noReplica, false},
+		{"from Ready", nil, ready, pending, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := holdsProgress(&s, tc.err, tc.before, tc.after); got != tc.want {
+				t.Fatalf("holdsProgress = %t, want %t", got, tc.want)
 			}
 		})
 	}
