@@ -83,6 +83,9 @@ type MCPServerReconciler struct {
 	// own remembers the reconciler's own writes to children, whose events need no reconcile
 	// (ownWrites); nil reconciles on every event.
 	own *ownWrites
+	// ownStatus remembers the reconciler's last status write of each server, for reads from a
+	// cache that has not seen it yet (ownStatus); nil reads the cache as it is.
+	ownStatus *ownStatus
 }
 
 // scope is what the phases of one reconcile share: the server, and what each phase computed or
@@ -161,11 +164,13 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Get(ctx, req.NamespacedName, server); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.applied.forget(req.NamespacedName)
+			r.ownStatus.forget(req.NamespacedName)
 			// A ClusterRoleBinding cannot be owned by a namespaced server: remove it here.
 			return ctrl.Result{}, r.removeTokenReviewBinding(ctx, req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, err
 	}
+	r.ownStatus.freshen(server)
 	s := &scope{server: server, before: server.DeepCopy(), names: inject.NamesFor(server), now: time.Now(), grace: r.AppearGrace}
 	s.cfg = inject.ConfigFor(server, r.SidecarImage)
 	defer func() {
@@ -187,6 +192,7 @@ func (r *MCPServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}()
 	if !server.DeletionTimestamp.IsZero() {
 		r.applied.forget(req.NamespacedName)
+		r.ownStatus.forget(req.NamespacedName)
 		// Owner references garbage-collect the children, but not the cluster-scoped binding.
 		return ctrl.Result{}, r.removeTokenReviewBinding(ctx, server.Namespace, server.Name)
 	}
@@ -548,7 +554,11 @@ func (r *MCPServerReconciler) patchStatus(ctx context.Context, s *scope, reconci
 		return 0, nil
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Patching MCPServer status", "revision", s.server.Status.CatalogRevision)
-	return 0, client.IgnoreNotFound(r.Status().Patch(ctx, s.server, client.MergeFrom(s.before)))
+	if err := r.Status().Patch(ctx, s.server, client.MergeFrom(s.before)); err != nil {
+		return 0, client.IgnoreNotFound(err)
+	}
+	r.ownStatus.wrote(s.before.ResourceVersion, s.server)
+	return 0, nil
 }
 
 // emitConditionEvents records an Event for a condition whose status or reason changed, with the

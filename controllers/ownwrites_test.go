@@ -1,12 +1,20 @@
 package controllers
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/inject"
 )
 
 func TestOwnWritesDropOnlyTheirOwnEvent(t *testing.T) {
@@ -50,5 +58,69 @@ func TestOwnWritesDropOnlyTheirOwnEvent(t *testing.T) {
 	none.wrote(key, "12")
 	if !none.notOwnWrite("apps/v1", "Deployment").Update(event.UpdateEvent{ObjectOld: &appsv1.Deployment{}, ObjectNew: &appsv1.Deployment{}}) {
 		t.Fatal("a nil ownWrites dropped an event")
+	}
+}
+
+// A reconcile that reads the server from a cache which has not seen the reconciler's last status
+// write yet decides from that write, not from the status it overwrote: it writes nothing again.
+// Without the memory (ownStatus nil) the same stale read writes the status a second time (the
+// control, which shows the stale read is reproduced).
+func TestStatusDecidedFromOwnWriteOverAStaleCache(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, remember := range []bool{true, false} {
+		server := newServer("team", "stale", 1)
+		server.Generation = 1
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(server).WithStatusSubresource(&mcpv1alpha1.MCPServer{}).Build()
+		r := &MCPServerReconciler{Client: c}
+		if remember {
+			r.ownStatus = &ownStatus{}
+		}
+		cached := &mcpv1alpha1.MCPServer{} // what the cache shows until it sees the write
+		if err := c.Get(ctx, client.ObjectKeyFromObject(server), cached); err != nil {
+			t.Fatal(err)
+		}
+		reconcile := func() {
+			t.Helper()
+			read := cached.DeepCopy()
+			r.ownStatus.freshen(read)
+			s := &scope{server: read, before: read.DeepCopy(), names: inject.NamesFor(read), now: time.Now()}
+			if _, err := r.patchStatus(ctx, s, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		live := func() *mcpv1alpha1.MCPServer {
+			t.Helper()
+			got := &mcpv1alpha1.MCPServer{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(server), got); err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		reconcile()
+		written := live()
+		if written.Status.URL == "" || written.ResourceVersion == cached.ResourceVersion {
+			t.Fatalf("the first status was not written: %+v", written.Status)
+		}
+		reconcile()
+		again := live()
+		if remember && again.ResourceVersion != written.ResourceVersion {
+			t.Fatalf("the status was written again over a stale read (resourceVersion %s → %s)", written.ResourceVersion, again.ResourceVersion)
+		}
+		if !remember && again.ResourceVersion == written.ResourceVersion {
+			t.Fatal("control: without the memory the stale read did not write again; the test reproduces nothing")
+		}
+
+		// Once the cache shows the write (or anyone's later one), it is read as it is.
+		if remember {
+			cached = again
+			reconcile()
+			if r.ownStatus.m[client.ObjectKeyFromObject(server)].rv != "" {
+				t.Fatal("the memory of the write outlived the cache's catching up")
+			}
+		}
 	}
 }

@@ -95,6 +95,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*MCPServerRecon
 		applied:      &appliedMemo{},
 		sourceReads:  &sourceReads{},
 		own:          &ownWrites{},
+		ownStatus:    &ownStatus{},
 	}
 	if err := servers.SetupWithManager(mgr, sources, max(opts.MaxConcurrentReconciles, 1)); err != nil {
 		return nil, err
