@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,17 +103,24 @@ func (w *ownWrites) notOwnWrite(apiVersion, kind string) predicate.Predicate {
 // overwritten status wrote the same status again and recorded its Events again: at 2.5 servers
 // declared a second, 1,137 `Ready` Events for 1,000 servers, each with a status patch that
 // changed nothing (docs/performance.md, "Fleet scale"). A server the cache shows at any other
-// resourceVersion is read as cached, and its entry is dropped.
+// resourceVersion is read as cached, and its entry is dropped; entries are forgotten after
+// ownStatusForget.
 type ownStatus struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]statusWrite
+	mu     sync.Mutex
+	m      map[types.NamespacedName]statusWrite
+	pruned time.Time
 }
 
-// statusWrite is one status write: the resourceVersion it replaced, and the server it left.
+// statusWrite is one status write: the resourceVersion it replaced, the server it left, and when.
 type statusWrite struct {
 	over, rv string
 	status   *mcpv1alpha1.MCPServerStatus
+	at       time.Time
 }
+
+// ownStatusForget is how long a write is remembered: a cache lags its writes by moments, and a
+// fleet's entries would otherwise stay until each server's next reconcile (1,000 status copies).
+const ownStatusForget = 30 * time.Second
 
 // wrote records that server (as the write's answer left it) was written over resourceVersion over.
 func (o *ownStatus) wrote(over string, server *mcpv1alpha1.MCPServer) {
@@ -121,10 +129,19 @@ func (o *ownStatus) wrote(over string, server *mcpv1alpha1.MCPServer) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	now := time.Now()
 	if o.m == nil {
 		o.m = map[types.NamespacedName]statusWrite{}
 	}
-	o.m[client.ObjectKeyFromObject(server)] = statusWrite{over: over, rv: server.ResourceVersion, status: server.Status.DeepCopy()}
+	if now.Sub(o.pruned) > ownStatusForget {
+		for key, w := range o.m {
+			if now.Sub(w.at) > ownStatusForget {
+				delete(o.m, key)
+			}
+		}
+		o.pruned = now
+	}
+	o.m[client.ObjectKeyFromObject(server)] = statusWrite{over: over, rv: server.ResourceVersion, status: server.Status.DeepCopy(), at: now}
 }
 
 // freshen gives server, as read from the cache, the status and resourceVersion of the
