@@ -113,7 +113,7 @@ func TestStalledBacklogIsBounded(t *testing.T) {
 }
 
 // A client that reads over TCP gets every event, in order, and the end.
-func TestReadingClientIsWrittenInPlace(t *testing.T) {
+func TestReadingClientGetsEveryEvent(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
