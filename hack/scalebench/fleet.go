@@ -28,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -139,8 +138,8 @@ func startFleetWatch(ctx context.Context, cfg *rest.Config, scheme *runtime.Sche
 		return nil, err
 	}
 	watched := []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}}
-	if o.sidecarReports != reportsNone {
-		// Each server's and item's Ready condition, which only reports make True.
+	if o.tracksReady() {
+		// Each server's and item's Ready condition, which only reports (or the floor) make True.
 		watched = append(watched, &corev1.Pod{}, &mcpv1alpha1.MCPServer{}, &mcpv1alpha1.MCPTool{}, &mcpv1alpha1.MCPResource{}, &mcpv1alpha1.MCPPrompt{})
 	}
 	for _, obj := range watched {
@@ -344,9 +343,8 @@ func (w *fleetWatch) state(ctx context.Context, wantEdit string) (catalogs, avai
 	if err := w.cache.List(ctx, &ds); err != nil {
 		return 0, 0, err
 	}
-	for _, d := range ds.Items {
-		want := ptr.Deref(d.Spec.Replicas, 1)
-		if d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want && d.Status.AvailableReplicas >= want {
+	for i := range ds.Items {
+		if deploymentAvailable(&ds.Items[i]) {
 			available++
 		}
 	}
@@ -356,11 +354,14 @@ func (w *fleetWatch) state(ctx context.Context, wantEdit string) (catalogs, avai
 // cold creates the fleet and waits until every server has its catalog and an available
 // Deployment, then until the manager is idle.
 func (b *bench) cold(ctx context.Context) error {
-	m := b.managers[0]
+	var m *managerproc.Manager // nil with the floor
+	if len(b.managers) > 0 {
+		m = b.managers[0]
+	}
 	p := b.beginPhase("cold", m)
 	start := time.Now()
 	// Each server's readiness is followed from the first create on, every 250 ms.
-	tracker := b.watch.trackReady(ctx, b.o.sidecarReports != reportsNone)
+	tracker := b.watch.trackReady(ctx, b.o.tracksReady())
 	defer tracker.stop()
 	var lastCreate atomic.Int64
 	// declared[i]: when server i's last object was created (the server is then fully declared).
@@ -374,13 +375,17 @@ func (b *bench) cold(ctx context.Context) error {
 			case <-time.After(time.Until(at)):
 			}
 		}
-		for _, obj := range fleetObjects(i, b.o.tools) {
+		objs := fleetObjects(i, b.o.tools)
+		for _, obj := range objs {
 			if err := b.c.Create(ctx, obj); err != nil {
 				return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 			}
 		}
 		declared[i] = time.Now()
 		lastCreate.Store(max(lastCreate.Load(), declared[i].UnixNano()))
+		if b.floor != nil {
+			b.floor.declare(i, objs[0].GetUID()) // objs[0]: the MCPServer
+		}
 		return nil
 	})
 	if err != nil {
@@ -392,13 +397,19 @@ func (b *bench) cold(ctx context.Context) error {
 	say("Created %d objects in %.1f s", b.res.Objects, b.res.CreateSeconds)
 
 	var catalogsAt, availableAt, readyAt time.Time
-	reports := b.o.sidecarReports != reportsNone
+	reports := b.o.tracksReady()
 
 	progress := time.Now()
 	err = waitFor(ctx, b.o.timeout, "every catalog and Deployment", func() (bool, error) {
 		catalogs, available, err := b.watch.state(ctx, "")
 		if err != nil {
 			return false, err
+		}
+		if b.floor != nil {
+			if err := b.floor.err(); err != nil {
+				return false, err
+			}
+			catalogs = b.o.servers // the floor compiles no catalog
 		}
 		var servers, items int
 		if reports {
@@ -430,8 +441,11 @@ func (b *bench) cold(ctx context.Context) error {
 		}
 		return !catalogsAt.IsZero() && !availableAt.IsZero() && (!reports || !readyAt.IsZero()), nil
 	})
-	if err != nil {
+	if err != nil && m != nil {
 		return fmt.Errorf("%w\n%s", err, m.Tail(10))
+	}
+	if err != nil {
+		return err
 	}
 	b.res.ColdCatalogsSeconds = catalogsAt.Sub(last).Seconds()
 	b.res.ColdAvailableSeconds = availableAt.Sub(last).Seconds()
@@ -446,6 +460,9 @@ func (b *bench) cold(ctx context.Context) error {
 		b.res.ServerReady = serverReadyLatency(declared, tracker.firstReady())
 		say("Each server's last create → it and its items Ready: p50 %.1f s, p99 %.1f s, max %.1f s",
 			b.res.ServerReady.P50, b.res.ServerReady.P99, b.res.ServerReady.Max)
+	}
+	if m == nil {
+		return b.endPhase(p)
 	}
 	idle, err := b.waitIdle(ctx, m)
 	if err != nil {
@@ -738,10 +755,12 @@ type phase struct {
 
 func (b *bench) beginPhase(name string, m *managerproc.Manager) *phase {
 	p := &phase{Name: name, m: m, start: time.Now()}
-	b.prof.begin(name, m.Name)
-	p.recBefore = reconcilesByController(m)
-	if u, err := managerproc.ReadUsage(m.Pid()); err == nil {
-		p.cpuBefore = u.CPU
+	if m != nil { // nil: the floor, no manager
+		b.prof.begin(name, m.Name)
+		p.recBefore = reconcilesByController(m)
+		if u, err := managerproc.ReadUsage(m.Pid()); err == nil {
+			p.cpuBefore = u.CPU
+		}
 	}
 	if u, err := managerproc.ReadUsage(b.apiPID); err == nil {
 		p.apiBefore = u.CPU
@@ -754,7 +773,10 @@ func (b *bench) beginPhase(name string, m *managerproc.Manager) *phase {
 
 func (b *bench) endPhase(p *phase) error {
 	p.Seconds = time.Since(p.start).Seconds()
-	after := reconcilesByController(p.m)
+	var after map[string]float64
+	if p.m != nil {
+		after = reconcilesByController(p.m)
+	}
 	p.Reconciles = map[string]float64{}
 	for c, v := range after {
 		if d := v - p.recBefore[c]; d > 0 {
@@ -775,16 +797,20 @@ func (b *bench) endPhase(p *phase) error {
 		}
 		p.ManagerWrites += n
 	}
-	if u, err := managerproc.ReadUsage(p.m.Pid()); err == nil {
-		p.ManagerCPU = (u.CPU - p.cpuBefore).Seconds()
-		p.ManagerRSSMB, p.ManagerPeakMB = mb(u.RSS), mb(u.PeakRSS)
+	if p.m != nil {
+		if u, err := managerproc.ReadUsage(p.m.Pid()); err == nil {
+			p.ManagerCPU = (u.CPU - p.cpuBefore).Seconds()
+			p.ManagerRSSMB, p.ManagerPeakMB = mb(u.RSS), mb(u.PeakRSS)
+		}
 	}
 	if u, err := managerproc.ReadUsage(b.apiPID); err == nil {
 		p.APIServerCPU = (u.CPU - p.apiBefore).Seconds()
 		p.APIServerRSSMB = mb(u.RSS)
 	}
 	b.res.Phases = append(b.res.Phases, *p)
-	b.prof.end(p.Name, p.m.Name)
+	if p.m != nil {
+		b.prof.end(p.Name, p.m.Name)
+	}
 	return nil
 }
 
@@ -833,6 +859,14 @@ func (b *bench) items() int { return b.o.servers * (b.o.tools + 2) }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
 
+// ratio is a/b, or 0 when b is (the floor has no manager).
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
 // results is the benchmark's outcome (one JSON line with -json).
 type results struct {
 	Started        string `json:"started"`
@@ -843,7 +877,10 @@ type results struct {
 	PodsPerNode    int    `json:"podsPerNode"`
 	Objects        int    `json:"objects"`
 	// CreateRate: servers declared per second as asked (-create-rate); 0: as fast as the workers go.
-	CreateRate           float64 `json:"createRate,omitempty"`
+	CreateRate float64 `json:"createRate,omitempty"`
+	// Floor: the cold phase ran with the floor (floor.go), not Switchboard; FloorObjects: which.
+	Floor                bool    `json:"floor,omitempty"`
+	FloorObjects         string  `json:"floorObjects,omitempty"`
 	CreateSeconds        float64 `json:"createSeconds"`
 	ColdCatalogsSeconds  float64 `json:"coldCatalogsSeconds"`
 	ColdAvailableSeconds float64 `json:"coldAvailableSeconds"`
@@ -869,6 +906,16 @@ func (b *bench) report() {
 	items := float64(r.Servers * (r.ToolsPerServer + 2))
 	fmt.Printf("\nscalebench: %d MCPServers × (%d MCPTools + 1 MCPResource + 1 MCPPrompt) = %d objects; %d kwok nodes × %d pods\n",
 		r.Servers, r.ToolsPerServer, r.Objects, r.Nodes, r.PodsPerNode)
+	if r.Floor {
+		what := "a Deployment and a Service per server"
+		switch r.FloorObjects {
+		case floorObjectsAll:
+			what = "the objects Switchboard creates for a server"
+		case floorObjectsApplied:
+			what = "the objects Switchboard creates for a server, each with server-side apply"
+		}
+		fmt.Printf("the floor, not Switchboard: %s, one status patch per server and item (writer \"floor\"); no catalog compiled\n", what)
+	}
 	fmt.Printf("create (first → last)                     %7.1f s (%.2f servers per second", r.CreateSeconds, float64(r.Servers)/r.CreateSeconds)
 	if r.CreateRate > 0 {
 		fmt.Printf(", %.2f asked", r.CreateRate)
@@ -891,7 +938,7 @@ func (b *bench) report() {
 		it := (p.Reconciles["mcptool"] + p.Reconciles["mcpresource"] + p.Reconciles["mcpprompt"]) / items
 		fmt.Printf("%-8s %8.1f %12.2f %12.2f %14d %10.1f %11.1f %10.0f %10.0f %10.1f %10.2f %9.1f %10.0f\n", p.Name, p.Seconds, srv, it,
 			p.ManagerWrites, p.ManagerCPU, p.ManagerCPU*1000/float64(r.Servers), p.ManagerRSSMB, p.ManagerPeakMB,
-			p.APIServerCPU, p.APIServerCPU/max(p.Seconds, 1e-9), p.APIServerCPU/max(p.ManagerCPU, 1e-9), p.APIServerRSSMB)
+			p.APIServerCPU, p.APIServerCPU/max(p.Seconds, 1e-9), ratio(p.APIServerCPU, p.ManagerCPU), p.APIServerRSSMB)
 	}
 	for _, p := range r.Phases {
 		keys := slices.Sorted(maps.Keys(p.Writes))

@@ -19,6 +19,10 @@
 //	delete    every MCPServer, MCPTool, MCPResource and MCPPrompt deleted: time until garbage
 //	          collection leaves no child, ReplicaSet or pod behind
 //
+// With -manager none, the cold phase runs the floor instead of Switchboard (floor.go): an
+// operator that costs nothing, the least work it can make the control plane do per server
+// (-floor-objects least), or the same with every object Switchboard creates for a server (all).
+//
 // Reconciles come from the manager's controller_runtime_reconcile_total, RSS and CPU from
 // /proc/<pid>, writes from the API server's audit log (user agent of the manager binary).
 //
@@ -72,10 +76,18 @@ type options struct {
 
 	leaseDuration time.Duration
 
+	floorObjects   string
 	sidecarReports string
 	reportLag      time.Duration
 	checkLag       time.Duration
 }
+
+// floor: the cold phase runs with the floor (floor.go), not the manager.
+func (o options) floor() bool { return o.manager == floorManager }
+
+// tracksReady: something makes servers and items Ready (the manager on simulated reports, or the
+// floor), so the cold phase waits for it.
+func (o options) tracksReady() bool { return o.floor() || o.sidecarReports != reportsNone }
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == sidecarsCommand {
@@ -86,7 +98,11 @@ func main() {
 		return
 	}
 	var o options
-	flag.StringVar(&o.manager, "manager", "bin/manager", "The built cmd/manager.")
+	flag.StringVar(&o.manager, "manager", "bin/manager", "The built cmd/manager; "+floorManager+" runs the cold phase with the floor instead "+
+		"(no Switchboard: the least work any operator can cause, floor.go).")
+	flag.StringVar(&o.floorObjects, "floor-objects", floorObjectsLeast, "With -manager "+floorManager+": "+floorObjectsLeast+
+		" (a Deployment and a Service per server), "+floorObjectsAll+" (also the other objects Switchboard creates for one) or "+
+		floorObjectsApplied+" (all, written with server-side apply as Switchboard writes them).")
 	flag.IntVar(&o.servers, "servers", 1000, "MCPServers in the fleet.")
 	flag.IntVar(&o.tools, "tools", 10, "MCPTools per server (plus one MCPResource and one MCPPrompt).")
 	flag.IntVar(&o.nodes, "nodes", 0, "kwok nodes; 0 means enough for one pod per server with 10% spare.")
@@ -117,6 +133,10 @@ func main() {
 	if o.sidecars < 0 {
 		o.sidecars = 2 * o.servers
 	}
+	if !slices.Contains([]string{floorObjectsLeast, floorObjectsAll, floorObjectsApplied}, o.floorObjects) {
+		fmt.Fprintf(os.Stderr, "scalebench: -floor-objects %q: want %s, %s or %s\n", o.floorObjects, floorObjectsLeast, floorObjectsAll, floorObjectsApplied)
+		os.Exit(2)
+	}
 	if o.nodes == 0 {
 		o.nodes = (o.servers*11/10 + o.podsPerNode - 1) / o.podsPerNode
 	}
@@ -137,6 +157,7 @@ type bench struct {
 	apiPID   int
 	managers []*managerproc.Manager
 	watch    *fleetWatch
+	floor    *floor // with -manager none
 	audit    *auditLog
 	prof     *profiler // nil without -profile
 	res      results
@@ -161,6 +182,10 @@ func run(o options) (err error) {
 	b.res.Servers, b.res.ToolsPerServer, b.res.Nodes, b.res.PodsPerNode = o.servers, o.tools, o.nodes, o.podsPerNode
 	b.res.CreateRate = o.createRate
 	b.res.Sidecars = o.sidecars
+	if b.res.Floor = o.floor(); b.res.Floor {
+		b.res.Sidecars = 0 // only the cold phase
+		b.res.FloorObjects = o.floorObjects
+	}
 	say("Folder %s", dir)
 	defer func() {
 		b.stop()
@@ -193,7 +218,7 @@ func run(o options) (err error) {
 	}
 	wanted := strings.Split(o.phases, ",")
 	for _, p := range phases {
-		if p.skip || (p.name != "cold" && !slices.Contains(wanted, p.name)) {
+		if p.name != "cold" && (p.skip || o.floor() || !slices.Contains(wanted, p.name)) { // the floor has only a cold phase
 			continue
 		}
 		say("Phase %s", p.name)
@@ -277,6 +302,11 @@ func (b *bench) start() error {
 		}
 	}
 	if b.watch, err = startFleetWatch(ctx, b.cfg, env.Scheme, b.o); err != nil {
+		return err
+	}
+	if b.o.floor() {
+		b.res.SidecarReports = "none (the floor)"
+		b.floor, err = startFloor(b.watch.ctx, b.cfg, b.env.Scheme, b.watch.cache, b.o)
 		return err
 	}
 	b.res.SidecarReports = b.o.sidecarReports
