@@ -755,8 +755,8 @@ type phase struct {
 
 func (b *bench) beginPhase(name string, m *managerproc.Manager) *phase {
 	p := &phase{Name: name, m: m, start: time.Now()}
+	b.prof.begin(name, p.managerName())
 	if m != nil { // nil: the floor, no manager
-		b.prof.begin(name, m.Name)
 		p.recBefore = reconcilesByController(m)
 		if u, err := managerproc.ReadUsage(m.Pid()); err == nil {
 			p.cpuBefore = u.CPU
@@ -808,10 +808,16 @@ func (b *bench) endPhase(p *phase) error {
 		p.APIServerRSSMB = mb(u.RSS)
 	}
 	b.res.Phases = append(b.res.Phases, *p)
-	if p.m != nil {
-		b.prof.end(p.Name, p.m.Name)
-	}
+	b.prof.end(p.Name, p.managerName())
 	return nil
+}
+
+// managerName is the phase's manager replica, or "" (the floor).
+func (p *phase) managerName() string {
+	if p.m == nil {
+		return ""
+	}
+	return p.m.Name
 }
 
 func reconcilesByController(m *managerproc.Manager) map[string]float64 {

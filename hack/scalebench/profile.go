@@ -46,9 +46,10 @@ func (p *profiler) managerArgs(name string) ([]string, error) {
 	return []string{"--pprof-bind-address=" + addr}, nil
 }
 
-// begin starts CPU profiling of manager name for the phase.
+// begin starts CPU profiling of manager name (none: "", the floor) and of the API server for
+// the phase.
 func (p *profiler) begin(phase, name string) {
-	if p == nil || p.addrs[name] == "" {
+	if p == nil {
 		return
 	}
 	p.stop.Store(false)
@@ -65,19 +66,25 @@ func (p *profiler) begin(phase, name string) {
 			}
 		}
 	}
-	p.wg.Go(func() { collect(http.DefaultClient, "http://"+p.addrs[name], "cpu", "Manager") })
+	if p.addrs[name] != "" {
+		p.wg.Go(func() { collect(http.DefaultClient, "http://"+p.addrs[name], "cpu", "Manager") })
+	}
 	if p.api != nil {
 		p.wg.Go(func() { collect(p.api, p.apiHost, "apiserver-cpu", "API server") })
 	}
 }
 
-// end waits for the phase's last CPU profile slice (at most cpuSlice) and saves the heap.
+// end waits for the phase's last CPU profile slice (at most cpuSlice) and saves the manager's
+// heap.
 func (p *profiler) end(phase, name string) {
-	if p == nil || p.addrs[name] == "" {
+	if p == nil {
 		return
 	}
 	p.stop.Store(true)
 	p.wg.Wait()
+	if p.addrs[name] == "" {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// gc=1: the in-use figures are of live objects, right after a collection.
