@@ -144,3 +144,90 @@ func TestReadingClientGetsEveryEvent(t *testing.T) {
 		t.Fatalf("the client read %d bytes, want %d", len(b), len(want)+5)
 	}
 }
+
+// tcpPair is a real loopback connection: the server's end, as a hijacked stream has it, and the
+// client's.
+func tcpPair(t *testing.T) (server, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if client, err = net.Dial("tcp", ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	if server, err = ln.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Close() })
+	return server, client
+}
+
+// fillUntil writes 4 KiB events to cw until done says so, failing the test after 20,000 (80 MiB,
+// far more than loopback socket buffers hold) or if the writes wait for the client.
+func fillUntil(t *testing.T, cw *Conn, done func(error) bool) {
+	t.Helper()
+	ev := append(bytes.Repeat([]byte("x"), 4<<10), "\n\n"...)
+	returnsWithin(t, 30*time.Second, "WriteEvent on a full socket", func() {
+		for range 20000 {
+			if _, err := cw.WriteEvent(ev, nil); done(err) {
+				return
+			}
+		}
+		t.Error("20,000 events went into a socket whose client does not read")
+	})
+}
+
+// Over a real socket whose client stopped reading, writes do not wait for it: once the kernel's
+// buffers are full, the backlog fills, and the event past it ends the stream.
+func TestStalledSocketDoesNotHoldTheWriter(t *testing.T) {
+	server, _ := tcpPair(t)
+	cw := NewConn(server, time.Minute)
+	var last error
+	fillUntil(t, cw, func(err error) bool { last = err; return err != nil })
+	if !errors.Is(last, errBacklogFull) {
+		t.Fatalf("the last write: %v, want %v", last, errBacklogFull)
+	}
+}
+
+// A stream that caught up with its backlog over a real socket takes events long after its
+// timeout: the backlog's deadline does not outlive it.
+func TestStreamWritesPastItsTimeoutOnceCaughtUp(t *testing.T) {
+	const timeout = time.Second
+	server, client := tcpPair(t)
+	cw := NewConn(server, timeout)
+	fillUntil(t, cw, func(err error) bool {
+		if err != nil {
+			t.Fatalf("filling the socket: %v", err)
+		}
+		return cw.slow != nil // a write left a backlog
+	})
+	read := make(chan int64)
+	go func() { n, _ := io.Copy(io.Discard, client); read <- n }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cw.slow.mu.Lock()
+		flushing, err := cw.slow.flushing, cw.slow.err
+		cw.slow.mu.Unlock()
+		if err != nil {
+			t.Fatalf("the backlog was not written: %v", err)
+		}
+		if !flushing {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the backlog was not written in 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(timeout + 200*time.Millisecond)
+	if _, err := cw.WriteEvent([]byte("data: after the backlog\n\n"), nil); err != nil {
+		t.Fatalf("a write after the backlog's timeout: %v", err)
+	}
+	cw.End(nil)
+	if n := <-read; n == 0 {
+		t.Fatal("the client read nothing")
+	}
+}
