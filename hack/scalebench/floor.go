@@ -43,8 +43,8 @@ const (
 // floor is the least work any operator can make the cluster do for the fleet, as a baseline for
 // the cold phase: it runs each declared MCPServer as a Deployment of one pod behind a Service,
 // and says on every object (the server and each of its items) that it is Ready, once, when the
-// Deployment is available. No catalog, no RBAC, no NetworkPolicy, no Secrets, no Events, no
-// reports. It reacts at once: the benchmark hands it each server as soon as its objects are
+// Deployment is available (with -floor-objects least: no RBAC, no NetworkPolicy, no Secrets, no
+// ConfigMaps; never a catalog compiled, an Event or a report). It reacts at once: the benchmark hands it each server as soon as its objects are
 // created (no watch of MCPServers, no cache lag) and it writes each status without reading it.
 // Its writes carry the user agent "floor". What the cold phase measures with it is what this
 // machine's control plane, kube-controller-manager, scheduler and kwok cost per server with an
@@ -108,7 +108,7 @@ func (f *floor) err() error {
 	return f.failed
 }
 
-// declare queues server i's Deployment and Service.
+// declare queues the writes of server i's children (floorChildren).
 func (f *floor) declare(i int, uid types.UID) {
 	name := serverName(i)
 	f.mu.Lock()
@@ -117,7 +117,7 @@ func (f *floor) declare(i int, uid types.UID) {
 	f.queue <- func(ctx context.Context) error {
 		for _, obj := range floorChildren(name, uid, f.all) {
 			if err := f.write(ctx, obj); err != nil {
-				return fmt.Errorf("floor: creating %T %s: %w", obj, name, err)
+				return fmt.Errorf("floor: writing %T %s: %w", obj, obj.GetName(), err)
 			}
 		}
 		return nil
