@@ -43,7 +43,7 @@ func SetHeaders(h http.Header) {
 const stallWait = time.Millisecond
 
 // maxBacklog bounds the bytes a stalled stream holds for its client (the event being written
-// and those after it); an event past it ends the stream.
+// and those after it, framed); an event past it ends the stream.
 const maxBacklog = 8 << 10
 
 // errBacklogFull is a stalled stream's answer to an event past maxBacklog; the connection is
@@ -79,28 +79,10 @@ func NewConn(c net.Conn, timeout time.Duration) *Conn { return &Conn{c: c, timeo
 // WriteEvent writes ev as one chunk (scratch is the buffer it may reuse, returned), or queues
 // it behind a stalled write.
 func (cw *Conn) WriteEvent(ev []byte, scratch []byte) ([]byte, error) {
-	if b := cw.slow; b != nil {
-		b.mu.Lock()
-		if b.flushing {
-			defer b.mu.Unlock()
-			if b.err != nil { // full: the background writer is about to see its connection closed
-				return scratch, b.err
-			}
-			if len(b.buf)+len(ev)+chunkOverhead > maxBacklog {
-				b.err, b.buf = errBacklogFull, nil
-				_ = cw.c.Close() // the background write fails at once
-				return scratch, b.err
-			}
-			b.buf = appendChunk(b.buf, ev)
-			return scratch, nil
-		}
-		err := b.err
-		b.mu.Unlock()
-		if err != nil {
-			return scratch, err
-		}
-	}
 	scratch = appendChunk(scratch[:0], ev)
+	if queued, err := cw.behindStall(scratch, true); queued != nil || err != nil {
+		return scratch, err
+	}
 	if err := cw.c.SetWriteDeadline(time.Now().Add(stallWait)); err != nil {
 		return scratch, err
 	}
@@ -110,6 +92,30 @@ func (cw *Conn) WriteEvent(ev []byte, scratch []byte) ([]byte, error) {
 		return scratch, nil
 	}
 	return scratch, err
+}
+
+// behindStall queues framed bytes behind a stalled write whose background writer still runs:
+// queued is then closed once they are written. err is the stream's failure (a full backlog, a
+// failed write): nothing more is written. Neither: the stream is not stalled, write at once.
+// bounded: framed counts against maxBacklog, and past it the stream fails (the end does not
+// count: it is the last).
+func (cw *Conn) behindStall(framed []byte, bounded bool) (queued <-chan struct{}, err error) {
+	b := cw.slow
+	if b == nil {
+		return nil, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case !b.flushing || b.err != nil:
+		return nil, b.err
+	case bounded && len(b.buf)+len(framed) > maxBacklog:
+		b.err, b.buf = errBacklogFull, nil
+		_ = cw.c.Close() // the background write fails at once
+		return nil, b.err
+	}
+	b.buf = append(b.buf, framed...)
+	return b.done, nil
 }
 
 // background starts the stalled stream's writer with rest, the part of an event not written.
@@ -166,30 +172,17 @@ func (cw *Conn) End(final []byte) {
 		buf = appendChunk(buf, final)
 	}
 	buf = append(buf, "0\r\n\r\n"...)
-	if b := cw.slow; b != nil {
-		b.mu.Lock()
-		if b.flushing {
-			b.buf = append(b.buf, buf...) // the end goes out even past maxBacklog: it is the last
-			done := b.done
-			b.mu.Unlock()
-			<-done
-			_ = cw.c.Close()
-			return
+	if queued, err := cw.behindStall(buf, false); queued != nil || err != nil {
+		if queued != nil {
+			<-queued
 		}
-		err := b.err
-		b.mu.Unlock()
-		if err != nil {
-			_ = cw.c.Close()
-			return
-		}
+		_ = cw.c.Close()
+		return
 	}
 	_ = cw.c.SetWriteDeadline(time.Now().Add(cw.timeout))
 	_, _ = cw.c.Write(buf)
 	_ = cw.c.Close()
 }
-
-// chunkOverhead bounds the framing appendChunk adds to an event of up to maxBacklog bytes.
-const chunkOverhead = 8
 
 // appendChunk appends ev as one HTTP/1.1 chunk.
 func appendChunk(b, ev []byte) []byte {
