@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -349,6 +350,12 @@ func (w *fleetWatch) state(ctx context.Context, wantEdit string) (catalogs, avai
 		}
 	}
 	return catalogs, available, nil
+}
+
+// deploymentAvailable: the Deployment's rollout is complete and its replicas available.
+func deploymentAvailable(d *appsv1.Deployment) bool {
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want && d.Status.AvailableReplicas >= want
 }
 
 // cold creates the fleet and waits until every server has its catalog and an available

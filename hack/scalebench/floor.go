@@ -177,12 +177,6 @@ func (f *floor) ready(ctx context.Context, i int) error {
 	return nil
 }
 
-// deploymentAvailable: the Deployment's rollout is complete and its replicas available.
-func deploymentAvailable(d *appsv1.Deployment) bool {
-	want := ptr.Deref(d.Spec.Replicas, 1)
-	return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want && d.Status.AvailableReplicas >= want
-}
-
 // floorChildren are a server's Deployment (the MCP server and a sidecar container, as
 // Switchboard's pods have; kwok runs neither) and Service, owned by the server as Switchboard's
 // are; with all, also the other objects Switchboard creates for a server (ServiceAccount, Role,
@@ -236,8 +230,8 @@ func floorChildren(name string, uid types.UID, all bool) []client.Object {
 				Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(8080))}}}}}},
 		&corev1.Secret{ObjectMeta: meta(name + "-drain-token"), Data: map[string][]byte{"token": []byte(key)}},
 		&corev1.Secret{ObjectMeta: meta(name + "-sidecar-session"), Data: map[string][]byte{"key": []byte(key)}},
-		// A catalog of twelve items is about 3 KB of JSON (not under catalog.Key: the fleet
-		// watch would decode it).
+		// The fleet's catalog of twelve items encodes to 2.3 KB; this stands in for it, a little
+		// larger (not under catalog.Key: the fleet watch would decode it).
 		&corev1.ConfigMap{ObjectMeta: meta(name + "-catalog"), Data: map[string]string{"floor": strings.Repeat("x", 3<<10)}},
 		&corev1.ConfigMap{ObjectMeta: meta(name + "-catalog-status")},
 	)
