@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -752,8 +753,12 @@ type phase struct {
 	ManagerPeakMB  float64        `json:"managerPeakRssMB"`
 	APIServerCPU   float64        `json:"apiserverCpuSeconds"`
 	APIServerRSSMB float64        `json:"apiserverRssMB"`
+	// CPUByProcess is the CPU seconds of every process the run started (the control plane's,
+	// the manager's, the benchmark's own: cpuByProcess) during the phase, by name.
+	CPUByProcess map[string]float64 `json:"cpuSecondsByProcess"`
 
 	m         *managerproc.Manager
+	cpuStart  map[string]time.Duration
 	start     time.Time
 	recBefore map[string]float64
 	cpuBefore time.Duration
@@ -772,6 +777,7 @@ func (b *bench) beginPhase(name string, m *managerproc.Manager) *phase {
 	if u, err := managerproc.ReadUsage(b.apiPID); err == nil {
 		p.apiBefore = u.CPU
 	}
+	p.cpuStart = b.cpuByProcess(m)
 	if _, err := b.audit.since(); err != nil { // skip what came before
 		say("Reading the audit log: %v", err)
 	}
@@ -814,9 +820,38 @@ func (b *bench) endPhase(p *phase) error {
 		p.APIServerCPU = (u.CPU - p.apiBefore).Seconds()
 		p.APIServerRSSMB = mb(u.RSS)
 	}
+	p.CPUByProcess = map[string]float64{}
+	for name, cpu := range b.cpuByProcess(p.m) {
+		if before, ok := p.cpuStart[name]; ok {
+			p.CPUByProcess[name] = (cpu - before).Seconds()
+		}
+	}
 	b.res.Phases = append(b.res.Phases, *p)
 	b.prof.end(p.Name, p.managerName())
 	return nil
+}
+
+// benchProcess names the benchmark's own process (its creates and edits, its watches, the
+// simulated sidecars, the floor) in cpuByProcess.
+const benchProcess = "scalebench"
+
+// cpuByProcess reads the CPU time so far of the control plane's processes, the benchmark's own
+// and the phase's manager m (none when nil: the floor), by name; a process it cannot read is left
+// out. The machine runs nothing else of the benchmark, so their sum is what a server costs it.
+func (b *bench) cpuByProcess(m *managerproc.Manager) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	read := func(name string, pid int) {
+		if u, err := managerproc.ReadUsage(pid); err == nil {
+			out[name] = u.CPU
+		}
+	}
+	for name, pid := range b.pids {
+		read(name, pid)
+	}
+	if m != nil {
+		read("manager", m.Pid())
+	}
+	return out
 }
 
 // managerName is the phase's manager replica, or "" (the floor).
@@ -971,6 +1006,20 @@ func (b *bench) report() {
 			total += p.WritesByWriter[k]
 		}
 		fmt.Printf("  %-8s total %.2f: %s\n", p.Name+":", float64(total)/float64(r.Servers), strings.Join(parts, " "))
+	}
+	fmt.Printf("\nCPU seconds by process (the whole machine's work for the fleet):\n")
+	for _, p := range r.Phases {
+		names := slices.SortedFunc(maps.Keys(p.CPUByProcess), func(a, b string) int {
+			return cmp.Compare(p.CPUByProcess[b], p.CPUByProcess[a])
+		})
+		var parts []string
+		total := 0.0
+		for _, n := range names {
+			parts = append(parts, fmt.Sprintf("%s=%.1f", n, p.CPUByProcess[n]))
+			total += p.CPUByProcess[n]
+		}
+		fmt.Printf("  %-8s total %.1f s, %.3f core-seconds per server, %.2f cores: %s\n", p.Name+":", total, total/float64(r.Servers),
+			total/max(p.Seconds, 1e-9), strings.Join(parts, " "))
 	}
 	for _, p := range r.Phases {
 		keys := slices.Sorted(maps.Keys(p.EventsByReason))

@@ -149,12 +149,15 @@ func main() {
 
 // bench is the running benchmark: the control plane, the manager replicas and the results.
 type bench struct {
-	o        options
-	dir      string
-	env      *testenv.Env
-	c        client.Client
-	cfg      *rest.Config
-	apiPID   int
+	o      options
+	dir    string
+	env    *testenv.Env
+	c      client.Client
+	cfg    *rest.Config
+	apiPID int
+	// pids are the processes whose CPU each phase records (cpuByProcess): the control plane's and
+	// the benchmark's own; the managers are added per phase.
+	pids     map[string]int
 	managers []*managerproc.Manager
 	watch    *fleetWatch
 	floor    *floor // with -manager none
@@ -282,6 +285,10 @@ func (b *bench) start() error {
 	if b.apiPID, err = env.APIServerPID(); err != nil {
 		return err
 	}
+	if b.pids, err = env.ProcessPIDs(); err != nil {
+		return err
+	}
+	b.pids[benchProcess] = os.Getpid()
 	b.cfg = rest.CopyConfig(env.Config)
 	b.cfg.QPS, b.cfg.Burst = 2000, 4000
 	b.cfg.UserAgent = "scalebench"

@@ -370,7 +370,31 @@ func (e *Env) Stop() error {
 // APIServerPID returns the process id of this control plane's kube-apiserver (found by its
 // certificate folder), for benchmarks that read its memory and CPU from /proc.
 func (e *Env) APIServerPID() (int, error) {
-	certDir := e.Environment.ControlPlane.APIServer.CertDir
+	return findProcess("kube-apiserver", e.Environment.ControlPlane.APIServer.CertDir)
+}
+
+// ProcessPIDs returns the process id of every binary of this control plane by name: etcd,
+// kube-apiserver and, with Options.Controllers, kube-controller-manager, kube-scheduler and kwok.
+// Benchmarks read their CPU from /proc to say where a machine's time went.
+func (e *Env) ProcessPIDs() (map[string]int, error) {
+	out := map[string]int{}
+	api, err := e.APIServerPID()
+	if err != nil {
+		return nil, err
+	}
+	out["kube-apiserver"] = api
+	if out["etcd"], err = findProcess("etcd", e.Environment.ControlPlane.Etcd.DataDir); err != nil {
+		return nil, err
+	}
+	for _, p := range e.procs {
+		out[p.name] = p.cmd.Process.Pid
+	}
+	return out, nil
+}
+
+// findProcess returns the process id of the binary named name whose command line holds marker
+// (a folder only this control plane's process is started with).
+func findProcess(name, marker string) (int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, err
@@ -385,9 +409,9 @@ func (e *Env) APIServerPID() (int, error) {
 			continue
 		}
 		args := strings.Split(string(cmdline), "\x00")
-		if filepath.Base(args[0]) == "kube-apiserver" && strings.Contains(string(cmdline), certDir) {
+		if filepath.Base(args[0]) == name && strings.Contains(string(cmdline), marker) {
 			return pid, nil
 		}
 	}
-	return 0, fmt.Errorf("no kube-apiserver process with certificates in %s", certDir)
+	return 0, fmt.Errorf("no %s process started with %s", name, marker)
 }
