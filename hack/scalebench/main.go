@@ -122,7 +122,7 @@ func main() {
 	flag.StringVar(&o.jsonOut, "json", "", "Append the results as one JSON line to this file.")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the logs and the audit log (their folder is printed).")
 	flag.StringVar(&o.phases, "phases", "cold,steady,edit,sidecars,ha,delete", "The phases to run, in their order (cold always runs).")
-	flag.StringVar(&o.profile, "profile", "", "Save the manager's and the API server's CPU profiles of each phase and the manager's heap at each phase's end in this folder "+
+	flag.StringVar(&o.profile, "profile", "", "Save the manager's, the API server's and the benchmark's own CPU profiles of each phase and the manager's heap at each phase's end in this folder "+
 		"(the manager's --pprof-bind-address on 127.0.0.1).")
 	flag.StringVar(&o.sidecarReports, "sidecar-reports", reportsBefore, "When each pod's simulated sidecar writes its propagation reports "+
 		"(the sidecar package's Reporter, as the real sidecar does): before (from the pod's start, as the real sidecar, whose readiness waits "+

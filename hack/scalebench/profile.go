@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +20,9 @@ import (
 // cpuSlice each (cpu-<phase>-<n>.pb.gz; `go tool pprof -proto` merges them), and at its end
 // the heap (heap-<phase>.pb.gz: in-use and allocated). It takes the API server's CPU profiles
 // of the same slices too (apiserver-cpu-<phase>-<n>.pb.gz, read with the kube-apiserver binary
-// of KUBEBUILDER_ASSETS), through the API server's own /debug/pprof as the admin.
+// of KUBEBUILDER_ASSETS), through the API server's own /debug/pprof as the admin, and the
+// benchmark's own CPU profile of the whole phase (scalebench-cpu-<phase>.pb.gz): its watches,
+// simulated sidecars and audit-log reading run on the same machine as what it measures.
 type profiler struct {
 	dir   string
 	addrs map[string]string // manager name -> pprof address
@@ -29,6 +32,7 @@ type profiler struct {
 
 	stop atomic.Bool
 	wg   sync.WaitGroup
+	self *os.File // the benchmark's own CPU profile of the phase, while it runs
 }
 
 const cpuSlice = 20 * time.Second
@@ -72,6 +76,18 @@ func (p *profiler) begin(phase, name string) {
 	if p.api != nil {
 		p.wg.Go(func() { collect(p.api, p.apiHost, "apiserver-cpu", "API server") })
 	}
+	f, err := os.Create(filepath.Join(p.dir, "scalebench-cpu-"+phase+".pb.gz"))
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		say("The benchmark's CPU profile: %v", err)
+		if f != nil {
+			_ = f.Close()
+		}
+		return
+	}
+	p.self = f
 }
 
 // end waits for the phase's last CPU profile slice (at most cpuSlice) and saves the manager's
@@ -82,6 +98,13 @@ func (p *profiler) end(phase, name string) {
 	}
 	p.stop.Store(true)
 	p.wg.Wait()
+	if p.self != nil {
+		pprof.StopCPUProfile()
+		if err := p.self.Close(); err != nil {
+			say("The benchmark's CPU profile: %v", err)
+		}
+		p.self = nil
+	}
 	if p.addrs[name] == "" {
 		return
 	}
