@@ -804,11 +804,11 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceC
 	})
 	items := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	// Changes of what a server serves are reconciled first; changes that follow from them (its
-	// children, its pods, its sidecars' reports) after them (followPriority), and creations of
-	// servers and items last (createsLast, createPriority).
+	// children, its pods, its sidecars' reports) and creations of servers and items
+	// (createsFollow) after them (followPriority).
 	child := owned(mgr.GetClient())
 	b := ctrl.NewControllerManagedBy(mgr).
-		Watches(&mcpv1alpha1.MCPServer{}, createsLast(&handler.EnqueueRequestForObject{}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&mcpv1alpha1.MCPServer{}, createsFollow(&handler.EnqueueRequestForObject{}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&appsv1.Deployment{}, child).
 		Watches(&corev1.Secret{}, child)
 	// The events of the reconciler's own applies of the other children are dropped (ownWrites).
@@ -821,9 +821,9 @@ func (r *MCPServerReconciler) SetupWithManager(mgr ctrl.Manager, sources sourceC
 		b = b.Watches(o, child, builder.WithPredicates(r.own.notOwnWrite(gvk.GroupVersion().String(), gvk.Kind)))
 	}
 	b = b.Watches(&corev1.Pod{}, following(fromPod)).
-		Watches(&mcpv1alpha1.MCPTool{}, createsLast(toServer), items).
-		Watches(&mcpv1alpha1.MCPResource{}, createsLast(toServer), items).
-		Watches(&mcpv1alpha1.MCPPrompt{}, createsLast(toServer), items).
+		Watches(&mcpv1alpha1.MCPTool{}, createsFollow(toServer), items).
+		Watches(&mcpv1alpha1.MCPResource{}, createsFollow(toServer), items).
+		Watches(&mcpv1alpha1.MCPPrompt{}, createsFollow(toServer), items).
 		Watches(&mcpv1alpha1.MCPAccessPolicy{}, enqueueTargets(), items).
 		// Every binding's server, also each one that exists when the manager starts: a server
 		// deleted while the manager was down is NotFound, and its binding removed.

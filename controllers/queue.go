@@ -18,40 +18,22 @@ import (
 // did (a child's or a pod's change, a sidecar's report in the status ConfigMap, a wait that ends),
 // below the default priority (0) of one that changes what a running server serves (an edit of
 // the server's spec, an edit or deletion of its tools, resources and prompts, the policies and
-// sources that reach it). The queue (controller-runtime's priority queue) hands out higher
-// priorities first and raises a queued server to the highest priority it was added with, so a
-// catalog edit is compiled and published before the reconciles that only update statuses. A
-// fleet-wide MCPTool edit queues one reconcile per server for the edit and more for the sidecars'
-// reports of it: in arrival order, the servers edited last waited behind the reports of those
-// edited first, and at 1,000 servers the last catalogs came 7-13 s after the last edit, 1.1-1.6 s
-// with edits first (docs/performance.md, "Fleet scale").
+// sources that reach it; the creation of a server or an item follows, createsFollow). The queue
+// (controller-runtime's priority queue) hands out higher priorities first and raises a queued
+// server to the highest priority it was added with, so a catalog edit is compiled and published
+// before the reconciles that only update statuses. A fleet-wide MCPTool edit queues one reconcile
+// per server for the edit and more for the sidecars' reports of it: in arrival order, the servers
+// edited last waited behind the reports of those edited first, and at 1,000 servers the last
+// catalogs came 7-13 s after the last edit, 1.1-1.6 s with edits first (docs/performance.md,
+// "Fleet scale"). It is above handler.LowPriority, which the informers' initial lists get.
 const followPriority = -10
-
-// createPriority is the work queue priority of the reconcile a creation of a server, tool,
-// resource or prompt queues, below followPriority: servers already under way (their Deployment
-// created, their pods starting, their sidecars reporting) are finished before more are started.
-// A server created is usually one of many a GitOps sync or a fleet creates at once, and on a busy
-// control plane they queue: in arrival order a server waited its turn twice, once to be started
-// and again, behind every server created meanwhile, for the reconcile that sees its replicas'
-// reports and says Ready (docs/performance.md, "Fleet scale"). Above creations, those reports
-// once kept every server's Ready waiting until the burst ended (at 1,000 servers, each server's
-// p99 from declared to Ready: 171-193 s with items' creations at the default priority, 102-111 s
-// with creations and reports at followPriority). It is above handler.LowPriority, which the
-// informers' initial lists get.
-const createPriority = -20
 
 // following adds the requests of h at followPriority, unless h gives a priority of its own (the
 // informers' initial lists). With a queue that is not a priority queue it is h.
 func following(h handler.EventHandler) handler.EventHandler {
-	return atPriority(followPriority, h)
-}
-
-// atPriority adds the requests of h at priority, unless h gives a priority of its own. With a
-// queue that is not a priority queue it is h.
-func atPriority(priority int, h handler.EventHandler) handler.EventHandler {
 	wrap := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-			return priorityQueue{pq, priority}
+			return followQueue{pq}
 		}
 		return q
 	}
@@ -71,40 +53,43 @@ func atPriority(priority int, h handler.EventHandler) handler.EventHandler {
 	}
 }
 
-// createsLast adds the requests of h for a created object at createPriority, and those for an
-// updated or deleted one at h's: an edit or deletion changes what a running server serves, and
-// goes first.
-func createsLast(h handler.EventHandler) handler.EventHandler {
-	c := atPriority(createPriority, h)
+// createsFollow adds the requests of h for a created object at followPriority, and those for an
+// updated or deleted one at h's. A server or item created is usually one of many a GitOps sync or
+// a fleet creates at once: at the default priority a burst of them kept every sidecar's report,
+// and so every server's Ready, waiting until the burst ended (at 1,000 servers, each server's p99
+// from declared to Ready: 171-193 s with items' creations at the default priority, 224 s with
+// servers' creations at it, 102-111 s with both following, 79-105 s with no priorities at all).
+// An edit or deletion changes what a running server serves, and goes first.
+func createsFollow(h handler.EventHandler) handler.EventHandler {
+	f := following(h)
 	return handler.Funcs{
-		CreateFunc:  c.Create,
+		CreateFunc:  f.Create,
 		UpdateFunc:  h.Update,
 		DeleteFunc:  h.Delete,
 		GenericFunc: h.Generic,
 	}
 }
 
-// priorityQueue is a priority queue whose adds without a priority are at priority.
-type priorityQueue struct {
+// followQueue is a priority queue whose adds without a priority are at followPriority.
+type followQueue struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
-	priority int
 }
 
-func (q priorityQueue) Add(r reconcile.Request) {
+func (q followQueue) Add(r reconcile.Request) {
 	q.AddWithOpts(priorityqueue.AddOpts{}, r)
 }
 
-func (q priorityQueue) AddAfter(r reconcile.Request, after time.Duration) {
+func (q followQueue) AddAfter(r reconcile.Request, after time.Duration) {
 	q.AddWithOpts(priorityqueue.AddOpts{After: after}, r)
 }
 
-func (q priorityQueue) AddRateLimited(r reconcile.Request) {
+func (q followQueue) AddRateLimited(r reconcile.Request) {
 	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, r)
 }
 
-func (q priorityQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Request) {
+func (q followQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Request) {
 	if o.Priority == nil {
-		o.Priority = new(q.priority)
+		o.Priority = new(followPriority)
 	}
 	q.PriorityQueue.AddWithOpts(o, rs...)
 }

@@ -61,36 +61,23 @@ func TestFollowingReconcilesComeAfterCatalogChanges(t *testing.T) {
 	}
 }
 
-// TestCreationsComeLast: the creation of an item or a server queues its server at
-// createPriority, below a reconcile that follows (a report of a server under way), even when it
-// was queued first; an item's edit queues its server at the default priority; an informer's
-// initial list stays below all of them.
-func TestCreationsComeLast(t *testing.T) {
+// TestCreatedItemsFollow: an item's creation queues its server at followPriority, its edit at
+// the default priority.
+func TestCreatedItemsFollow(t *testing.T) {
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
 	ctx := context.Background()
-	items := createsLast(enqueueServerOf())
-	servers := createsLast(&handler.EnqueueRequestForObject{})
+	h := createsFollow(enqueueServerOf())
 	tool := func(server, rv string) *mcpv1alpha1.MCPTool {
 		return &mcpv1alpha1.MCPTool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t-" + server, ResourceVersion: rv},
 			Spec: mcpv1alpha1.MCPToolSpec{ServerRef: mcpv1alpha1.ServerReference{Name: server}}}
 	}
-	server := func(name string) *mcpv1alpha1.MCPServer {
-		return &mcpv1alpha1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: "1"}}
-	}
-	report := following(handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "under-way"}}}
-	}))
-	// In the order they arrive.
-	servers.Create(ctx, event.CreateEvent{Object: server("server-created")}, q)
-	servers.Create(ctx, event.CreateEvent{Object: server("listed-at-start"), IsInInitialList: true}, q)
-	items.Create(ctx, event.CreateEvent{Object: tool("item-created", "1")}, q)
-	report.Update(ctx, event.UpdateEvent{ObjectOld: tool("x", "1"), ObjectNew: tool("x", "2")}, q)
-	items.Update(ctx, event.UpdateEvent{ObjectOld: tool("edited", "1"), ObjectNew: tool("edited", "2")}, q)
+	h.Create(ctx, event.CreateEvent{Object: tool("created", "1")}, q)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: tool("edited", "1"), ObjectNew: tool("edited", "2")}, q)
 	for _, w := range []struct {
 		name     string
 		priority int
-	}{{"edited", 0}, {"under-way", followPriority}, {"server-created", createPriority}, {"item-created", createPriority}, {"listed-at-start", handler.LowPriority}} {
+	}{{"edited", 0}, {"created", followPriority}} {
 		got, priority, _ := q.GetWithPriority()
 		q.Done(got)
 		if got.Name != w.name || priority != w.priority {
