@@ -171,8 +171,8 @@ func startFleetWatch(ctx context.Context, cfg *rest.Config, scheme *runtime.Sche
 
 // readiness follows the Ready condition of every server and item as the bench's cache sees it,
 // through the informers' event handlers: the benchmark runs on the machine it measures, and
-// listing the fleet's 13,000 objects four times a second cost it more CPU than its writes (a
-// fifth of the manager's). mu guards the maps.
+// listing the fleet's 13,000 objects four times a second was most of its CPU in a cold phase,
+// about as much as the manager's (docs/performance.md). mu guards the maps.
 type readiness struct {
 	mu sync.Mutex
 	// servers holds, by name, "" for a server Ready for its generation and why it is not for the
