@@ -810,11 +810,9 @@ type phase struct {
 	CPUByProcess map[string]float64 `json:"cpuSecondsByProcess"`
 
 	m         *managerproc.Manager
-	cpuStart  map[string]time.Duration
+	usage     map[string]managerproc.Usage // by process, at the phase's start
 	start     time.Time
 	recBefore map[string]float64
-	cpuBefore time.Duration
-	apiBefore time.Duration
 }
 
 func (b *bench) beginPhase(name string, m *managerproc.Manager) *phase {
@@ -822,17 +820,11 @@ func (b *bench) beginPhase(name string, m *managerproc.Manager) *phase {
 	b.prof.begin(name, p.managerName())
 	if m != nil { // nil: the floor, no manager
 		p.recBefore = reconcilesByController(m)
-		if u, err := managerproc.ReadUsage(m.Pid()); err == nil {
-			p.cpuBefore = u.CPU
-		}
 	}
 	if _, err := b.audit.since(); err != nil { // skip what came before
 		say("Reading the audit log: %v", err)
 	}
-	if u, err := managerproc.ReadUsage(b.apiPID); err == nil {
-		p.apiBefore = u.CPU
-	}
-	p.cpuStart = b.cpuByProcess(m)
+	p.usage = b.usageByProcess(m)
 	return p
 }
 
@@ -840,22 +832,18 @@ func (b *bench) endPhase(p *phase) error {
 	p.Seconds = time.Since(p.start).Seconds()
 	// CPU first: what follows (the metrics scrape, the Events list, reading the audit log) is the
 	// benchmark's measuring, not the fleet's work.
-	if p.m != nil {
-		if u, err := managerproc.ReadUsage(p.m.Pid()); err == nil {
-			p.ManagerCPU = (u.CPU - p.cpuBefore).Seconds()
-			p.ManagerRSSMB, p.ManagerPeakMB = mb(u.RSS), mb(u.PeakRSS)
-		}
-	}
-	if u, err := managerproc.ReadUsage(b.apiPID); err == nil {
-		p.APIServerCPU = (u.CPU - p.apiBefore).Seconds()
-		p.APIServerRSSMB = mb(u.RSS)
-	}
+	usage := b.usageByProcess(p.m)
 	p.CPUByProcess = map[string]float64{}
-	for name, cpu := range b.cpuByProcess(p.m) {
-		if before, ok := p.cpuStart[name]; ok {
-			p.CPUByProcess[name] = (cpu - before).Seconds()
+	for name, u := range usage {
+		if before, ok := p.usage[name]; ok {
+			p.CPUByProcess[name] = (u.CPU - before.CPU).Seconds()
 		}
 	}
+	p.ManagerCPU, p.APIServerCPU = p.CPUByProcess[managerProcess], p.CPUByProcess[apiServerProcess]
+	if u, ok := usage[managerProcess]; ok {
+		p.ManagerRSSMB, p.ManagerPeakMB = mb(u.RSS), mb(u.PeakRSS)
+	}
+	p.APIServerRSSMB = mb(usage[apiServerProcess].RSS)
 	var after map[string]float64
 	if p.m != nil {
 		after = reconcilesByController(p.m)
@@ -885,25 +873,30 @@ func (b *bench) endPhase(p *phase) error {
 	return nil
 }
 
-// benchProcess names the benchmark's own process (its creates and edits, its watches, the
-// simulated sidecars, the floor) in cpuByProcess.
-const benchProcess = "scalebench"
+// The names of processes in usageByProcess: the benchmark's own (its creates and edits, its
+// watches, the simulated sidecars, the floor), the phase's manager and the API server.
+const (
+	benchProcess     = "scalebench"
+	managerProcess   = "manager"
+	apiServerProcess = "kube-apiserver"
+)
 
-// cpuByProcess reads the CPU time so far of the control plane's processes, the benchmark's own
-// and the phase's manager m (none when nil: the floor), by name; a process it cannot read is left
-// out. The machine runs nothing else of the benchmark, so their sum is what a server costs it.
-func (b *bench) cpuByProcess(m *managerproc.Manager) map[string]time.Duration {
-	out := map[string]time.Duration{}
+// usageByProcess reads the CPU time so far and the memory of the control plane's processes, the
+// benchmark's own and the phase's manager m (none when nil: the floor), by name; a process it
+// cannot read is left out. The machine runs nothing else of the benchmark, so their CPU is what
+// a server costs it.
+func (b *bench) usageByProcess(m *managerproc.Manager) map[string]managerproc.Usage {
+	out := map[string]managerproc.Usage{}
 	read := func(name string, pid int) {
 		if u, err := managerproc.ReadUsage(pid); err == nil {
-			out[name] = u.CPU
+			out[name] = u
 		}
 	}
 	for name, pid := range b.pids {
 		read(name, pid)
 	}
 	if m != nil {
-		read("manager", m.Pid())
+		read(managerProcess, m.Pid())
 	}
 	return out
 }

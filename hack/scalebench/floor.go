@@ -44,8 +44,9 @@ const (
 // the cold phase: it runs each declared MCPServer as a Deployment of one pod behind a Service,
 // and says on every object (the server and each of its items) that it is Ready, once, when the
 // Deployment is available (with -floor-objects least: no RBAC, no NetworkPolicy, no Secrets, no
-// ConfigMaps; never a catalog compiled, an Event or a report). It reacts at once: the benchmark hands it each server as soon as its objects are
-// created (no watch of MCPServers, no cache lag) and it writes each status without reading it.
+// ConfigMaps; never a catalog compiled, an Event or a report). It reacts at once: the benchmark
+// hands it each server as soon as its objects are created (no watch of MCPServers, no cache lag)
+// and it writes each status without reading it.
 // Its writes carry the user agent "floor". What the cold phase measures with it is what this
 // machine's control plane, kube-controller-manager, scheduler and kwok cost per server with an
 // operator that costs nothing.

@@ -155,7 +155,7 @@ type bench struct {
 	c      client.Client
 	cfg    *rest.Config
 	apiPID int
-	// pids are the processes whose CPU each phase records (cpuByProcess): the control plane's and
+	// pids are the processes whose CPU each phase records (usageByProcess): the control plane's and
 	// the benchmark's own; the managers are added per phase.
 	pids     map[string]int
 	managers []*managerproc.Manager
@@ -282,12 +282,10 @@ func (b *bench) start() error {
 	}
 	b.env = env
 	say("Control plane up in %v", time.Since(t).Round(time.Millisecond))
-	if b.apiPID, err = env.APIServerPID(); err != nil {
-		return err
-	}
 	if b.pids, err = env.ProcessPIDs(); err != nil {
 		return err
 	}
+	b.apiPID = b.pids[apiServerProcess]
 	b.pids[benchProcess] = os.Getpid()
 	b.cfg = rest.CopyConfig(env.Config)
 	b.cfg.QPS, b.cfg.Burst = 2000, 4000
