@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,6 +43,7 @@ func TestFollowingReconcilesComeAfterCatalogChanges(t *testing.T) {
 	byName("b").Update(ctx, event.UpdateEvent{ObjectOld: obj("1"), ObjectNew: obj("2")}, q)
 	following(byName("d")).Update(ctx, event.UpdateEvent{ObjectOld: obj("1"), ObjectNew: obj("2")}, q)
 	byName("d").Update(ctx, event.UpdateEvent{ObjectOld: obj("2"), ObjectNew: obj("3")}, q)
+	time.Sleep(followDelay + 100*time.Millisecond) // a's request waits followDelay; then all are ready
 
 	want := []struct {
 		name     string
@@ -58,6 +61,44 @@ func TestFollowingReconcilesComeAfterCatalogChanges(t *testing.T) {
 	}
 	if n := q.Len(); n != 0 {
 		t.Errorf("%d requests left", n)
+	}
+}
+
+// TestFollowingRequestsFold: the requests that follow from one change, added within followDelay,
+// are handed out once, after followDelay; an edit's request (the default priority, no delay)
+// makes a waiting server ready at once.
+func TestFollowingRequestsFold(t *testing.T) {
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	ctx := context.Background()
+	h := following(enqueueServerOf())
+	tool := func(server, rv string) *mcpv1alpha1.MCPTool {
+		return &mcpv1alpha1.MCPTool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t-" + server, ResourceVersion: rv},
+			Spec: mcpv1alpha1.MCPToolSpec{ServerRef: mcpv1alpha1.ServerReference{Name: server}}}
+	}
+	start := time.Now()
+	for i := range 5 {
+		h.Create(ctx, event.CreateEvent{Object: tool("burst", fmt.Sprint(i))}, q)
+	}
+	got, priority, _ := q.GetWithPriority()
+	q.Done(got)
+	if waited := time.Since(start); got.Name != "burst" || priority != followPriority || waited < followDelay {
+		t.Errorf("server %s at priority %d after %s, want burst at %d after %s or more", got.Name, priority, waited, followPriority, followDelay)
+	}
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d requests left after the burst's one", n)
+	}
+
+	h.Create(ctx, event.CreateEvent{Object: tool("edited", "1")}, q)
+	start = time.Now()
+	enqueueServerOf().Update(ctx, event.UpdateEvent{ObjectOld: tool("edited", "1"), ObjectNew: tool("edited", "2")}, q)
+	got, priority, _ = q.GetWithPriority()
+	q.Done(got)
+	if waited := time.Since(start); got.Name != "edited" || priority != 0 || waited >= followDelay {
+		t.Errorf("server %s at priority %d after %s, want edited at 0 at once", got.Name, priority, waited)
+	}
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d requests left after the edit's one", n)
 	}
 }
 
