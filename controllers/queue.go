@@ -33,11 +33,11 @@ const followPriority = -10
 // a server and its items; a new server's Deployment, ReplicaSet, pod and reports), and in a queue
 // that is short they were each reconciled apart: declared at 4.5 servers a second, 1,000 servers
 // were reconciled 7.8 times each (2.1 declared at once, where a long queue folds them), 3.2 with
-// the delay; at 5.5 a second, 3.9-4.9 against 3.1-3.3, and each server's p99 from declared to
-// Ready fell from 21-43 s to 9-11 s (docs/performance.md, "Fleet scale"). It adds up to
-// followDelay to each step of a new server's way to Ready, never to an edit's. The queue keeps a
-// waiting request's place and its earliest time: a request added again while one waits is folded
-// into it, and an add without a delay (an edit at the default priority) makes it ready at once.
+// the delay, and the manager's CPU per server fell by a tenth; at 5.5 a second, 3.2-4.9 against
+// 2.6-3.3 (docs/performance.md, "Fleet scale"). It adds up to followDelay to each step of a new
+// server's way to Ready, never to an edit's. The queue keeps a waiting request's place and its
+// earliest time: a request added again while one waits is folded into it, and an add without a
+// delay (an edit at the default priority) makes it ready at once.
 const followDelay = 500 * time.Millisecond
 
 // following adds the requests of h at followPriority, unless h gives a priority of its own (the
