@@ -72,13 +72,12 @@ func TestFollowingRequestsFold(t *testing.T) {
 	defer q.ShutDown()
 	ctx := context.Background()
 	h := following(enqueueServerOf())
-	tool := func(server, rv string) *mcpv1alpha1.MCPTool {
-		return &mcpv1alpha1.MCPTool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t-" + server, ResourceVersion: rv},
-			Spec: mcpv1alpha1.MCPToolSpec{ServerRef: mcpv1alpha1.ServerReference{Name: server}}}
-	}
 	start := time.Now()
 	for i := range 5 {
-		h.Create(ctx, event.CreateEvent{Object: tool("burst", fmt.Sprint(i))}, q)
+		if i == 2 {
+			time.Sleep(followDelay / 2) // the rest arrive while the first waits
+		}
+		h.Create(ctx, event.CreateEvent{Object: toolOf("burst", fmt.Sprint(i))}, q)
 	}
 	got, priority, _ := q.GetWithPriority()
 	q.Done(got)
@@ -89,9 +88,9 @@ func TestFollowingRequestsFold(t *testing.T) {
 		t.Errorf("%d requests left after the burst's one", n)
 	}
 
-	h.Create(ctx, event.CreateEvent{Object: tool("edited", "1")}, q)
+	h.Create(ctx, event.CreateEvent{Object: toolOf("edited", "1")}, q)
 	start = time.Now()
-	enqueueServerOf().Update(ctx, event.UpdateEvent{ObjectOld: tool("edited", "1"), ObjectNew: tool("edited", "2")}, q)
+	enqueueServerOf().Update(ctx, event.UpdateEvent{ObjectOld: toolOf("edited", "1"), ObjectNew: toolOf("edited", "2")}, q)
 	got, priority, _ = q.GetWithPriority()
 	q.Done(got)
 	if waited := time.Since(start); got.Name != "edited" || priority != 0 || waited >= followDelay {
@@ -102,6 +101,12 @@ func TestFollowingRequestsFold(t *testing.T) {
 	}
 }
 
+// toolOf is an MCPTool of server at resourceVersion rv.
+func toolOf(server, rv string) *mcpv1alpha1.MCPTool {
+	return &mcpv1alpha1.MCPTool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t-" + server, ResourceVersion: rv},
+		Spec: mcpv1alpha1.MCPToolSpec{ServerRef: mcpv1alpha1.ServerReference{Name: server}}}
+}
+
 // TestCreatedItemsFollow: an item's creation queues its server at followPriority, its edit at
 // the default priority.
 func TestCreatedItemsFollow(t *testing.T) {
@@ -109,12 +114,8 @@ func TestCreatedItemsFollow(t *testing.T) {
 	defer q.ShutDown()
 	ctx := context.Background()
 	h := createsFollow(enqueueServerOf())
-	tool := func(server, rv string) *mcpv1alpha1.MCPTool {
-		return &mcpv1alpha1.MCPTool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t-" + server, ResourceVersion: rv},
-			Spec: mcpv1alpha1.MCPToolSpec{ServerRef: mcpv1alpha1.ServerReference{Name: server}}}
-	}
-	h.Create(ctx, event.CreateEvent{Object: tool("created", "1")}, q)
-	h.Update(ctx, event.UpdateEvent{ObjectOld: tool("edited", "1"), ObjectNew: tool("edited", "2")}, q)
+	h.Create(ctx, event.CreateEvent{Object: toolOf("created", "1")}, q)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: toolOf("edited", "1"), ObjectNew: toolOf("edited", "2")}, q)
 	for _, w := range []struct {
 		name     string
 		priority int
