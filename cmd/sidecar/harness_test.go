@@ -306,25 +306,32 @@ func (s *sse) close() {
 // next returns the next message, failing the test on a hang or end.
 func (s *sse) next(t *testing.T) map[string]any {
 	t.Helper()
+	return s.nextBy(t, time.Now().Add(hang))
+}
+
+func (s *sse) nextBy(t *testing.T, deadline time.Time) map[string]any {
+	t.Helper()
 	select {
 	case m, ok := <-s.events:
 		if !ok {
 			t.Fatal("stream ended")
 		}
 		return m
-	case <-time.After(hang):
+	case <-time.After(time.Until(deadline)):
 		t.Fatal("timed out waiting for a stream message")
 	}
 	return nil
 }
 
-// nextMethod skips messages until one with the given method arrives and
-// returns the messages skipped.
+// nextMethod skips messages until one with the given method arrives, within hang (a stream
+// that keeps sending other messages does not make it wait longer), and returns the messages
+// skipped.
 func (s *sse) nextMethod(t *testing.T, method string) (map[string]any, []map[string]any) {
 	t.Helper()
+	deadline := time.Now().Add(hang)
 	var skipped []map[string]any
 	for {
-		m := s.next(t)
+		m := s.nextBy(t, deadline)
 		if m["method"] == method {
 			return m, skipped
 		}

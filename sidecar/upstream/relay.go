@@ -29,9 +29,13 @@ const (
 	relayIdleRecheck = 30 * time.Second
 	// relayResubscribeDelay batches URI-set changes before re-subscribing.
 	relayResubscribeDelay = 20 * time.Millisecond
-	// relayEventBuffer is the queue between an upstream stream reader and
+	// relayEventBuffer is the queue between the upstream streams' readers and
 	// the relay loop.
 	relayEventBuffer = 64
+	// relayOverlap is how long a replaced upstream listen stays open, and read, after its
+	// successor is acknowledged: the upstream may have sent a change on it, not on the
+	// successor (registered after the change), that is still on its way.
+	relayOverlap = time.Second
 )
 
 // Relay holds the sidecar's own listen stream to the upstream and publishes
@@ -87,7 +91,6 @@ type upEvent struct {
 type upListen struct {
 	kinds  protocol.Kind
 	uris   []string
-	events chan upEvent
 	done   chan error // receives once when the stream ends
 	cancel context.CancelFunc
 }
@@ -167,11 +170,15 @@ func (rl *Relay) session(ctx context.Context, reconnect bool) error {
 		}
 		return errNothingToListen
 	}
-	cur, err := rl.open(ctx, kinds, uris)
+	// Every stream of this session, the current one and those replaced but still read for
+	// relayOverlap, reports into events; all end with the session.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan upEvent, relayEventBuffer)
+	cur, err := rl.open(ctx, kinds, uris, events)
 	if err != nil {
 		return err
 	}
-	defer func() { cur.cancel() }()
 	rl.settled.Store(true)
 	rl.m.RelayConnected(true)
 	rl.log.Info("Upstream listen stream established", "kinds", kinds, "uris", len(uris), "reconnect", reconnect)
@@ -182,11 +189,12 @@ func (rl *Relay) session(ctx context.Context, reconnect bool) error {
 	}
 	var pending chan *upListen
 	var resub <-chan time.Time
+	var replaced *upListen // the stream cur replaced, read until relayOverlap ends
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case ev := <-cur.events:
+		case ev := <-events:
 			rl.pub.Publish(ev.kind, ev.uri)
 		case err := <-cur.done:
 			return err
@@ -206,7 +214,7 @@ func (rl *Relay) session(ctx context.Context, reconnect bool) error {
 			}
 			pending = make(chan *upListen, 1)
 			go func(ch chan *upListen) {
-				next, err := rl.open(ctx, kinds, want)
+				next, err := rl.open(ctx, kinds, want, events)
 				if err != nil {
 					rl.log.Warn("Re-subscribing upstream listen failed", "err", err)
 					next = nil
@@ -219,17 +227,24 @@ func (rl *Relay) session(ctx context.Context, reconnect bool) error {
 				resub = time.After(relayBackoffFloor)
 				continue
 			}
-			// The new stream is acknowledged: switch, then drop the old one.
-			// Both were open meanwhile, so no change was missed.
-			old := cur
-			cur = next
-			old.cancel()
+			// The new stream is acknowledged: switch, and keep reading the old one a while.
+			// Both were open meanwhile, and a change the upstream sent on the old one before
+			// it registered the new one arrives within relayOverlap (a change may then be
+			// published twice; never missed).
+			// One replaced stream at a time: a client that keeps changing its URIs holds at
+			// most three upstream listens open (this one, the current one and the next).
+			if replaced != nil {
+				replaced.cancel()
+			}
+			replaced, cur = cur, next
+			time.AfterFunc(relayOverlap, replaced.cancel)
 		}
 	}
 }
 
-// open starts an upstream listen and returns once it is acknowledged.
-func (rl *Relay) open(ctx context.Context, kinds protocol.Kind, uris []string) (*upListen, error) {
+// open starts an upstream listen, whose changes its reader sends to events, and returns
+// once it is acknowledged.
+func (rl *Relay) open(ctx context.Context, kinds protocol.Kind, uris []string, events chan<- upEvent) (*upListen, error) {
 	filter := map[string]any{}
 	if kinds&protocol.KindTools != 0 {
 		filter["toolsListChanged"] = true
@@ -279,7 +294,7 @@ func (rl *Relay) open(ctx context.Context, kinds protocol.Kind, uris []string) (
 		}
 		return nil, err
 	}
-	l := &upListen{kinds: kinds, uris: uris, events: make(chan upEvent, relayEventBuffer), done: make(chan error, 1), cancel: cancel}
+	l := &upListen{kinds: kinds, uris: uris, done: make(chan error, 1), cancel: cancel}
 	go func() {
 		defer resp.Body.Close()
 		for {
@@ -316,7 +331,7 @@ func (rl *Relay) open(ctx context.Context, kinds protocol.Kind, uris []string) (
 				continue
 			}
 			select {
-			case l.events <- e:
+			case events <- e:
 			case <-sctx.Done():
 				l.done <- sctx.Err()
 				return
