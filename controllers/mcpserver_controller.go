@@ -309,11 +309,16 @@ type childStep struct {
 	sync       func(context.Context) error
 }
 
-// children lists the server's children in the order they are applied: the catalog (unless it
-// is too large: then the previous one stays) and the status ConfigMap for the sidecars'
-// reports, the sidecar's ServiceAccount, Role and RoleBinding, the Service, and the Deployment,
-// PodDisruptionBudget and NetworkPolicy, or their removal when the server does not want them
-// (External mode, one replica, spec.networkPolicy). The Secrets come first (ensureOwnSecrets).
+// children lists the server's children in the order they are applied: the sidecar's Role, the
+// catalog (unless it is too large: then the previous one stays) and the status ConfigMap for the
+// sidecars' reports, the sidecar's ServiceAccount and RoleBinding, the Service, and the
+// Deployment, PodDisruptionBudget and NetworkPolicy, or their removal when the server does not
+// want them (External mode, one replica, spec.networkPolicy). The Secrets come first
+// (ensureOwnSecrets). The Role comes before the catalog because a sidecar watches a ConfigMap or
+// Secret as soon as the catalog names it: granted after, the sidecar's first list is forbidden
+// and client-go retries it about a second later, a second in which the resource answers "not
+// found" and every replica's /readyz fails. (A source the catalog stops naming is revoked
+// first; the sidecar stops watching it when the catalog arrives.)
 func (r *MCPServerReconciler) children(s *scope) []childStep {
 	apply := func(obj child) childStep {
 		return childStep{kind: ptr.Deref(obj.GetKind(), ""), name: ptr.Deref(obj.GetName(), ""),
@@ -322,14 +327,13 @@ func (r *MCPServerReconciler) children(s *scope) []childStep {
 	remove := func(obj client.Object, kind, name string) childStep {
 		return childStep{kind: kind, name: name, sync: func(ctx context.Context) error { return r.deleteOwned(ctx, s, obj, name) }}
 	}
-	var out []childStep
+	out := []childStep{apply(roleFor(s.server, s.names, s.catalog))}
 	if !s.tooLarge {
 		out = append(out, apply(catalogConfigMapFor(s.server, s.names, s.encoded)))
 	}
 	out = append(out,
 		apply(statusConfigMapFor(s.server, s.names)),
 		apply(serviceAccountFor(s.server, s.names)),
-		apply(roleFor(s.server, s.names, s.catalog)),
 		apply(roleBindingFor(s.server, s.names)),
 		apply(serviceFor(s.server, s.names)))
 	if s.server.Spec.Mode == mcpv1alpha1.WorkloadExternal {

@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -183,4 +185,100 @@ func TestSourcesRefused(t *testing.T) {
 	if err := k8s.Create(ctx, dt); err == nil || !strings.Contains(err.Error(), "names a Switchboard Secret") {
 		t.Errorf("an MCPResource serving the drain token was admitted (err %v)", err)
 	}
+}
+
+// TestSourceGrantedBeforeReferenced: a sidecar starts watching a ConfigMap or Secret as soon as
+// its catalog names it, so the Role must grant the read first. Otherwise the sidecar's first
+// list is forbidden, client-go backs off for about a second, and for that second the resource
+// answers "not found" and every replica's /readyz says its sources are not synced. The
+// controller writes the Role that grants a new source before the catalog that references it
+// (resourceVersions of one etcd order the two writes), for an added resource and for one whose
+// source was exposed after it was declared.
+func TestSourceGrantedBeforeReferenced(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ns := newNamespace(t)
+	server := newServer(ns, "keys", 1)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "api-key", Namespace: ns, Labels: map[string]string{ExposeToLabel: "keys"}},
+		StringData: map[string]string{"key": "k1"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: ns}, Data: map[string]string{"text": "t"}}
+	mustCreate(t, server, secret, cm, newTool(ns, "t", "keys", "t"))
+	eventually.Succeeds(t, "the first catalog", func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "keys-catalog"}, &corev1.ConfigMap{})
+	})
+
+	w, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rv returns the resourceVersion of the first write, from now on, of the object named name
+	// (a Role or the catalog ConfigMap) that names the source.
+	rv := func(list client.ObjectList, name string, names func(client.Object) bool) <-chan int64 {
+		out := make(chan int64, 1)
+		watcher, err := w.Watch(ctx, list, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer watcher.Stop()
+			for ev := range watcher.ResultChan() {
+				obj, ok := ev.Object.(client.Object)
+				if ok && names(obj) {
+					v, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+					out <- v
+					return
+				}
+			}
+		}()
+		return out
+	}
+	grants := func(resource, source string) func(client.Object) bool {
+		return func(obj client.Object) bool {
+			for _, r := range obj.(*rbacv1.Role).Rules {
+				if slices.Contains(r.Resources, resource) && slices.Contains(r.ResourceNames, source) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	references := func(configMap bool, source string) func(client.Object) bool {
+		return func(obj client.Object) bool {
+			c, err := catalog.Decode([]byte(obj.(*corev1.ConfigMap).Data[catalog.Key]))
+			if err != nil {
+				return false
+			}
+			cms, secrets := c.ContentRefs()
+			if configMap {
+				return slices.Contains(cms, source)
+			}
+			return slices.Contains(secrets, source)
+		}
+	}
+	order := func(what string, granted, referenced <-chan int64) {
+		t.Helper()
+		var g, r int64
+		for g == 0 || r == 0 {
+			select {
+			case g = <-granted:
+			case r = <-referenced:
+			case <-ctx.Done():
+				t.Fatalf("%s: granted at %d, referenced at %d (0: not seen)", what, g, r)
+			}
+		}
+		if g >= r {
+			t.Errorf("%s: the catalog referenced it (resourceVersion %d) before the Role granted it (%d)", what, r, g)
+		}
+	}
+
+	// A resource added with an exposed Secret.
+	granted, referenced := rv(&rbacv1.RoleList{}, "keys-sidecar", grants("secrets", "api-key")), rv(&corev1.ConfigMapList{}, "keys-catalog", references(false, "api-key"))
+	mustCreate(t, newResource(ns, "key", "keys", "secret://key", mcpv1alpha1.ResourceSource{SecretKeyRef: &mcpv1alpha1.KeyReference{Name: "api-key", Key: "key"}}))
+	order("an added Secret-backed resource", granted, referenced)
+
+	// A resource declared first, its ConfigMap exposed later.
+	mustCreate(t, newResource(ns, "late", "keys", "docs://late", mcpv1alpha1.ResourceSource{ConfigMapKeyRef: &mcpv1alpha1.KeyReference{Name: "late", Key: "text"}}))
+	granted, referenced = rv(&rbacv1.RoleList{}, "keys-sidecar", grants("configmaps", "late")), rv(&corev1.ConfigMapList{}, "keys-catalog", references(true, "late"))
+	label(t, cm, "keys")
+	order("a ConfigMap exposed after its resource was declared", granted, referenced)
 }
