@@ -45,6 +45,7 @@ func main() {
 	fs.StringVar(&cfg.Upstream, inject.FlagUpstream, app.DefaultUpstream, "MCP endpoint URL of the server container")
 	fs.StringVar(&cfg.Listen, inject.FlagListen, app.DefaultListen, "address for MCP traffic")
 	fs.StringVar(&cfg.AdminListen, inject.FlagAdminListen, app.DefaultAdminListen, "address for /healthz, /readyz, /metrics and /drain")
+	fs.StringVar(&cfg.PprofListen, "pprof-listen", "", "address for Go's /debug/pprof profiles (empty: off); bind it to 127.0.0.1 and reach it with kubectl port-forward")
 	fs.StringVar(&cfg.Path, "path", app.DefaultPath, "HTTP path of the MCP endpoint")
 	fs.StringVar(&origins, inject.FlagAllowedOrigins, "", "comma-separated Origin values accepted besides loopback origins (* = any)")
 	fs.StringVar(&hosts, inject.FlagAllowedHosts, "", "comma-separated Host names (or host:port) accepted besides loopback names; when set, all others get 403")

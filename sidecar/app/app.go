@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -136,6 +137,10 @@ type Config struct {
 	AuditOutput io.Writer
 	// AuditDir is the only directory an audit file may be in (catalog.AuditDir when empty).
 	AuditDir string
+
+	// PprofListen is the address of Go's /debug/pprof handlers; empty: not served. Bind it to a
+	// loopback address (reached with kubectl port-forward): profiles show the process's internals.
+	PprofListen string
 }
 
 // App is a running sidecar: MCP listener, admin listener, hub and relay.
@@ -150,6 +155,7 @@ type App struct {
 	catalog *catalogWiring  // nil without a catalog source
 
 	mcpLn, adminLn net.Listener
+	pprofLn        net.Listener // nil: no /debug/pprof
 
 	// drainMu guards drainState, drainBegun, drainDone, drainInfo and stopping.
 	drainMu    sync.Mutex
@@ -287,7 +293,25 @@ func New(cfg Config) (*App, error) {
 		a.mcpLn.Close()
 		return nil, err
 	}
+	if cfg.PprofListen != "" {
+		if a.pprofLn, err = net.Listen("tcp", cfg.PprofListen); err != nil {
+			a.mcpLn.Close()
+			a.adminLn.Close()
+			return nil, err
+		}
+	}
 	return a, nil
+}
+
+// pprofHandler serves Go's profiles (net/http/pprof) under /debug/pprof/.
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // Addrs returns the bound MCP and admin addresses.
@@ -325,9 +349,14 @@ func (a *App) Run(ctx context.Context) error {
 	if a.catalog != nil {
 		wg.Go(func() { a.catalog.run(bg) })
 	}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- mcpSrv.Serve(a.mcpLn) }()
 	go func() { errc <- adminSrv.Serve(a.adminLn) }()
+	pprofSrv := &http.Server{Handler: pprofHandler(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
+	if a.pprofLn != nil {
+		go func() { errc <- pprofSrv.Serve(a.pprofLn) }()
+		a.log.Info("Serving Go's /debug/pprof", "address", a.pprofLn.Addr().String())
+	}
 	a.log.Info("Sidecar serving", "mcp", a.mcpLn.Addr().String(), "admin", a.adminLn.Addr().String(), "upstream", a.cfg.Upstream)
 
 	var err error
@@ -344,6 +373,7 @@ func (a *App) Run(ctx context.Context) error {
 	defer cancel()
 	_ = mcpSrv.Shutdown(sctx)
 	_ = adminSrv.Shutdown(sctx)
+	_ = pprofSrv.Shutdown(sctx)
 	stopBG()
 	wg.Wait()
 	if err := a.tracing.Shutdown(sctx); err != nil {
