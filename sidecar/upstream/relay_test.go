@@ -99,22 +99,29 @@ type changes chan protocol.Kind
 
 func (c changes) Publish(k protocol.Kind, _ string) int { c <- k; return 0 }
 
+// runRelay runs a relay from a listenUpstream into a hub until the test ends; published gets
+// the changes it publishes.
+func runRelay(t *testing.T) (u *listenUpstream, h *hub.Hub, published changes) {
+	u = &listenUpstream{t: t, streams: make(chan *upStream, 16)}
+	srv := httptest.NewServer(u)
+	h = hub.New(hub.Options{Keepalive: -1})
+	up := New(srv.URL, 1<<20)
+	up.SetLogger(slog.New(slog.DiscardHandler))
+	rl := NewRelay(up, h, slog.New(slog.DiscardHandler), nopRelayObserver{})
+	published = make(changes, 16)
+	rl.SetPublisher(published)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { rl.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; srv.Close() })
+	return u, h, published
+}
+
 // A change the upstream sends on the listen stream it is replacing, after it acknowledged the
 // replacement (its delivery to each stream is its own; it had registered the change before the
 // replacement), still reaches the relay: re-subscribing for a new resource URI loses no change.
 func TestRelayResubscribeKeepsTheOldStreamsChanges(t *testing.T) {
-	u := &listenUpstream{t: t, streams: make(chan *upStream, 4)}
-	srv := httptest.NewServer(u)
-	defer srv.Close()
-	h := hub.New(hub.Options{Keepalive: -1})
-	up := New(srv.URL, 1<<20)
-	up.SetLogger(slog.New(slog.DiscardHandler))
-	rl := NewRelay(up, h, slog.New(slog.DiscardHandler), nopRelayObserver{})
-	published := make(changes, 16)
-	rl.SetPublisher(published)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go rl.Run(ctx)
+	u, h, published := runRelay(t)
 
 	first := <-u.streams
 	if strings.Contains(first.filter, "resourceSubscriptions") {
@@ -157,17 +164,7 @@ func TestRelayResubscribeKeepsTheOldStreamsChanges(t *testing.T) {
 // A client that keeps subscribing to new URIs makes the relay re-subscribe each time; the
 // streams it replaces are read a while, but no more than one at a time stays open.
 func TestRelayResubscribeChurnIsBounded(t *testing.T) {
-	u := &listenUpstream{t: t, streams: make(chan *upStream, 16)}
-	srv := httptest.NewServer(u)
-	defer srv.Close()
-	h := hub.New(hub.Options{Keepalive: -1})
-	up := New(srv.URL, 1<<20)
-	up.SetLogger(slog.New(slog.DiscardHandler))
-	rl := NewRelay(up, h, slog.New(slog.DiscardHandler), nopRelayObserver{})
-	rl.SetPublisher(make(changes, 16))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go rl.Run(ctx)
+	u, h, _ := runRelay(t)
 	<-u.streams
 	for i := range 8 {
 		uri := fmt.Sprintf("test://r%d", i)
