@@ -14,7 +14,7 @@ import (
 
 // The real `sidecar stdio` process in front of go-sdk v1.4.1's
 // everything-server over stdio: the CLI contract, a session, a call, and the
-// drain on SIGTERM (the child stopped through its stdin, exit status 0).
+// drain on SIGTERM (the child stopped through its stdin, not by a signal).
 func TestStdioBridgeCLI(t *testing.T) {
 	srv, err := testservers.LegacyEverythingServer()
 	if err != nil {
@@ -47,8 +47,15 @@ func TestStdioBridgeCLI(t *testing.T) {
 		t.Fatalf("tools/call: HTTP %d %v", status, body)
 	}
 	sigterm(t, p)
-	if out := p.output(); !strings.Contains(out, `"MCP server stopped"`) || !strings.Contains(out, `"exit":"exit status 0"`) {
-		t.Fatalf("the MCP server was not stopped cleanly:\n%s", out)
+	// Stopped through its stdin, not by a signal: it exits by itself once stdin ends. go-sdk
+	// v1.4.1's server mostly returns nil from Run then (exit 0); when the end races its own
+	// close, Run returns "server is closing: EOF" and the everything-server exits 1 (its
+	// log.Fatalf), which is still the child ending on the EOF the bridge gave it.
+	out := p.output()
+	endedOnEOF := strings.Contains(out, `"exit":"exit status 0"`) ||
+		(strings.Contains(out, `"exit":"exit status 1"`) && strings.Contains(out, "server is closing: EOF"))
+	if !strings.Contains(out, `"MCP server stopped"`) || !endedOnEOF {
+		t.Fatalf("the MCP server was not stopped through its stdin:\n%s", out)
 	}
 	// The bridge serves on one P by default, like the sidecar (--max-procs).
 	if !strings.Contains(p.output(), `"gomaxprocs":1,`) && !strings.Contains(p.output(), `"gomaxprocs":1}`) {
