@@ -49,8 +49,8 @@ func TestStdioBridgeCLI(t *testing.T) {
 	sigterm(t, p)
 	// Stopped through its stdin, not by a signal: it exits by itself once stdin ends. go-sdk
 	// v1.4.1's server mostly returns nil from Run then (exit 0); when the end races its own
-	// close, Run returns "server is closing: EOF" and the everything-server exits 1 (its
-	// log.Fatalf), which is still the child ending on the EOF the bridge gave it.
+	// close, Run returns "server is closing: EOF" and the everything-server logs "Server failed"
+	// and exits 1: still the child ending on the EOF the bridge gave it.
 	out := p.output()
 	endedOnEOF := strings.Contains(out, `"exit":"exit status 0"`) ||
 		(strings.Contains(out, `"exit":"exit status 1"`) && strings.Contains(out, "server is closing: EOF"))
