@@ -140,7 +140,13 @@ type Notification struct {
 type Stream struct {
 	C      <-chan Notification // closed when the stream ends
 	cancel context.CancelFunc
+	// ended says why C closed (read once C is closed): the read error, or the message that
+	// ended the stream (its complete result, or one that is not a notification).
+	ended string
 }
+
+// Ended says why the stream ended; call it once C is closed ("" for a stream NewStream made).
+func (s *Stream) Ended() string { return s.ended }
 
 // Close ends the stream.
 func (s *Stream) Close() { s.cancel() }
@@ -191,12 +197,14 @@ func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Stream, er
 		return nil, errors.Join(fmt.Errorf("listen: no acknowledgement: %s", ack), err)
 	}
 	ch := make(chan Notification, 64)
+	st := &Stream{C: ch, cancel: cancel}
 	go func() {
 		defer close(ch)
 		defer resp.Body.Close()
 		for {
 			data, err := nextData(rd)
 			if err != nil {
+				st.ended = "read: " + err.Error()
 				return
 			}
 			var m struct {
@@ -206,16 +214,18 @@ func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Stream, er
 				} `json:"params"`
 			}
 			if json.Unmarshal(data, &m) != nil || m.Method == "" {
-				return // the complete result ends the stream
+				st.ended = "message: " + string(data) // the complete result ends the stream
+				return
 			}
 			select {
 			case ch <- Notification{Method: m.Method, URI: m.Params.URI, At: time.Now()}:
 			case <-ctx.Done():
+				st.ended = "closed"
 				return
 			}
 		}
 	}()
-	return &Stream{C: ch, cancel: cancel}, nil
+	return st, nil
 }
 
 // Collect returns what arrives on s within d.

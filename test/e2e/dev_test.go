@@ -145,7 +145,7 @@ func devRun(t *testing.T, root, bin string, ports []string) {
 		select {
 		case n, ok := <-stream.C:
 			if !ok {
-				t.Fatal("the listen stream ended before tools/list_changed")
+				t.Fatalf("the listen stream ended before tools/list_changed (%s)", stream.Ended())
 			}
 			got = n.Method == "notifications/tools/list_changed"
 		case <-deadline:
