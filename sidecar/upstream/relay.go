@@ -89,7 +89,6 @@ type upEvent struct {
 
 // upListen is one open upstream listen stream.
 type upListen struct {
-	kinds  protocol.Kind
 	uris   []string
 	done   chan error // receives once when the stream ends
 	cancel context.CancelFunc
@@ -294,7 +293,7 @@ func (rl *Relay) open(ctx context.Context, kinds protocol.Kind, uris []string, e
 		}
 		return nil, err
 	}
-	l := &upListen{kinds: kinds, uris: uris, done: make(chan error, 1), cancel: cancel}
+	l := &upListen{uris: uris, done: make(chan error, 1), cancel: cancel}
 	go func() {
 		defer resp.Body.Close()
 		for {
