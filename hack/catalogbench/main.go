@@ -65,16 +65,29 @@ type options struct {
 	clients, n int
 	gap        time.Duration
 	reader     string
+	clientProc int
 	extraArgs  []string
 }
 
 func main() {
+	if len(os.Args) == 5 && os.Args[1] == childFlag {
+		n, err := strconv.Atoi(os.Args[3])
+		if err == nil {
+			err = runChild(os.Args[2], n, os.Args[4])
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "catalogbench clients process:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	flag.StringVar(&o.sidecarBin, "sidecar", "bin/sidecar", "built cmd/sidecar")
 	flag.IntVar(&o.clients, "clients", 100, "listening clients")
 	flag.IntVar(&o.n, "n", 100, "MCPTool changes to apply")
 	flag.DurationVar(&o.gap, "gap", 200*time.Millisecond, "pause between changes")
 	flag.StringVar(&o.reader, "reader", readerDecode, "how clients read their streams: decode (SSE and JSON, as internal/mcptest), scan (count the method name in the bytes) or legacy (2025-era sessions with GET streams, scanned by line)")
+	flag.IntVar(&o.clientProc, "client-procs", 0, "run the clients in this many child processes of this program, not in the process that holds the controllers (0: in it)")
 	legacy := flag.Bool("legacy", false, "the same as -reader legacy")
 	sidecarArgs := flag.String("sidecar-args", "", "more sidecar arguments, space-separated (e.g. --max-procs=2)")
 	flag.Parse()
@@ -117,7 +130,15 @@ func run(o options) error {
 		return err
 	}
 	opened := time.Now()
-	ls, err := openStreams(ctx, st.MCPURL, o.clients, o.reader)
+	var ls audience
+	if o.clientProc > 0 {
+		ls, err = startClientProcs(st.MCPURL, o.clients, o.clientProc, o.reader)
+		if err != nil {
+			return err
+		}
+	} else {
+		ls, err = openStreams(ctx, st.MCPURL, o.clients, o.reader)
+	}
 	defer ls.close()
 	if err != nil {
 		return err
@@ -128,8 +149,8 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("streams=%d (%s) opened in %v; sidecar RSS %.1f MB → %.1f MB: %.2f KB per idle stream\n",
-		ls.len(), o.reader, openTook.Round(time.Millisecond), float64(rssBefore)/1e6, float64(rssAfter)/1e6,
+	fmt.Printf("streams=%d (%s, %s) opened in %v; sidecar RSS %.1f MB → %.1f MB: %.2f KB per idle stream\n",
+		ls.len(), o.reader, where(o.clientProc), openTook.Round(time.Millisecond), float64(rssBefore)/1e6, float64(rssAfter)/1e6,
 		float64(rssAfter-rssBefore)/float64(ls.len())/1e3)
 
 	w, err := startWatches(ctx, st)
@@ -140,7 +161,6 @@ func run(o options) error {
 	key := client.ObjectKey{Namespace: st.Namespace, Name: toolName}
 	var changes []change
 	for i := range o.n + 1 { // the first change warms up and is not counted
-		all := ls.expect(i + 1)
 		toolMark, cmMark := w.tools.len(), w.catalogs.len()
 		desc := fmt.Sprintf("Daily forecast, revision %d.", i)
 		// The controller writes the MCPTool's status meanwhile: retry on a conflict.
@@ -154,12 +174,8 @@ func run(o options) error {
 			return err
 		}
 		c := change{applied: time.Now()}
-		select {
-		case <-all:
-		case <-time.After(notifyWait):
-		}
 		// Every stream heard exactly i+1 notifications: none is missing, none came twice.
-		arrived, err := ls.heardNth(i)
+		arrived, err := ls.wait(i)
 		if err != nil {
 			return fmt.Errorf("change %d: %w\n%s", i, err, st.SidecarLog(20))
 		}
@@ -182,6 +198,14 @@ func run(o options) error {
 	report(o, changes, published)
 	fmt.Println("load average at end:", loadavg())
 	return nil
+}
+
+// where says where the clients ran.
+func where(procs int) string {
+	if procs == 0 {
+		return "in the benchmark's process"
+	}
+	return fmt.Sprintf("in %d child processes", procs)
 }
 
 // toolName is the sample MCPTool the benchmark edits.
@@ -226,7 +250,10 @@ func (l *listeners) expect(k int) <-chan struct{} {
 	}
 	l.want.Store(int64(k * len(l.streams)))
 	if l.heard.Load() >= l.want.Load() {
-		l.all <- struct{}{}
+		select { // hit may have signalled it already
+		case l.all <- struct{}{}:
+		default:
+		}
 	}
 	return l.all
 }
