@@ -26,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -602,8 +603,12 @@ func report(o options, changes []change, published map[string]publishedLine) {
 	}
 }
 
+// quantile is the p-quantile of sorted by the nearest-rank method: the smallest value with at
+// least a fraction p of the values at or below it. Of 100 changes, p99 is the 99th: the
+// second slowest (before 2026-12-04 this returned the 100th, the slowest, as p99).
 func quantile(sorted []time.Duration, p float64) time.Duration {
-	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+	k := int(math.Ceil(p*float64(len(sorted))-1e-9)) - 1
+	return sorted[min(max(k, 0), len(sorted)-1)]
 }
 
 func ms(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }

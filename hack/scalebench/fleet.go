@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/url"
 	"os"
 	goruntime "runtime"
@@ -346,7 +347,10 @@ func serverReadyLatency(declared []time.Time, ready map[string]time.Time) latenc
 		return latency{}
 	}
 	slices.Sort(secs)
-	at := func(q float64) float64 { return secs[min(len(secs)-1, int(q*float64(len(secs))))] }
+	// Nearest rank: the smallest value with at least a fraction q of the servers at or below it.
+	at := func(q float64) float64 {
+		return secs[min(max(int(math.Ceil(q*float64(len(secs))-1e-9))-1, 0), len(secs)-1)]
+	}
 	return latency{P50: at(0.50), P99: at(0.99), Max: secs[len(secs)-1], Servers: len(secs)}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -56,5 +57,23 @@ func TestReadinessFollowsEvents(t *testing.T) {
 	}
 	if got, want := w.notReady(), "c: Ready=False R: m"; got != want {
 		t.Errorf("after deletions: notReady = %q, want %q", got, want)
+	}
+}
+
+// Each server's p99 is by nearest rank: of 100 servers ready 1…100 s after being declared, the
+// 99th (99 s), not the slowest; a server never seen ready is left out.
+func TestServerReadyLatencyNearestRank(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	declared := make([]time.Time, 101)
+	ready := map[string]time.Time{}
+	for i := range declared {
+		declared[i] = t0
+		if i < 100 {
+			ready[serverName(i)] = t0.Add(time.Duration(i+1) * time.Second)
+		}
+	}
+	l := serverReadyLatency(declared, ready)
+	if l.P50 != 50 || l.P99 != 99 || l.Max != 100 || l.Servers != 100 {
+		t.Fatalf("latency = %+v, want p50 50, p99 99, max 100 of 100 servers", l)
 	}
 }
