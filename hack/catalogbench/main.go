@@ -11,7 +11,9 @@
 // or only count the notification's method name in the bytes that arrive (-reader scan): the
 // clients share this machine's cores with the sidecar, and decoding 10,000 notifications takes
 // them longer than the sidecar takes to write them. With -reader legacy (or -legacy) they are
-// 2025-era sessions (initialize, then the session's GET stream).
+// 2025-era sessions (initialize, then the session's GET stream). With -client-procs N they run in
+// N child processes of this program, apart from the controllers (clients.go). Quantiles are
+// by nearest rank.
 //
 //	go build -o bin/sidecar ./cmd/sidecar && go run ./hack/catalogbench -sidecar bin/sidecar [-reader scan|legacy]
 package main
