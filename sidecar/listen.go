@@ -177,7 +177,10 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request, st *hub.St
 			return false
 		}
 		s.hub.ExpireAt(st)
-		go s.hub.Watch(st, conn)
+		// One epoll set watches every stream's client; where it cannot, a goroutine reads.
+		if !cw.WatchClose(func() { s.hub.Close(st, nil) }) {
+			go s.hub.Watch(st, conn)
+		}
 		return true
 	}
 

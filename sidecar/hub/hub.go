@@ -1052,7 +1052,9 @@ func SubscriptionBytes(uri string) int64 {
 
 // Watch blocks until the client closes a hijacked connection (or sends
 // anything: after its one request the client has nothing more to say), then
-// ends the stream. It is the only goroutine a hijacked stream keeps.
+// ends the stream. It is the stream's only goroutine where the transport
+// cannot watch the connection itself (stream.Conn.WatchClose: on Linux, one
+// epoll set for every stream and no goroutine per stream).
 func (h *Hub) Watch(s *Stream, c net.Conn) {
 	var b [1]byte
 	_ = c.SetReadDeadline(time.Time{})

@@ -62,6 +62,13 @@ type Conn struct {
 	c       net.Conn
 	timeout time.Duration
 	slow    *backlog // nil until a write stalled
+
+	// life guards closed, token and gone: whether the connection is closed, and its
+	// registration with the process's closeWatcher (WatchClose).
+	life   sync.Mutex
+	closed bool
+	token  uint64 // nonzero while watched
+	gone   func()
 }
 
 // backlog is what a stalled stream still has to write, and its background writer's state.
@@ -75,6 +82,65 @@ type backlog struct {
 
 // NewConn is the transport of a stream on the hijacked connection c.
 func NewConn(c net.Conn, timeout time.Duration) *Conn { return &Conn{c: c, timeout: timeout} }
+
+// WatchClose arranges for gone to run once, in a goroutine of its own, when the client closes
+// or resets the connection or sends anything, or when a write in the background fails and
+// closes it; not when End closes it. It reports false when this platform or connection does not
+// allow it (not Linux, not a socket): the caller then reads the connection in a goroutine of
+// its own (hub.Watch), which notices all of that too.
+func (cw *Conn) WatchClose(gone func()) bool {
+	w := watcher()
+	if w == nil {
+		return false
+	}
+	cw.life.Lock()
+	defer cw.life.Unlock()
+	if cw.closed {
+		return true // already ended: nothing to watch
+	}
+	tok, ok := w.watch(cw)
+	if !ok {
+		return false
+	}
+	cw.token, cw.gone = tok, gone
+	return true
+}
+
+// clientGone is the closeWatcher's event for token tok: the client went away.
+func (cw *Conn) clientGone(tok uint64) {
+	cw.life.Lock()
+	if cw.token != tok {
+		cw.life.Unlock()
+		return
+	}
+	gone := cw.gone
+	cw.token, cw.gone = 0, nil
+	cw.life.Unlock()
+	go gone()
+}
+
+// close closes the connection, first dropping its watch, and returns the watch's gone (nil if
+// it was not watched).
+func (cw *Conn) close() func() {
+	cw.life.Lock()
+	cw.closed = true
+	tok, gone := cw.token, cw.gone
+	cw.token, cw.gone = 0, nil
+	cw.life.Unlock()
+	if tok != 0 {
+		watcher().forget(tok)
+	}
+	_ = cw.c.Close()
+	return gone
+}
+
+// fail closes the connection after a failed write in the background, and tells a watch: a
+// reader goroutine would have failed its Read, and the hub ends the stream either way.
+func (cw *Conn) fail() {
+	if gone := cw.close(); gone != nil {
+		go gone()
+	}
+}
 
 // WriteEvent writes ev as one chunk (scratch is the buffer it may reuse, returned), or queues
 // it behind a stalled write.
@@ -111,7 +177,7 @@ func (cw *Conn) behindStall(framed []byte, bounded bool) (queued <-chan struct{}
 		return nil, b.err
 	case bounded && len(b.buf)+len(framed) > maxBacklog:
 		b.err, b.buf = errBacklogFull, nil
-		_ = cw.c.Close() // the background write fails at once
+		cw.close() // the background write fails at once; the caller's error ends the stream
 		return nil, b.err
 	}
 	b.buf = append(b.buf, framed...)
@@ -159,7 +225,7 @@ func (cw *Conn) flush(b *backlog) {
 		}
 		b.flushing, b.buf = false, nil
 		b.mu.Unlock()
-		_ = cw.c.Close() // the hub's watcher ends the stream
+		cw.fail() // the hub's watcher ends the stream
 		return
 	}
 }
@@ -176,12 +242,12 @@ func (cw *Conn) End(final []byte) {
 		if queued != nil {
 			<-queued
 		}
-		_ = cw.c.Close()
+		cw.close()
 		return
 	}
 	_ = cw.c.SetWriteDeadline(time.Now().Add(cw.timeout))
 	_, _ = cw.c.Write(buf)
-	_ = cw.c.Close()
+	cw.close()
 }
 
 // appendChunk appends ev as one HTTP/1.1 chunk.

@@ -1,0 +1,117 @@
+//go:build linux
+
+package stream
+
+import (
+	"errors"
+	"sync"
+	"syscall"
+)
+
+// closeWatcher tells when the clients of hijacked connections go away, with one epoll instance
+// and one goroutine for every stream of the process. The alternative, a goroutine blocked in
+// Read per connection (hub.Watch), keeps at least 2 KB of stack per idle stream: more than a
+// third of what an idle stream costs the sidecar (docs/performance.md).
+//
+// Each connection is registered once with EPOLLONESHOT: its first event (the client closed or
+// reset it, or sent anything) disarms it, and closing the connection removes it from the epoll
+// set. The set is keyed by a token, never by descriptor number: a closed connection's number
+// may be another connection's a moment later.
+type closeWatcher struct {
+	epfd int
+	mu   sync.Mutex
+	next uint64
+	// conns are the watched connections by token (guarded by mu).
+	conns map[uint64]*Conn
+	dead  bool // epoll_wait failed for good: nothing more is watched (guarded by mu)
+}
+
+// watcher is the process's closeWatcher, started on first use; nil if epoll is not available.
+var watcher = sync.OnceValue(func() *closeWatcher {
+	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	w := &closeWatcher{epfd: fd, conns: map[uint64]*Conn{}}
+	go w.run()
+	return w
+})
+
+// closeEvents are what ends a stream: the client closed its side or reset the connection
+// (EPOLLRDHUP, EPOLLHUP, EPOLLERR, the last two always reported) or sent anything (EPOLLIN:
+// after its one request it has nothing more to say).
+const closeEvents = syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT
+
+// watch registers cw's connection: false when it cannot be (not a socket, or epoll refused it).
+// Called with cw.life held.
+func (w *closeWatcher) watch(cw *Conn) (uint64, bool) {
+	sc, ok := cw.c.(syscall.Conn)
+	if !ok {
+		return 0, false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	w.mu.Lock()
+	if w.dead {
+		w.mu.Unlock()
+		return 0, false
+	}
+	w.next++
+	tok := w.next
+	w.conns[tok] = cw
+	w.mu.Unlock()
+	var addErr error
+	ctlErr := raw.Control(func(fd uintptr) {
+		ev := syscall.EpollEvent{Events: closeEvents, Fd: int32(uint32(tok)), Pad: int32(uint32(tok >> 32))}
+		addErr = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
+	})
+	if errors.Join(ctlErr, addErr) != nil {
+		w.forget(tok)
+		return 0, false
+	}
+	return tok, true
+}
+
+// forget drops a token: its connection is being closed (which takes it out of the epoll set).
+func (w *closeWatcher) forget(tok uint64) {
+	w.mu.Lock()
+	delete(w.conns, tok)
+	w.mu.Unlock()
+}
+
+// watched is how many connections are watched.
+func (w *closeWatcher) watched() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.conns)
+}
+
+func (w *closeWatcher) run() {
+	events := make([]syscall.EpollEvent, 128)
+	for {
+		n, err := syscall.EpollWait(w.epfd, events, -1)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			// Not seen in practice (epfd stays valid). Streams registered so far end at their
+			// next failed write (a keepalive at the latest); new ones get a reader goroutine.
+			w.mu.Lock()
+			w.dead = true
+			w.mu.Unlock()
+			return
+		}
+		for _, ev := range events[:n] {
+			tok := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+			w.mu.Lock()
+			cw := w.conns[tok]
+			delete(w.conns, tok)
+			w.mu.Unlock()
+			if cw != nil {
+				cw.clientGone(tok)
+			}
+		}
+	}
+}
