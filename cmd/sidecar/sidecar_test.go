@@ -389,6 +389,34 @@ func TestListen(t *testing.T) {
 	})
 }
 
+// Idle listen streams keep no goroutine each in the sidecar (one epoll set watches their
+// clients), and a client that goes away is still noticed: its stream ends.
+func TestIdleStreamsKeepNoGoroutine(t *testing.T) {
+	e := newEnv(t)
+	const n = 100
+	first := listen(t, e.mcp, 0, `{"toolsListChanged":true}`)
+	first.next(t)
+	base := metricValue(t, e.admin, "go_goroutines")
+	streams := []*sse{first}
+	for i := 1; i < n; i++ {
+		s := listen(t, e.mcp, i, `{"toolsListChanged":true}`)
+		s.next(t)
+		streams = append(streams, s)
+	}
+	eventually.True(t, "the listen streams to be counted", func() bool {
+		return metricValue(t, e.admin, "switchboard_sidecar_listen_streams") == n
+	})
+	if g := metricValue(t, e.admin, "go_goroutines"); g-base >= n/2 {
+		t.Fatalf("%v goroutines with %d idle listen streams, %v with one: a goroutine per stream", g, n, base)
+	}
+	for _, s := range streams {
+		s.close()
+	}
+	eventually.True(t, "every stream to end once its client left", func() bool {
+		return metricValue(t, e.admin, "switchboard_sidecar_listen_streams") == 0
+	})
+}
+
 func TestListenCap(t *testing.T) {
 	e := newEnv(t, "--max-listen-streams", "2")
 	a := listen(t, e.mcp, 1, `{"toolsListChanged":true}`)

@@ -1,9 +1,11 @@
 package app
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/sidecar"
@@ -74,6 +76,18 @@ func (c *limitedConn) Close() error {
 	})
 	return err
 }
+
+// SyscallConn exposes the TCP connection's descriptor: stream.Conn.WatchClose watches a
+// hijacked stream's client with it instead of a goroutine per stream.
+func (c *limitedConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errNoDescriptor
+}
+
+// errNoDescriptor: the connection under a limitedConn has no descriptor of its own.
+var errNoDescriptor = errors.New("the connection has no file descriptor")
 
 // CloseWrite keeps net/http's graceful close (it half-closes TCP connections).
 func (c *limitedConn) CloseWrite() error {

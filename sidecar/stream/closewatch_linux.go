@@ -4,6 +4,7 @@ package stream
 
 import (
 	"errors"
+	"os"
 	"sync"
 	"syscall"
 )
@@ -19,6 +20,7 @@ import (
 // may be another connection's a moment later.
 type closeWatcher struct {
 	epfd int
+	file *os.File // epfd's, held for the process's life (its finalizer would close epfd)
 	mu   sync.Mutex
 	next uint64
 	// conns are the watched connections by token (guarded by mu).
@@ -27,13 +29,27 @@ type closeWatcher struct {
 }
 
 // watcher is the process's closeWatcher, started on first use; nil if epoll is not available.
+// Its epoll descriptor is itself watched by Go's network poller (it is readable while events
+// are ready): the goroutine that reads the events parks like any other network read, and no
+// thread blocks in epoll_wait (a thread blocked in a system call holds the process's one P,
+// --max-procs 1, until the runtime takes it back, up to milliseconds later).
 var watcher = sync.OnceValue(func() *closeWatcher {
 	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil
 	}
-	w := &closeWatcher{epfd: fd, conns: map[uint64]*Conn{}}
-	go w.run()
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		_ = syscall.Close(fd)
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "closewatch-epoll")
+	raw, err := f.SyscallConn()
+	if err != nil {
+		_ = f.Close()
+		return nil
+	}
+	w := &closeWatcher{epfd: fd, file: f, conns: map[uint64]*Conn{}}
+	go w.run(raw)
 	return w
 })
 
@@ -88,16 +104,23 @@ func (w *closeWatcher) watched() int {
 	return len(w.conns)
 }
 
-func (w *closeWatcher) run() {
+func (w *closeWatcher) run(raw syscall.RawConn) {
 	events := make([]syscall.EpollEvent, 128)
 	for {
-		n, err := syscall.EpollWait(w.epfd, events, -1)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil {
-			// Not seen in practice (epfd stays valid). Streams registered so far end at their
-			// next failed write (a keepalive at the latest); new ones get a reader goroutine.
+		var n int
+		var waitErr error
+		// Read calls the function again, once the descriptor is readable, while it returns false.
+		err := raw.Read(func(fd uintptr) bool {
+			n, waitErr = syscall.EpollWait(int(fd), events, 0)
+			if errors.Is(waitErr, syscall.EINTR) {
+				n, waitErr = 0, nil
+			}
+			return n > 0 || waitErr != nil
+		})
+		if err = errors.Join(err, waitErr); err != nil {
+			// Not seen in practice. Streams registered so far end at their next failed write
+			// (a keepalive at the latest); new ones get a reader goroutine (hub.Watch). epfd
+			// stays open: a registration racing this one must not reach a reused descriptor.
 			w.mu.Lock()
 			w.dead = true
 			w.mu.Unlock()
