@@ -2,8 +2,10 @@
 // (a subscriptions/listen, a 2025-era session's GET): the hub's FrameWriter
 // over a hijacked HTTP/1.1 connection with chunked framing (Conn), or over a
 // handler kept parked (Parked: HTTP/2, or a wrapped ResponseWriter). Every
-// write has a deadline. It knows no MCP, no routing and no hub state: the
-// request path opens the stream and hands the transport to sidecar/hub.
+// write has a deadline. On Linux one epoll set tells when the clients of
+// hijacked connections go away (Conn.WatchClose), so an idle stream keeps no
+// goroutine. It knows no MCP, no routing and no hub state: the request path
+// opens the stream and hands the transport to sidecar/hub.
 package stream
 
 import (
