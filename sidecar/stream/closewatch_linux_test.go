@@ -17,6 +17,19 @@ func goneCounter() (func(), <-chan struct{}) {
 	return func() { c <- struct{}{} }, c
 }
 
+// watchedStream is a stream over a real loopback connection whose client is watched: its
+// transport, its client, and what its gone signals.
+func watchedStream(t *testing.T) (*Conn, net.Conn, <-chan struct{}) {
+	t.Helper()
+	server, client := tcpPair(t)
+	cw := NewConn(server, time.Minute)
+	gone, c := goneCounter()
+	if !cw.WatchClose(gone) {
+		t.Fatal("WatchClose refused a TCP connection on Linux")
+	}
+	return cw, client, c
+}
+
 func waitGone(t *testing.T, c <-chan struct{}, what string) {
 	t.Helper()
 	select {
@@ -60,12 +73,7 @@ func TestWatchCloseNoticesEveryClient(t *testing.T) {
 	}
 	pairs := make([]pair, n)
 	for i := range pairs {
-		server, client := tcpPair(t)
-		cw := NewConn(server, time.Minute)
-		gone, c := goneCounter()
-		if !cw.WatchClose(gone) {
-			t.Fatal("WatchClose refused a TCP connection on Linux")
-		}
+		_, client, c := watchedStream(t)
 		pairs[i] = pair{client, c}
 	}
 	watchedBack(t, base+n)
@@ -99,12 +107,7 @@ func TestWatchCloseNoticesEveryClient(t *testing.T) {
 // the final event and the end of the body, and its close afterwards tells no one.
 func TestWatchCloseEndIsNotGone(t *testing.T) {
 	base := watcher().watched()
-	server, client := tcpPair(t)
-	cw := NewConn(server, time.Minute)
-	gone, c := goneCounter()
-	if !cw.WatchClose(gone) {
-		t.Fatal("WatchClose refused a TCP connection")
-	}
+	cw, client, c := watchedStream(t)
 	cw.End([]byte("final"))
 	b, err := io.ReadAll(client)
 	if err != nil {
@@ -116,7 +119,7 @@ func TestWatchCloseEndIsNotGone(t *testing.T) {
 	client.Close()
 	noMoreGone(t, c, "End")
 	watchedBack(t, base)
-	if !cw.WatchClose(gone) {
+	if !cw.WatchClose(func() { t.Error("gone of an ended stream ran") }) {
 		t.Fatal("WatchClose of an ended stream: want true (nothing to watch)")
 	}
 	watchedBack(t, base)
@@ -126,17 +129,9 @@ func TestWatchCloseEndIsNotGone(t *testing.T) {
 // (most likely on the same descriptor number) is told about its own client only.
 func TestWatchCloseDescriptorReuse(t *testing.T) {
 	base := watcher().watched()
-	serverA, clientA := tcpPair(t)
-	a := NewConn(serverA, time.Minute)
-	goneA, cA := goneCounter()
-	a.WatchClose(goneA)
+	a, clientA, cA := watchedStream(t)
 	a.End(nil)
-	serverB, clientB := tcpPair(t)
-	b := NewConn(serverB, time.Minute)
-	goneB, cB := goneCounter()
-	if !b.WatchClose(goneB) {
-		t.Fatal("WatchClose refused a TCP connection")
-	}
+	_, clientB, cB := watchedStream(t)
 	clientA.Close()
 	noMoreGone(t, cA, "the ended stream's client closing")
 	noMoreGone(t, cB, "another stream's client closing")
