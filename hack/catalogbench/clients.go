@@ -184,8 +184,8 @@ func runChild(url string, n int, reader string) error {
 	if err != nil {
 		r.Error = err.Error()
 	}
-	if err := enc.Encode(r); err != nil || r.Error != "" {
-		return errors.Join(err, errors.New(r.Error))
+	if encErr := enc.Encode(r); encErr != nil || err != nil {
+		return errors.Join(encErr, err)
 	}
 	dec := json.NewDecoder(bufio.NewReader(os.Stdin))
 	for {

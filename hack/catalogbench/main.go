@@ -28,7 +28,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -45,6 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/benchkit"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/mcptest"
 	"github.com/switchboard-mcp/switchboard/test/framework"
@@ -605,13 +605,9 @@ func report(o options, changes []change, published map[string]publishedLine) {
 	}
 }
 
-// quantile is the p-quantile of sorted by the nearest-rank method: the smallest value with at
-// least a fraction p of the values at or below it. Of 100 changes, p99 is the 99th: the
-// second slowest (before 2026-12-04 this returned the 100th, the slowest, as p99).
-func quantile(sorted []time.Duration, p float64) time.Duration {
-	k := int(math.Ceil(p*float64(len(sorted))-1e-9)) - 1
-	return sorted[min(max(k, 0), len(sorted)-1)]
-}
+// quantile is benchkit.Quantile, by nearest rank: of 100 changes, p99 is the 99th, the second
+// slowest (before 2026-12-04 this tool took the 100th, the slowest, as p99).
+var quantile = benchkit.Quantile[time.Duration]
 
 func ms(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
 

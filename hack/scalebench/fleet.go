@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"net/url"
 	"os"
 	goruntime "runtime"
@@ -36,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/switchboard-mcp/switchboard/api/v1alpha1"
+	"github.com/switchboard-mcp/switchboard/internal/benchkit"
 	"github.com/switchboard-mcp/switchboard/internal/catalog"
 	"github.com/switchboard-mcp/switchboard/internal/inject"
 	"github.com/switchboard-mcp/switchboard/internal/kube"
@@ -347,11 +347,7 @@ func serverReadyLatency(declared []time.Time, ready map[string]time.Time) latenc
 		return latency{}
 	}
 	slices.Sort(secs)
-	// Nearest rank: the smallest value with at least a fraction q of the servers at or below it.
-	at := func(q float64) float64 {
-		return secs[min(max(int(math.Ceil(q*float64(len(secs))-1e-9))-1, 0), len(secs)-1)]
-	}
-	return latency{P50: at(0.50), P99: at(0.99), Max: secs[len(secs)-1], Servers: len(secs)}
+	return latency{P50: benchkit.Quantile(secs, 0.50), P99: benchkit.Quantile(secs, 0.99), Max: secs[len(secs)-1], Servers: len(secs)}
 }
 
 func readyNow(generation int64, conds []metav1.Condition) bool {

@@ -1,11 +1,13 @@
-// Package benchkit holds what the sidecar benchmarks share (hack/sidecarbench, its bare
-// baselines and the sidecar package's Go benchmarks): the stream registry the SSE servers fan out
-// from, and the HTTP client settings.
+// Package benchkit holds what the benchmarks share (hack/sidecarbench, its bare baselines and
+// the sidecar package's Go benchmarks; hack/catalogbench and hack/scalebench): the stream
+// registry the SSE servers fan out from, the HTTP client settings, and quantiles.
 package benchkit
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"runtime"
 	"sync"
@@ -111,4 +113,12 @@ func MinimalProxy(client *http.Client, upstream string) http.Handler {
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.Copy(w, resp.Body)
 	})
+}
+
+// Quantile is the p-quantile of sorted (ascending, not empty) by the nearest-rank method: the
+// smallest value with at least a fraction p of the values at or below it. Of 100 values, p99 is
+// the 99th, not the largest.
+func Quantile[T cmp.Ordered](sorted []T, p float64) T {
+	k := int(math.Ceil(p*float64(len(sorted))-1e-9)) - 1
+	return sorted[min(max(k, 0), len(sorted)-1)]
 }

@@ -97,13 +97,6 @@ func (w *closeWatcher) forget(tok uint64) {
 	w.mu.Unlock()
 }
 
-// watched is how many connections are watched.
-func (w *closeWatcher) watched() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.conns)
-}
-
 func (w *closeWatcher) run(raw syscall.RawConn) {
 	events := make([]syscall.EpollEvent, 128)
 	for {

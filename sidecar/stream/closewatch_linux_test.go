@@ -50,6 +50,13 @@ func noMoreGone(t *testing.T, c <-chan struct{}, what string) {
 	}
 }
 
+// watched is how many connections the watcher holds.
+func (w *closeWatcher) watched() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.conns)
+}
+
 // watchedBack waits until the watcher holds want connections (its set is the process's).
 func watchedBack(t *testing.T, want int) {
 	t.Helper()

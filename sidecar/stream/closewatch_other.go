@@ -10,5 +10,3 @@ func watcher() *closeWatcher { return nil }
 func (*closeWatcher) watch(*Conn) (uint64, bool) { return 0, false }
 
 func (*closeWatcher) forget(uint64) {}
-
-func (*closeWatcher) watched() int { return 0 }

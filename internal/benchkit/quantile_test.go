@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"testing"
@@ -27,7 +27,7 @@ func TestQuantileNearestRank(t *testing.T) {
 		{"p50 of 3", []time.Duration{1, 2, 3}, 0.50, 2},
 		{"p99 of 1", []time.Duration{7}, 0.99, 7},
 	} {
-		if got := quantile(tc.sorted, tc.p); got != tc.want {
+		if got := Quantile(tc.sorted, tc.p); got != tc.want {
 			t.Errorf("%s: quantile = %d, want %d", tc.name, got, tc.want)
 		}
 	}
