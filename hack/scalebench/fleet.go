@@ -808,18 +808,22 @@ type phase struct {
 	// CPUByProcess is the CPU seconds of every process the run started (the control plane's,
 	// the manager's, the benchmark's own: cpuByProcess) during the phase, by name.
 	CPUByProcess map[string]float64 `json:"cpuSecondsByProcess"`
+	// ManagerRequests are the manager's requests to the API server during the phase, reads
+	// included, by HTTP method (requestsByMethod).
+	ManagerRequests map[string]float64 `json:"managerRequests,omitempty"`
 
 	m         *managerproc.Manager
 	usage     map[string]managerproc.Usage // by process, at the phase's start
 	start     time.Time
 	recBefore map[string]float64
+	reqBefore map[string]float64
 }
 
 func (b *bench) beginPhase(name string, m *managerproc.Manager) *phase {
 	p := &phase{Name: name, m: m, start: time.Now()}
 	b.prof.begin(name, p.managerName())
 	if m != nil { // nil: the floor, no manager
-		p.recBefore = reconcilesByController(m)
+		p.recBefore, p.reqBefore = reconcilesByController(m), requestsByMethod(m)
 	}
 	if _, err := b.audit.since(); err != nil { // skip what came before
 		say("Reading the audit log: %v", err)
@@ -844,9 +848,17 @@ func (b *bench) endPhase(p *phase) error {
 		p.ManagerRSSMB, p.ManagerPeakMB = mb(u.RSS), mb(u.PeakRSS)
 	}
 	p.APIServerRSSMB = mb(usage[apiServerProcess].RSS)
-	var after map[string]float64
+	var after, requests map[string]float64
 	if p.m != nil {
-		after = reconcilesByController(p.m)
+		after, requests = reconcilesByController(p.m), requestsByMethod(p.m)
+	}
+	for method, v := range requests {
+		if d := v - p.reqBefore[method]; d > 0 {
+			if p.ManagerRequests == nil {
+				p.ManagerRequests = map[string]float64{}
+			}
+			p.ManagerRequests[method] = d
+		}
 	}
 	p.Reconciles = map[string]float64{}
 	for c, v := range after {
@@ -910,13 +922,25 @@ func (p *phase) managerName() string {
 }
 
 func reconcilesByController(m *managerproc.Manager) map[string]float64 {
-	s, err := m.Metrics("controller_runtime_reconcile_total")
+	return sumByLabel(m, "controller_runtime_reconcile_total", "controller")
+}
+
+// requestsByMethod counts the manager's requests to the API server by HTTP method (client-go's
+// rest_client_requests_total: GET is a get, a list or the start of a watch; leader election's
+// Lease reads and renewals are in it, a GET and a PUT every 2 s).
+func requestsByMethod(m *managerproc.Manager) map[string]float64 {
+	return sumByLabel(m, "rest_client_requests_total", "method")
+}
+
+// sumByLabel sums a counter of the manager's metrics by the value of one of its labels.
+func sumByLabel(m *managerproc.Manager, metric, label string) map[string]float64 {
+	s, err := m.Metrics(metric)
 	out := map[string]float64{}
 	if err != nil {
 		return out
 	}
 	for k, v := range s {
-		_, rest, _ := strings.Cut(k, `controller="`)
+		_, rest, _ := strings.Cut(k, label+`="`)
 		name, _, _ := strings.Cut(rest, `"`)
 		out[name] += v
 	}
@@ -1053,6 +1077,16 @@ func (b *bench) report() {
 			total += p.WritesByWriter[k]
 		}
 		fmt.Printf("  %-8s total %.2f: %s\n", p.Name+":", float64(total)/float64(r.Servers), strings.Join(parts, " "))
+	}
+	fmt.Printf("\nthe manager's requests per server, by method (GET: gets, lists and watches; Lease renewals included):\n")
+	for _, p := range r.Phases {
+		var parts []string
+		total := 0.0
+		for _, k := range slices.Sorted(maps.Keys(p.ManagerRequests)) {
+			parts = append(parts, fmt.Sprintf("%s=%.2f", k, p.ManagerRequests[k]/float64(r.Servers)))
+			total += p.ManagerRequests[k]
+		}
+		fmt.Printf("  %-8s total %.2f: %s\n", p.Name+":", total/float64(r.Servers), strings.Join(parts, " "))
 	}
 	fmt.Printf("\nCPU seconds by process (the whole machine's work for the fleet):\n")
 	for _, p := range r.Phases {
