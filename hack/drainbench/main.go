@@ -38,6 +38,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchboard-mcp/switchboard/internal/benchkit"
 	"github.com/switchboard-mcp/switchboard/internal/freeport"
 	"github.com/switchboard-mcp/switchboard/sidecar/app"
 )
@@ -346,15 +347,14 @@ func run(bin, upstream string, n int, delay, jitter time.Duration, relisten bool
 	}
 	slices.Sort(completes)
 	slices.Sort(relistens)
-	res.First, res.P50, res.P99, res.Last = completes[0], pct(completes, 50), pct(completes, 99), completes[len(completes)-1]
-	res.Relisten50, res.Relisten99, res.RelistenMax = pct(relistens, 50), pct(relistens, 99), relistens[len(relistens)-1]
+	q := benchkit.Quantile[time.Duration]
+	res.First, res.P50, res.P99, res.Last = completes[0], q(completes, 0.50), q(completes, 0.99), completes[len(completes)-1]
+	res.Relisten50, res.Relisten99, res.RelistenMax = q(relistens, 0.50), q(relistens, 0.99), relistens[len(relistens)-1]
 	res.Peak100ms = peak(acks, 100*time.Millisecond)
 	res.Peak1s = peak(acks, time.Second)
 	res.PeakComplete100ms = peak(completeAt, 100*time.Millisecond)
 	return res
 }
-
-func pct(s []time.Duration, p int) time.Duration { return s[(len(s)-1)*p/100] }
 
 // peak returns the largest number of events in any window of length w.
 func peak(ts []time.Time, w time.Duration) int {

@@ -715,8 +715,8 @@ func load(url string, c, n int, call *callKind) loadResult {
 	slices.Sort(lat)
 	r := loadResult{n: len(lat), warm: warm, errors: int(errs.Load())}
 	if len(lat) > 0 {
-		r.p50 = lat[len(lat)/2]
-		r.p99 = lat[len(lat)*99/100]
+		r.p50 = benchkit.Quantile(lat, 0.50)
+		r.p99 = benchkit.Quantile(lat, 0.99)
 		r.rps = float64(len(lat)) / elapsed.Seconds()
 	}
 	return r
