@@ -563,9 +563,8 @@ func report(o options, changes []change, published map[string]publishedLine) {
 		kind = "2025-era GET"
 	}
 	sorted := slices.Sorted(slices.Values(lat))
-	fmt.Printf("clients=%d (%s streams) changes=%d  apply-return → last client's tools/list_changed: p50=%v p90=%v p99=%v max=%v min=%v\n",
-		o.clients, kind, len(lat), ms(quantile(sorted, 0.50)), ms(quantile(sorted, 0.90)),
-		ms(quantile(sorted, 0.99)), ms(sorted[len(sorted)-1]), ms(sorted[0]))
+	fmt.Printf("clients=%d (%s streams) changes=%d  apply-return → last client's tools/list_changed: %s min=%v\n",
+		o.clients, kind, len(lat), spread(sorted), ms(sorted[0]))
 	// From the request's send: never shorter than the change took (the API server committed it
 	// after the send), longer by the update call's own time up to the commit. From the return
 	// (above), a return that comes late makes a change look short.
@@ -575,9 +574,8 @@ func report(o options, changes []change, published map[string]publishedLine) {
 	}
 	slices.Sort(fromSent)
 	slices.Sort(call)
-	fmt.Printf("apply-sent → last client's tools/list_changed: p50=%v p90=%v p99=%v max=%v min=%v (the update call: p50=%v max=%v)\n",
-		ms(quantile(fromSent, 0.50)), ms(quantile(fromSent, 0.90)), ms(quantile(fromSent, 0.99)),
-		ms(fromSent[len(fromSent)-1]), ms(fromSent[0]), ms(quantile(call, 0.50)), ms(call[len(call)-1]))
+	fmt.Printf("apply-sent → last client's tools/list_changed: %s min=%v (the update call: p50=%v max=%v)\n",
+		spread(fromSent), ms(fromSent[0]), ms(quantile(call, 0.50)), ms(call[len(call)-1]))
 
 	var have []int
 	var written []time.Duration
@@ -590,8 +588,7 @@ func report(o options, changes []change, published map[string]publishedLine) {
 	if len(written) > 0 {
 		// Without the clients' own reads, which share this machine's cores with the sidecar.
 		slices.Sort(written)
-		fmt.Printf("apply-return → the sidecar's last write (%d changes): p50=%v p90=%v p99=%v max=%v\n", len(written),
-			ms(quantile(written, 0.50)), ms(quantile(written, 0.90)), ms(quantile(written, 0.99)), ms(written[len(written)-1]))
+		fmt.Printf("apply-return → the sidecar's last write (%d changes): %s\n", len(written), spread(written))
 	}
 	fmt.Printf("\nStages (%d of %d changes with every timestamp):\n", len(have), len(changes))
 	fmt.Printf("%-92s %9s %9s %9s %9s\n", "stage", "mean", "p50", "p90", "p99")
@@ -625,6 +622,12 @@ func report(o options, changes []change, published map[string]publishedLine) {
 var quantile = benchkit.Quantile[time.Duration]
 
 func ms(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+
+// spread is "p50=… p90=… p99=… max=…" of sorted (ascending, not empty).
+func spread(sorted []time.Duration) string {
+	return fmt.Sprintf("p50=%v p90=%v p99=%v max=%v", ms(quantile(sorted, 0.50)), ms(quantile(sorted, 0.90)),
+		ms(quantile(sorted, 0.99)), ms(sorted[len(sorted)-1]))
+}
 
 // sidecarRSS reads the sidecar's resident memory from its metrics.
 func sidecarRSS(adminURL string) (int64, error) {

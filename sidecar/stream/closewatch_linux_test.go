@@ -9,6 +9,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/eventually"
 )
 
 // goneCounter returns a gone func and the channel each of its runs signals.
@@ -60,13 +62,12 @@ func (w *closeWatcher) watched() int {
 // watchedBack waits until the watcher holds want connections (its set is the process's).
 func watchedBack(t *testing.T, want int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for watcher().watched() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("the watcher holds %d connections, want %d: a token leaked", watcher().watched(), want)
+	eventually.Succeeds(t, "the watcher to hold no leaked token", func() error {
+		if got := watcher().watched(); got != want {
+			return fmt.Errorf("it holds %d connections, want %d", got, want)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // The one epoll set notices every client that closes its connection, resets it or sends
