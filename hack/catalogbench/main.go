@@ -554,9 +554,12 @@ var stages = []stage{
 }
 
 func report(o options, changes []change, published map[string]publishedLine) {
-	lat := make([]time.Duration, len(changes))
+	// From the update call's return (lat) and from its send (fromSent): the send's is never
+	// shorter than the change took (the API server committed it after the send), longer by the
+	// call's own time up to the commit; a return that comes late makes a change look short.
+	lat, fromSent, call := make([]time.Duration, len(changes)), make([]time.Duration, len(changes)), make([]time.Duration, len(changes))
 	for i, c := range changes {
-		lat[i] = c.last.Sub(c.applied)
+		lat[i], fromSent[i], call[i] = c.last.Sub(c.applied), c.last.Sub(c.sent), c.applied.Sub(c.sent)
 	}
 	kind := "listen, " + o.reader
 	if o.reader == readerLegacy {
@@ -565,13 +568,6 @@ func report(o options, changes []change, published map[string]publishedLine) {
 	sorted := slices.Sorted(slices.Values(lat))
 	fmt.Printf("clients=%d (%s streams) changes=%d  apply-return → last client's tools/list_changed: %s min=%v\n",
 		o.clients, kind, len(lat), spread(sorted), ms(sorted[0]))
-	// From the request's send: never shorter than the change took (the API server committed it
-	// after the send), longer by the update call's own time up to the commit. From the return
-	// (above), a return that comes late makes a change look short.
-	fromSent, call := make([]time.Duration, len(changes)), make([]time.Duration, len(changes))
-	for i, c := range changes {
-		fromSent[i], call[i] = c.last.Sub(c.sent), c.applied.Sub(c.sent)
-	}
 	slices.Sort(fromSent)
 	slices.Sort(call)
 	fmt.Printf("apply-sent → last client's tools/list_changed: %s min=%v (the update call: p50=%v max=%v)\n",

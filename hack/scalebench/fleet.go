@@ -978,6 +978,18 @@ func (b *bench) items() int { return b.o.servers * (b.o.tools + 2) }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
 
+// perServer is "total T: k=v …" of counts by key, each divided by the number of servers, keys
+// in order.
+func perServer[V int | float64](counts map[string]V, servers int) string {
+	var parts []string
+	var total V
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s=%.2f", k, float64(counts[k])/float64(servers)))
+		total += counts[k]
+	}
+	return fmt.Sprintf("total %.2f: %s", float64(total)/float64(servers), strings.Join(parts, " "))
+}
+
 // ratio is a/b, or 0 when b is (the floor has no manager).
 func ratio(a, b float64) float64 {
 	if b <= 0 {
@@ -1069,27 +1081,14 @@ func (b *bench) report() {
 	}
 	fmt.Printf("\nwrites per server at the API server, by field manager (Events included, Lease renewals not):\n")
 	for _, p := range r.Phases {
-		keys := slices.Sorted(maps.Keys(p.WritesByWriter))
-		var parts []string
-		total := 0
-		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("%s=%.2f", k, float64(p.WritesByWriter[k])/float64(r.Servers)))
-			total += p.WritesByWriter[k]
-		}
-		fmt.Printf("  %-8s total %.2f: %s\n", p.Name+":", float64(total)/float64(r.Servers), strings.Join(parts, " "))
+		fmt.Printf("  %-8s %s\n", p.Name+":", perServer(p.WritesByWriter, r.Servers))
 	}
 	fmt.Printf("\nthe manager's requests per server, by method (GET: gets, lists and watches; Lease renewals included):\n")
 	for _, p := range r.Phases {
 		if len(p.ManagerRequests) == 0 {
 			continue // the floor: no manager
 		}
-		var parts []string
-		total := 0.0
-		for _, k := range slices.Sorted(maps.Keys(p.ManagerRequests)) {
-			parts = append(parts, fmt.Sprintf("%s=%.2f", k, p.ManagerRequests[k]/float64(r.Servers)))
-			total += p.ManagerRequests[k]
-		}
-		fmt.Printf("  %-8s total %.2f: %s\n", p.Name+":", total/float64(r.Servers), strings.Join(parts, " "))
+		fmt.Printf("  %-8s %s\n", p.Name+":", perServer(p.ManagerRequests, r.Servers))
 	}
 	fmt.Printf("\nCPU seconds by process (the whole machine's work for the fleet):\n")
 	for _, p := range r.Phases {

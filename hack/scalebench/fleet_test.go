@@ -77,3 +77,16 @@ func TestServerReadyLatencyNearestRank(t *testing.T) {
 		t.Fatalf("latency = %+v, want p50 50, p99 99, max 100 of 100 servers", l)
 	}
 }
+
+// TestPerServer: the report's per-server lines divide each count and the total by the servers,
+// keys in order, for the writes (counts) and the manager's requests (counter values) alike.
+func TestPerServer(t *testing.T) {
+	if got, want := perServer(map[string]int{"switchboard": 2502, "kube-controller-manager": 1500}, 100),
+		"total 40.02: kube-controller-manager=15.00 switchboard=25.02"; got != want {
+		t.Errorf("writes: got %q, want %q", got, want)
+	}
+	if got, want := perServer(map[string]float64{"PUT": 9, "PATCH": 1200, "POST": 1301}, 100),
+		"total 25.10: PATCH=12.00 POST=13.01 PUT=0.09"; got != want {
+		t.Errorf("requests: got %q, want %q", got, want)
+	}
+}
